@@ -1,0 +1,29 @@
+# The two commands a new user needs: `make demo` (the main job) and `make test`.
+# Each creates or updates the local virtual environment .venv first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench vectors clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,deploy]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python tools/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench_bulk.py
+
+vectors: $(STAMP)
+	$(BIN)/python tools/gen_vectors.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info host/*.egg-info

@@ -1,0 +1,178 @@
+"""Exact properties of a profile's integer mechanism (no sampling).
+
+Offsets j = k - k_lo run over 0..N-1. For a reading x the window starts at jL, which is
+floor(pos) or floor(pos)+1 with pos = (x - lo)/(hi - lo) * (N - Nc). With q = T/2^64:
+
+    P(j | jL) = q/Nc        if jL <= j < jL + Nc      (P_hi)
+              = (1-q)/No    otherwise                 (P_lo)
+
+Every probability is a Fraction here; shared_spec/mechanism.md derives each formula.
+"""
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .profile import WORD, Profile
+
+
+def _sum1(a, n):
+    """sum of the n consecutive integers starting at a"""
+    return n * a + Fraction(n * (n - 1), 2)
+
+
+def _sum2(a, n):
+    """sum of squares of the n consecutive integers starting at a"""
+    return n * a * a + a * n * (n - 1) + Fraction((n - 1) * n * (2 * n - 1), 6)
+
+
+class ExactGrid:
+    """Exact distribution, privacy ratio, mean map and variance of a profile's mechanism."""
+
+    def __init__(self, profile: Profile):
+        self.profile = profile
+        self.n = profile.n_cells
+        self.nc = profile.n_window
+        self.no = profile.n_outside
+        self.q = Fraction(profile.threshold, WORD)
+        self.p_hi = self.q / self.nc
+        self.p_lo = (1 - self.q) / self.no
+        self.lo = Fraction(profile.lo)
+        self.hi = Fraction(profile.hi)
+        # E[j | jL] = slope * jL + intercept   (slope = q - (1-q) Nc/No)
+        self.slope = self.q - (1 - self.q) * self.nc / self.no
+        self.intercept = (self.q * Fraction(self.nc - 1, 2)
+                          + (1 - self.q) * (_sum1(0, self.n) - _sum1(0, self.nc)) / self.no)
+        self.gain = (self.hi - self.lo) / (self.slope * (self.n - self.nc))
+
+    # ---- privacy ---------------------------------------------------------------------------
+    @property
+    def privacy_ratio(self) -> Fraction:
+        """max over inputs and outputs of P(j|x)/P(j|x'): every P lies in [P_lo, P_hi]."""
+        return self.p_hi / self.p_lo
+
+    # ---- input side ------------------------------------------------------------------------
+    def clamp(self, x: Fraction) -> Fraction:
+        return min(max(x, self.lo), self.hi)
+
+    def position(self, x: Fraction) -> Fraction:
+        x = self.clamp(Fraction(x))
+        return (x - self.lo) * (self.n - self.nc) / (self.hi - self.lo)
+
+    # ---- conditional on the window start -----------------------------------------------------
+    def window_moments(self, jl: int) -> tuple:
+        """(E[j | jL], E[j^2 | jL]) exactly."""
+        s1w, s2w = _sum1(jl, self.nc), _sum2(jl, self.nc)
+        s1o, s2o = _sum1(0, self.n) - s1w, _sum2(0, self.n) - s2w
+        m1 = self.q * s1w / self.nc + (1 - self.q) * s1o / self.no
+        m2 = self.q * s2w / self.nc + (1 - self.q) * s2o / self.no
+        return m1, m2
+
+    def distribution(self, x) -> dict:
+        """P(j | x) for every offset j (small grids; used by tests)."""
+        pos = self.position(x)
+        base = math.floor(pos)
+        frac = pos - base
+        probs = {j: Fraction(0) for j in range(self.n)}
+        for jl, weight in ((base, 1 - frac), (base + 1, frac)):
+            if weight == 0:
+                continue
+            for j in range(self.n):
+                inside = jl <= j < jl + self.nc
+                probs[j] += weight * (self.p_hi if inside else self.p_lo)
+        return probs
+
+    # ---- moments given the reading ----------------------------------------------------------
+    def mean_offset(self, x) -> Fraction:
+        """E[j | x] = slope * pos + intercept (stochastic rounding keeps E[jL] = pos)."""
+        return self.slope * self.position(x) + self.intercept
+
+    def offset_variance(self, x) -> Fraction:
+        pos = self.position(x)
+        base = math.floor(pos)
+        frac = pos - base
+        m2 = Fraction(0)
+        for jl, weight in ((base, 1 - frac), (base + 1, frac)):
+            if weight:
+                m2 += weight * self.window_moments(jl)[1]
+        return m2 - self.mean_offset(x) ** 2
+
+    # ---- the calibrated estimator -------------------------------------------------------------
+    def estimate(self, j) -> Fraction:
+        """Unbiased estimate of x from one offset: E[estimate(j) | x] = x exactly."""
+        return self.lo + self.gain * (j - self.intercept)
+
+    def variance(self, x) -> Fraction:
+        """Var[estimate(j) | x]."""
+        return self.gain ** 2 * self.offset_variance(x)
+
+    def estimate_range(self) -> tuple:
+        return self.estimate(0), self.estimate(self.n - 1)
+
+
+# ---- comparison with the continuous piecewise mechanism ---------------------------------------
+def pm_variance(profile: Profile, x):
+    """Var of the continuous PM at x (paper Thm 1b), float64."""
+    a = math.exp(profile.epsilon / 2)
+    h = (profile.hi - profile.lo) / 2
+    t = (np.asarray(x, dtype=float) - (profile.hi + profile.lo) / 2) / h
+    return h * h * (t * t / (a - 1) + (a + 3) / (3 * (a - 1) ** 2))
+
+
+def _window_variance_table(g: ExactGrid) -> np.ndarray:
+    """Var(j | jL) for jL = 0..N-Nc in float64, in coordinates centred on the grid."""
+    n, nc, no, q = g.n, g.nc, g.no, float(g.q)
+    a = np.arange(0, n - nc + 1, dtype=float) - (n - 1) / 2.0
+    s1w = nc * a + nc * (nc - 1) / 2.0
+    s2w = nc * a * a + a * nc * (nc - 1) + (nc - 1) * nc * (2 * nc - 1) / 6.0
+    s2all = n * (n * n - 1) / 12.0
+    m1 = q * s1w / nc - (1 - q) * s1w / no
+    m2 = q * s2w / nc + (1 - q) * (s2all - s2w) / no
+    return m2 - m1 * m1
+
+
+def worst_variance_ratio(profile: Profile) -> tuple:
+    """(min, max) over all inputs of Var_exact(x) / Var_PM(x).
+
+    On each unit step of pos the exact variance is a concave quadratic in the fractional
+    part f and the PM variance a convex one; the ratio's extremes are at f in {0, 1} or at the
+    roots of a quadratic (derivation in shared_spec/mechanism.md). Evaluated in float64.
+    """
+    g = ExactGrid(profile)
+    w = _window_variance_table(g)
+    s, gain = float(g.slope), float(g.gain)
+    steps = g.n - g.nc
+    delta = (profile.hi - profile.lo) / steps
+    h = (profile.hi - profile.lo) / 2
+    a_exp = math.exp(profile.epsilon / 2)
+    pa = 1 / (a_exp - 1)
+    pb = h * h * (a_exp + 3) / (3 * (a_exp - 1) ** 2)
+    u0 = profile.lo + np.arange(steps) * delta - (profile.hi + profile.lo) / 2
+    g2 = gain * gain
+    alpha = g2 * w[:-1]
+    beta = g2 * (w[1:] - w[:-1] + s * s)
+    gamma = np.full(steps, g2 * s * s)
+    dl = pa * u0 * u0 + pb
+    ze = 2 * pa * delta * u0
+    et = np.full(steps, pa * delta * delta)
+
+    def ratio(f):
+        return (alpha + beta * f - gamma * f * f) / (dl + ze * f + et * f * f)
+
+    cands = [ratio(np.zeros(steps)), ratio(np.ones(steps))]
+    c2 = -(beta * et + gamma * ze)
+    c1 = -2 * (gamma * dl + alpha * et)
+    c0 = beta * dl - alpha * ze
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Stable quadratic roots: c2 is often ~0 (symmetric steps), where the textbook
+        # formula divides by rounding noise; qq/c2 and c0/qq stay accurate.
+        disc = np.sqrt(np.maximum(c1 * c1 - 4 * c2 * c0, 0))
+        qq = -0.5 * (c1 + np.where(c1 >= 0, 1.0, -1.0) * disc)
+        roots = [qq / c2, c0 / qq]
+    for r in roots:
+        ok = np.isfinite(r) & (r > 0) & (r < 1)
+        f = np.where(ok, r, 0.0)
+        vals = ratio(f)
+        cands.append(np.where(ok, vals, cands[0]))
+    stack = np.vstack(cands)
+    return float(stack.min()), float(stack.max())
