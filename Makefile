@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python tools/demo.py
+	$(BIN)/zeal demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,0 +1,274 @@
+"""`zeal` command line: one table of sub-commands; user mistakes print `zeal: <message>`."""
+import argparse
+import json
+import sys
+
+from . import __version__
+from .errors import InputError, ReportError, ZealError
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _open_input(path):
+    if path in (None, "-"):
+        return sys.stdin
+    try:
+        return open(path, "r", encoding="utf-8")
+    except OSError as exc:
+        raise ZealError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+
+
+def _open_output(path):
+    if path in (None, "-"):
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+
+
+def _bits_arg(text):
+    if text == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("bits must be an integer or 'auto'") from None
+
+
+def _fmt(value):
+    return "%.10g" % value if isinstance(value, float) else str(value)
+
+
+# ---- profile ------------------------------------------------------------------------------------
+def profile_report(prof) -> dict:
+    """Every figure a user may want about a profile (the --json contract)."""
+    from . import paper
+    from .analysis import ExactGrid, worst_variance_ratio
+
+    lo, hi, eps, e = prof.lo, prof.hi, prof.epsilon, prof.exponent
+    grid = ExactGrid(prof)
+    gamma = paper.gamma_min(lo, hi, eps, e)
+    doc = {
+        "lo": lo, "hi": hi, "epsilon": eps, "exponent": e, "bits": prof.bits,
+        "abar": paper.abar(lo, hi, eps, e),
+        "abar_exact": str(paper.abar_exact(lo, hi, eps, e)),
+        "gamma_min": gamma, "transmission_ratio": paper.transmission_ratio(gamma),
+        "wire_ratio": prof.bits / 64,
+        "e_enc": paper.e_enc(lo, hi, eps), "e_vul": paper.e_vul(lo, hi, eps),
+        "n_cells": prof.n_cells, "n_window": prof.n_window, "threshold": prof.threshold,
+        "privacy_ratio": float(grid.privacy_ratio),
+        "privacy_ratio_exact": "%d/%d" % (grid.privacy_ratio.numerator,
+                                          grid.privacy_ratio.denominator),
+        "fingerprint": prof.fingerprint,
+    }
+    if prof.n_cells <= 1 << 22:
+        low, high = worst_variance_ratio(prof)
+        doc["variance_ratio_vs_pm"] = [low, high]
+    return doc
+
+
+def cmd_profile(args) -> int:
+    from . import profile as prof_mod
+
+    calibration = None
+    if args.cal_gain is not None or args.cal_offset is not None:
+        if args.cal_gain is None or args.cal_offset is None:
+            raise ZealError("--cal-gain and --cal-offset go together")
+        calibration = prof_mod.Calibration(
+            prof_mod.Calibration.parse(args.cal_gain, "--cal-gain"),
+            prof_mod.Calibration.parse(args.cal_offset, "--cal-offset"))
+    lo, hi = args.range
+    prof = prof_mod.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
+                          calibration=calibration)
+    if args.output:
+        out = _open_output(args.output)
+        with out:
+            out.write(prof.to_json())
+    doc = profile_report(prof)
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        for key, value in doc.items():
+            print("%-20s %s" % (key, _fmt(value)))
+        if args.output:
+            print("written to %s" % args.output)
+    return 0
+
+
+# ---- perturb ------------------------------------------------------------------------------------
+def _reading_from_text(text: str):
+    from fractions import Fraction
+
+    t = text.strip()
+    low = t.lower()
+    if low in ("nan", "+nan", "-nan"):
+        raise InputError("reading is NaN")
+    if low.lstrip("+-") in ("inf", "infinity"):
+        raise InputError("reading is infinite")
+    try:
+        return Fraction(t)  # exact decimal: "35.58" is 3558/100, not its float64 rounding
+    except (ValueError, ZeroDivisionError):
+        raise InputError("not a number: %r" % t[:40]) from None
+
+
+def cmd_perturb(args) -> int:
+    from . import profile as prof_mod
+    from . import reports
+    from .mechanism import ExactZeal
+    from .words import CounterWords, key_from_hex, system_words
+
+    prof = prof_mod.load(args.profile)
+    if args.seed is not None:
+        try:
+            words = CounterWords(key_from_hex(args.seed))
+        except ValueError as exc:
+            raise ZealError(str(exc)) from None
+    else:
+        words = system_words()
+    mech = ExactZeal(profile=prof, words=words)
+    spell = {"bits": lambda k: "%016x" % reports.to_bits(prof, k),
+             "low": lambda k: str(reports.to_low(prof, k)),
+             "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))}[args.output]
+    skipped = 0
+    src = _open_input(args.input)
+    with src:
+        for lineno, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                x = _reading_from_text(line)
+            except InputError as exc:
+                if not args.skip_invalid:
+                    raise InputError("line %d: %s" % (lineno, exc)) from None
+                skipped += 1
+                continue
+            sys.stdout.write(spell(mech.perturb(x)) + "\n")
+    if mech.clamped:
+        print("zeal: clamped %d reading(s) outside [%r, %r]" % (mech.clamped, prof.lo, prof.hi),
+              file=sys.stderr)
+    if skipped:
+        print("zeal: skipped %d invalid line(s)" % skipped, file=sys.stderr)
+    return 0
+
+
+# ---- aggregate ----------------------------------------------------------------------------------
+def cmd_aggregate(args) -> int:
+    import numpy as np
+
+    from . import profile as prof_mod
+    from . import reports
+    from .estimate import Estimator
+
+    prof = prof_mod.load(args.profile)
+    offsets = []
+    src = _open_input(args.input)
+    with src:
+        for lineno, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                offsets.append(reports.parse_line(prof, line) - prof.k_lo)
+            except ReportError as exc:
+                raise ReportError("line %d: %s" % (lineno, exc)) from None
+    if not offsets:
+        raise ZealError("no reports to aggregate")
+    summary = Estimator(prof).summarize(np.array(offsets, dtype=np.int64))
+    doc = summary.as_dict()
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print("n                 %d" % summary.n)
+        print("mean (calibrated) %.6f" % summary.mean_calibrated)
+        print("99%% interval      [%.6f, %.6f]  (Bernstein; normal approx. [%.6f, %.6f])"
+              % (summary.ci99 + summary.ci99_clt))
+        print("AVG* (exact)      %.6f" % summary.avg_star)
+        print("AVG* (float64)    %.6f  (naive sum near Abar, for comparison only)"
+              % summary.avg_star_naive)
+    return 0
+
+
+# ---- demo ---------------------------------------------------------------------------------------
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    doc = run_demo(epsilon=args.epsilon, bits=args.bits, count=args.count, seed=args.seed,
+                   progress=not args.json)
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    return 0
+
+
+# ---- parser -------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zeal", description="Zeal-MCU: exact local differential privacy for sensor telemetry.")
+    parser.add_argument("--version", action="version", version="zeal " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("profile", help="build a profile (range, epsilon, bits per report)",
+                       description="Build a profile and print its figures.")
+    p.add_argument("--range", nargs=2, type=float, required=True, metavar=("LO", "HI"),
+                   help="feasible reading range")
+    p.add_argument("--epsilon", type=float, required=True, help="privacy budget (> 0)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto",
+                   help="bits per report; 'auto' (default) = fewest bits whose variance is "
+                        "within 1%% of the continuous piecewise mechanism at every input")
+    g.add_argument("--exponent", type=int, metavar="E", help="binade exponent instead of bits")
+    p.add_argument("--cal-gain", metavar="Q", help="raw-count calibration: x = offset + gain*raw "
+                   "(exact decimal or p/q)")
+    p.add_argument("--cal-offset", metavar="Q", help="raw-count calibration offset")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the profile JSON here")
+    p.add_argument("--json", action="store_true", help="print figures as JSON")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("perturb", help="privatise readings (one decimal per line)",
+                       description="Privatise readings, one exact decimal per line.")
+    p.add_argument("--profile", required=True, metavar="FILE")
+    p.add_argument("--input", metavar="FILE", help="readings file (default: stdin)")
+    p.add_argument("--seed", metavar="HEX", help="generator key, up to 64 hex digits "
+                   "(reproducible runs only; default: the OS's secure source)")
+    p.add_argument("--output", choices=("bits", "low", "float"), default="bits",
+                   help="bits: 64-bit pattern in hex; low: the m transmitted bits; "
+                        "float: the double")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip (and count) NaN, infinite or malformed lines instead of stopping")
+    p.set_defaults(func=cmd_perturb)
+
+    p = sub.add_parser("aggregate", help="estimate the mean from perturbed reports",
+                       description="Estimate the mean from `zeal perturb` output.")
+    p.add_argument("--profile", required=True, metavar="FILE")
+    p.add_argument("--input", metavar="FILE", help="reports file (default: stdin)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_aggregate)
+
+    p = sub.add_parser("demo", help="end-to-end run on the shipped Aarhus humidity data",
+                       description="Profile, privatise and aggregate the first 5000 Aarhus "
+                                   "humidity readings; no board needed.")
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto")
+    p.add_argument("--count", type=int, default=5000, help="readings to use (default 5000)")
+    p.add_argument("--seed", metavar="HEX", help="generator key for a reproducible run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ZealError as exc:
+        print("zeal: %s" % exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("zeal: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Profiles: hand-derived grids, validation, canonical form and fingerprint (all exact)."""
+import json
+import math
+from decimal import Decimal, getcontext
+from fractions import Fraction
+
+import pytest
+
+from zeal import profile as P
+from zeal.analysis import worst_variance_ratio
+from zeal.errors import ProfileError
+
+from conftest import HUMIDITY
+
+
+def test_hand_derived_small_grid():
+    # lo=20, hi=80, eps=1: h=30, a=e^0.5=1.6487212707, C = 30*2.6487212707/0.6487212707
+    # = 122.4897. With m=4 bits: ulp 2^(E-52); E=56 -> ulp 16, 2C/16 = 15.31 -> N=15 <= 15;
+    # E=55 -> ulp 8, N = round(30.6) = 31 > 15. Window: (C-h)/16 = 92.49/16 = 5.78 -> Nc=6.
+    prof = P.from_bits(20.0, 80.0, 1.0, 4)
+    assert (prof.exponent, prof.n_cells, prof.n_window, prof.n_outside) == (56, 15, 6, 9)
+    assert prof.k_lo == 2 ** 52 - 16 and prof.k_hi == 2 ** 52 - 2
+    # T = floor(2^64 * 6e / (9 + 6e)) = 16.30969/25.30969 * 2^64 ~ 0.644405 * 2^64: check both defining inequalities
+    # against an enclosure of e that does not use the code's Taylor bound.
+    e_lo = Fraction("2.71828182845904523536028747135")  # e to 30 digits, rounded down
+    e_hi = e_lo + Fraction(1, 10 ** 29)
+    t = prof.threshold
+    assert t * 9 <= e_lo * (2 ** 64 - t) * 6
+    assert (t + 1) * 9 > e_hi * (2 ** 64 - t - 1) * 6
+    assert abs(t / 2 ** 64 - 0.644405) < 1e-6
+
+
+def test_humidity_exponents_and_bits():
+    lo, hi = HUMIDITY
+    cont = P.Continuous.of(lo, hi, 1.0)
+    assert cont.e_enc() == 8  # ceil(log2(2C)) = ceil(log2(246.61)) = 8
+    assert P.bits_range(lo, hi, 1.0) == (2, 52)
+    previous = None
+    for m in range(2, 53):
+        prof = P.from_bits(lo, hi, 1.0, m)
+        assert prof.bits == m
+        assert prof.n_cells < 2 ** m  # k_lo >= wire_base: every k shares the top 52-m bits
+        assert prof.k_lo >= prof.wire_base
+        if previous is not None:
+            assert prof.exponent < previous
+        previous = prof.exponent
+    # at E_enc the grid nearly fills the binade: 2C/2^(8-52) = 246.61 * 2^44 cells
+    assert P.from_exponent(lo, hi, 1.0, 8).bits == 52
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(lo=5.0, hi=5.0, epsilon=1.0, exponent=60), "range is empty"),
+    (dict(lo=6.0, hi=5.0, epsilon=1.0, exponent=60), "range is empty"),
+    (dict(lo=float("nan"), hi=5.0, epsilon=1.0, exponent=60), "finite"),
+    (dict(lo=0.0, hi=float("inf"), epsilon=1.0, exponent=60), "finite"),
+    (dict(lo=0.0, hi=1.0, epsilon=0.0, exponent=60), "epsilon"),
+    (dict(lo=0.0, hi=1.0, epsilon=-1.0, exponent=60), "epsilon"),
+    (dict(lo=0.0, hi=1.0, epsilon=float("nan"), exponent=60), "finite"),
+    (dict(lo=23.5, hi=83.9, epsilon=1.0, exponent=7), "out of range"),   # below E_enc = 8
+    (dict(lo=23.5, hi=83.9, epsilon=1.0, exponent=200), "out of range"),
+    (dict(lo=23.5, hi=83.9, epsilon=1.0, exponent=8.5), "integer"),
+])
+def test_bad_parameters_raise_profile_error(kwargs, fragment):
+    with pytest.raises(ProfileError, match=fragment):
+        P.from_exponent(**kwargs)
+
+
+@pytest.mark.parametrize("bits", [0, 1, 53, 64])
+def test_bits_out_of_range(bits):
+    with pytest.raises(ProfileError, match="out of range"):
+        P.from_bits(23.5, 83.9, 1.0, bits)
+
+
+def test_canonical_form_round_trip_and_fingerprint():
+    prof = P.from_bits(23.5, 83.9, 1.0, 4)
+    doc = json.loads(prof.to_json())
+    core = {k: v for k, v in doc.items() if k != "fingerprint"}
+    assert all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in core.values())
+    canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
+    import hashlib
+    assert doc["fingerprint"] == hashlib.sha256(canon).hexdigest()
+    assert P.loads(prof.to_json()) == prof
+    other = P.from_bits(23.5, 83.9, 1.0, 5)
+    assert other.fingerprint != prof.fingerprint
+
+
+def _tampered(prof, **changes):
+    doc = json.loads(prof.to_json())
+    doc.update(changes)
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    (dict(threshold=12345), "threshold"),
+    (dict(n_cells=14), "n_cells"),
+    (dict(fingerprint="0" * 64), "fingerprint does not match"),
+    (dict(format="zeal-profile/0"), "format"),
+    (dict(extra=1), "unknown keys"),
+    (dict(lo="0x40"), "64-bit pattern"),
+    (dict(exponent="56"), "integer"),
+    (dict(cal_gain="1/0", cal_offset="0"), "cal_gain"),
+])
+def test_tampered_profiles_are_rejected(changes, fragment):
+    prof = P.from_bits(23.5, 83.9, 1.0, 4)
+    with pytest.raises(ProfileError, match=fragment):
+        P.loads(_tampered(prof, **changes))
+
+
+def test_edited_parameter_breaks_fingerprint():
+    prof = P.from_bits(23.5, 83.9, 1.0, 4)
+    moved = P.from_bits(23.5, 84.0, 1.0, 4)
+    doc = json.loads(prof.to_json())
+    doc["hi"] = json.loads(moved.to_json())["hi"]
+    doc.update({k: getattr(moved, k) for k in ("n_cells", "n_window", "threshold", "exponent")})
+    with pytest.raises(ProfileError, match="fingerprint"):
+        P.loads(json.dumps(doc))
+
+
+def test_missing_and_unreadable(tmp_path):
+    with pytest.raises(ProfileError, match="cannot read"):
+        P.load(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ProfileError, match="not valid JSON"):
+        P.load(bad)
+    with pytest.raises(ProfileError, match="missing"):
+        P.loads(json.dumps({"format": P.FORMAT}))
+
+
+def test_calibration_is_part_of_the_fingerprint():
+    cal = P.Calibration(Fraction("0.01"), Fraction(-40))
+    a = P.from_bits(-40.0, 125.0, 1.0, 8, calibration=cal)
+    b = P.from_bits(-40.0, 125.0, 1.0, 8)
+    assert a.fingerprint != b.fingerprint
+    assert P.loads(a.to_json()).calibration == cal
+
+
+def test_exp_lower_bound_is_below_e():
+    getcontext().prec = 60
+    for eps in (0.5, 1.0, 2.0, 4.0, 20.0):
+        bound = P.exp_lower_bound(Fraction(eps))
+        # Decimal.exp is correctly rounded; minus a margin far above its error
+        exact = Fraction(Decimal(eps).exp()) - Fraction(1, 10 ** 45)
+        assert bound <= exact and exact - bound < Fraction(1, 10 ** 30) * exact
+
+
+def test_auto_is_the_smallest_m_within_one_percent():
+    lo, hi = HUMIDITY
+    for eps in (0.5, 1.0, 2.0, 4.0):
+        prof = P.auto(lo, hi, eps)
+        assert worst_variance_ratio(prof)[1] <= P.AUTO_VARIANCE_SLACK
+        for m in range(2, prof.bits):
+            assert worst_variance_ratio(P.from_bits(lo, hi, eps, m))[1] > P.AUTO_VARIANCE_SLACK
+    assert P.auto(lo, hi, 1.0).bits == 4
+    assert math.isclose(P.auto(lo, hi, 1.0).ulp, 2.0 ** 4)
