@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Write shared_spec/vectors/{generator,profiles,mechanism}.json from the CPython reference.
+
+Hand-derived cases (see shared_spec/mechanism.md and tests/test_mechanism.py) are checked
+against the reference while generating: if the reference disagrees, nothing is written.
+Usage: python tools/gen_vectors.py [--check]   (--check: exit 1 if the files are stale)
+"""
+import argparse
+import hashlib
+import json
+import os
+import struct
+import sys
+from fractions import Fraction
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "host"))
+
+from zeal import profile as P  # noqa: E402
+from zeal import reports  # noqa: E402
+from zeal.errors import InputError  # noqa: E402
+from zeal.floatbits import float64_to_bits, hex64  # noqa: E402
+from zeal.mechanism import (ExactZeal, reading_from_float32_bits,  # noqa: E402
+                            reading_from_float64_bits, reading_from_raw)
+from zeal.words import CounterWords, ListWords, Recorder  # noqa: E402
+
+OUT = os.path.join(ROOT, "shared_spec", "vectors")
+VERSION = 1
+W = 1 << 64
+
+
+def key_for(label: str) -> bytes:
+    return hashlib.sha256(b"zeal-vector-key:" + label.encode()).digest()
+
+
+def f32(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+# ---- generator -------------------------------------------------------------------------------
+def generator_vectors() -> dict:
+    cases = []
+    for label, key in (("zero key", bytes(32)), ("counting key", bytes(range(32))),
+                       ("derived key", key_for("generator"))):
+        cases.append({"id": "gen-%d" % len(cases), "comment": label + ": first 10 words "
+                      "(crosses into the third block)", "result": "valid", "key": key.hex(),
+                      "words": ["%016x" % w for w in CounterWords(key).take(10)]})
+    return {"schema": "zeal-vectors/generator", "version": VERSION, "count": len(cases),
+            "notes": "SHA-256 counter mode of generator.md; words as 16 hex digits.",
+            "cases": cases}
+
+
+# ---- profiles --------------------------------------------------------------------------------
+def profile_set() -> dict:
+    out = {"hand": P.from_bits(20.0, 80.0, 1.0, 4)}
+    for eps in (0.5, 1.0, 2.0, 4.0):
+        for m in (2, 3, 4, 8, 16):
+            out["hum-e%g-m%d" % (eps, m)] = P.from_bits(23.5, 83.9, eps, m)
+    out["hum-e1-m52"] = P.from_bits(23.5, 83.9, 1.0, 52)
+    out["adc-e1-m8"] = P.from_bits(0.0, 3.3, 1.0, 8,
+                                   calibration=P.Calibration(Fraction(33, 40950), Fraction(0)))
+    out["neg-e2-m12"] = P.from_bits(-40.0, 125.0, 2.0, 12)
+    return out
+
+
+def profile_vectors(profiles: dict) -> dict:
+    cases = []
+    for pid, prof in profiles.items():
+        cases.append({"id": pid, "comment": "valid profile", "result": "valid",
+                      "profile": json.loads(prof.to_json()),
+                      "canonical": prof.canonical_bytes().decode()})
+    base = json.loads(profiles["hum-e1-m4"].to_json())
+
+    def bad(cid, comment, reason, doc, host_only=False):
+        cases.append({"id": cid, "comment": comment, "result": "invalid", "reason": reason,
+                      "host_only": host_only, "profile": doc})
+
+    bad("bad-fingerprint", "fingerprint of another profile", "fingerprint",
+        dict(base, fingerprint=json.loads(profiles["hum-e1-m8"].to_json())["fingerprint"]))
+    bad("bad-threshold", "threshold edited, fingerprint kept", "fingerprint",
+        dict(base, threshold=base["threshold"] + 1))
+    bad("bad-format", "unknown format version", "format", dict(base, format="zeal-profile/9"))
+    bad("missing-key", "no n_window", "missing",
+        {k: v for k, v in base.items() if k != "n_window"})
+    bad("float-value", "epsilon as a JSON float", "type", dict(base, epsilon=1.0))
+    doc = dict(base, threshold=base["threshold"] + 1)
+    doc.pop("fingerprint")
+    doc["fingerprint"] = hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"))
+                                        .encode()).hexdigest()
+    bad("rehashed-threshold", "threshold edited and fingerprint recomputed: only the host, "
+        "which re-derives T, can tell", "derived", doc, host_only=True)
+    return {"schema": "zeal-vectors/profiles", "version": VERSION, "count": len(cases),
+            "notes": "Valid profiles with their canonical bytes; must-reject profiles with "
+                     "the reason (fingerprint, format, missing, type, derived).",
+            "cases": cases}
+
+
+# ---- mechanism -------------------------------------------------------------------------------
+def decode_input(prof, item):
+    if "float64" in item:
+        return reading_from_float64_bits(int(item["float64"], 16))
+    if "float32" in item:
+        return reading_from_float32_bits(int(item["float32"], 16))
+    return reading_from_raw(prof, item["raw"])
+
+
+def run_case(prof, inputs, words_source):
+    mech = ExactZeal(profile=prof, words=words_source)
+    outs = []
+    for item in inputs:
+        rec = Recorder(words_source)
+        k = mech.perturb(decode_input(prof, item), rec)
+        outs.append({"k": k, "bits": "%016x" % reports.to_bits(prof, k),
+                     "low": reports.to_low(prof, k), "words_used": len(rec.used)})
+    return outs, mech.clamped
+
+
+def mechanism_vectors(profiles: dict) -> dict:
+    cases = []
+
+    def add(cid, comment, pid, inputs, key=None, words=None, expect_j=None):
+        prof = profiles[pid]
+        src = CounterWords(key) if key is not None else ListWords(words)
+        outs, clamped = run_case(prof, inputs, src)
+        if expect_j is not None:  # hand-derived: the reference must agree
+            got = [o["k"] - prof.k_lo for o in outs]
+            if got != expect_j:
+                raise SystemExit("hand case %s: reference gives %r, hand gives %r"
+                                 % (cid, got, expect_j))
+        case = {"id": cid, "comment": comment, "result": "valid", "profile": pid,
+                "inputs": inputs, "expected": outs, "clamped": clamped}
+        if key is not None:
+            case["key"] = key.hex()
+        else:
+            case["words"] = ["%016x" % w for w in words]
+        cases.append(case)
+
+    def d64(x):
+        return {"float64": "%016x" % float64_to_bits(x)}
+
+    def d32(x):
+        return {"float32": "%08x" % f32(x)}
+
+    top = W - 1
+    # Hand-derived (tests/test_mechanism.py explains each): lo=20, hi=80, eps=1, m=4.
+    add("hand-window", "x=50: pos=4.5, U<1/2 -> jL=5; window; u=0 -> j=5", "hand",
+        [d64(50.0)], words=[0, 0, 0], expect_j=[5])
+    add("hand-reject", "x=50: jL=4; outside; word 2^64-1 gives u=9 >= No: rejected; u=0 -> j=0",
+        "hand", [d64(50.0)], words=[top, top, top, 0], expect_j=[0])
+    add("hand-skip", "x=50: jL=4; outside; u=4 >= jL skips the window -> j=10", "hand",
+        [d64(50.0)], words=[top, top, 4 * (W // 9)], expect_j=[10])
+    add("hand-tie", "x=50: first word equals the rounding digit 2^63; remainder 0 -> jL=4",
+        "hand", [d64(50.0)], words=[1 << 63, 0, 0], expect_j=[4])
+    add("hand-clamp", "x=-5 and x=99 clamp to lo and hi", "hand", [d64(-5.0), d64(99.0)],
+        words=[0, top, 0, 0, top, 0], expect_j=[6, 0])
+
+    humidity = [35.58, 23.5, 83.9, 53.7, 24.5, 82.9, 50.843918, 10.0, 100.0, -0.0]
+    for pid, prof in profiles.items():
+        if pid == "hand":
+            continue
+        if pid.startswith("adc"):
+            add(pid + "-raw", "raw ADC counts through the exact calibration 33/40950",
+                pid, [{"raw": r} for r in (0, 1, 2048, 4095, 5000)], key=key_for(pid))
+            continue
+        lo, hi = prof.lo, prof.hi
+        xs = [lo, hi, (lo + hi) / 2] + ([x for x in humidity] if pid.startswith("hum") else
+                                        [lo - 1, hi + 1, 0.0, 21.25, -39.99])
+        add(pid + "-f64", "float64 readings incl. both ends and out-of-range (clamped)", pid,
+            [d64(x) for x in xs], key=key_for(pid + "/f64"))
+        add(pid + "-f32", "float32 readings (struct.pack('<f', x)) decoded exactly", pid,
+            [d32(x) for x in xs], key=key_for(pid + "/f32"))
+
+    rejects = []
+    for item, reason in (({"float64": "7ff8000000000000"}, "nan"),
+                         ({"float64": "7ff0000000000000"}, "inf"),
+                         ({"float64": "fff0000000000000"}, "inf"),
+                         ({"float32": "7fc00000"}, "nan"),
+                         ({"float32": "ff800000"}, "inf")):
+        try:
+            decode_input(profiles["hum-e1-m4"], item)
+        except InputError:
+            rejects.append({"id": "reject-%d" % len(rejects), "comment": "not a number",
+                            "result": "invalid", "reason": reason, "profile": "hum-e1-m4",
+                            "inputs": [item]})
+        else:
+            raise SystemExit("reference accepted %r" % item)
+    try:
+        decode_input(profiles["hum-e1-m4"], {"raw": 12})
+    except InputError:
+        rejects.append({"id": "reject-raw-uncalibrated", "comment": "raw count, no calibration",
+                        "result": "invalid", "reason": "calibration", "profile": "hum-e1-m4",
+                        "inputs": [{"raw": 12}]})
+    cases.extend(rejects)
+    return {"schema": "zeal-vectors/mechanism", "version": VERSION, "count": len(cases),
+            "notes": "Each valid case runs its inputs in order through one generator (key) or "
+                     "an explicit word list; expected k, 64-bit pattern, low m bits and words "
+                     "consumed. Profiles are in profiles.json (same ids). Invalid cases must "
+                     "be rejected before any word is drawn.",
+            "cases": cases}
+
+
+def render() -> dict:
+    profiles = profile_set()
+    return {"generator.json": generator_vectors(),
+            "profiles.json": profile_vectors(profiles),
+            "mechanism.json": mechanism_vectors(profiles)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="only compare with the files")
+    args = ap.parse_args()
+    stale = []
+    for name, doc in render().items():
+        text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
+        path = os.path.join(OUT, name)
+        old = open(path).read() if os.path.exists(path) else None
+        if old != text:
+            stale.append(name)
+            if not args.check:
+                with open(path, "w") as fh:
+                    fh.write(text)
+        print("%-16s %4d cases %s" % (name, doc["count"], "(changed)" if old != text else ""))
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
