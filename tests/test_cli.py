@@ -1,0 +1,98 @@
+"""The `zeal` command line: contract keys, reproducibility and one-line errors."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HOST
+
+ENV = dict(os.environ, PYTHONPATH=HOST + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def zeal(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "zeal.cli", *args], input=stdin,
+                          capture_output=True, text=True, env=ENV, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def prof_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("p") / "hum.json"
+    done = zeal("profile", "--range", "23.5", "83.9", "--epsilon", "1", "-o", str(path),
+                "--json")
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def test_profile_json_contract(prof_file):
+    done = zeal("profile", "--range", "23.5", "83.9", "--epsilon", "1", "--bits", "8", "--json")
+    doc = json.loads(done.stdout)
+    for key in ("lo", "hi", "epsilon", "exponent", "bits", "abar", "gamma_min",
+                "transmission_ratio", "e_enc", "e_vul", "n_cells", "privacy_ratio",
+                "fingerprint"):
+        assert key in doc
+    assert doc["bits"] == 8 and doc["e_enc"] == 8 and doc["privacy_ratio"] <= 2.718281828459046
+    by_e = json.loads(zeal("profile", "--range", "23.5", "83.9", "--epsilon", "1",
+                           "--exponent", str(doc["exponent"]), "--json").stdout)
+    assert by_e["fingerprint"] == doc["fingerprint"]
+
+
+def test_perturb_then_aggregate_all_spellings(prof_file):
+    readings = "\n".join(["35.58", "50", "", "83.9", "24.5"] * 40) + "\n"
+    outs = {}
+    for form in ("bits", "low", "float"):
+        done = zeal("perturb", "--profile", str(prof_file), "--seed", "ab", "--output", form,
+                    stdin=readings)
+        assert done.returncode == 0, done.stderr
+        outs[form] = done.stdout
+        assert len(done.stdout.splitlines()) == 160
+    aggs = [json.loads(zeal("aggregate", "--profile", str(prof_file), "--json",
+                            stdin=outs[f]).stdout) for f in outs]
+    assert aggs[0] == aggs[1] == aggs[2]            # same seed, same reports, any spelling
+    assert aggs[0]["n"] == 160 and aggs[0]["ci99"][0] < aggs[0]["ci99"][1]
+    other = zeal("perturb", "--profile", str(prof_file), "--seed", "ac", stdin=readings)
+    assert other.stdout != outs["bits"]
+
+
+@pytest.mark.parametrize("args, stdin, fragment", [
+    (("profile", "--range", "5", "5", "--epsilon", "1"), None, "range is empty"),
+    (("profile", "--range", "0", "1", "--epsilon", "0"), None, "epsilon"),
+    (("profile", "--range", "23.5", "83.9", "--epsilon", "1", "--bits", "60"), None,
+     "out of range"),
+    (("profile", "--range", "23.5", "83.9", "--epsilon", "1", "--exponent", "3"), None,
+     "out of range"),
+    (("perturb", "--profile", "/nonexistent/p.json"), "1\n", "cannot read profile"),
+    (("perturb", "--profile", "PROF"), "1\nabc\n", "line 2: not a number"),
+    (("perturb", "--profile", "PROF"), "nan\n", "line 1: reading is NaN"),
+    (("perturb", "--profile", "PROF", "--seed", "xyz"), "1\n", "seed"),
+    (("aggregate", "--profile", "PROF"), "438ffffffffffff5\n", "line 1"),
+    (("aggregate", "--profile", "PROF"), "", "no reports"),
+])
+def test_user_mistakes_are_one_line_errors(prof_file, args, stdin, fragment):
+    args = [str(prof_file) if a == "PROF" else a for a in args]
+    done = zeal(*args, stdin=stdin)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zeal: ") and fragment in lines[0]
+
+
+def test_skip_invalid_counts_instead_of_stopping(prof_file):
+    done = zeal("perturb", "--profile", str(prof_file), "--skip-invalid",
+                stdin="1\nnan\ninf\nfoo\n40\n500\n")
+    assert done.returncode == 0
+    assert len(done.stdout.splitlines()) == 3
+    assert "skipped 3" in done.stderr and "clamped 2" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["profile", "perturb", "aggregate", "demo"])
+def test_every_command_has_help(command):
+    done = zeal(command, "--help")
+    assert done.returncode == 0 and "usage: zeal " + command in done.stdout
+
+
+def test_demo_json_reports_true_mean():
+    done = zeal("demo", "--json", "--seed", "7", "--count", "400")
+    doc = json.loads(done.stdout)
+    assert doc["n"] == 400 and doc["bits"] == 4
+    assert doc["ci99"][0] < doc["true_mean"] < doc["ci99"][1]
