@@ -5,9 +5,11 @@ the paper's real-valued formula evaluated in IEEE-754 double precision, so that 
 numbers and its floating-point effects (Eq. (f)) can be reproduced.
 
 Notation (paper, Section "Zeal"): inputs x in [lo, hi], Hbar = (hi + lo)/2, h = (hi - lo)/2,
-a = e^(eps/2). Theorem numbers follow the paper (numbered within sections): 3.1 expected
-value, 3.2 variance, 3.3 absolute error bound, 3.4 relative error bound, 3.5 choice of Abar
-(E_enc), 3.6 guaranteed shared bits, 4.1 E_vul.
+a = e^(eps/2). Theorem numbers follow the paper (numbered within sections), with labels:
+3.1 expected value (thm:privaddexpectedvalue), 3.2 variance (thm:privaddvariance),
+3.3 absolute error bound (thm:boundOnProbOfError), 3.4 relative error bound
+(thm:relativeBoundOnProbOfError), 3.5 choice of Abar and E_enc (thm:abarselection),
+3.6 guaranteed shared bits (thm:guaranteedcommonbits), 4.1 E_vul (thm:minexpvul).
 """
 import math
 from decimal import Context, Decimal
