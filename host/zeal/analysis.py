@@ -112,7 +112,7 @@ class ExactGrid:
 
 # ---- comparison with the continuous piecewise mechanism ---------------------------------------
 def pm_variance(profile: Profile, x):
-    """Var of the continuous PM at x (paper Thm 1b), float64."""
+    """Var of the continuous PM at x (paper Thm 3.2, Eq. variance), float64."""
     a = math.exp(profile.epsilon / 2)
     h = (profile.hi - profile.lo) / 2
     t = (np.asarray(x, dtype=float) - (profile.hi + profile.lo) / 2) / h

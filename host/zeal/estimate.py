@@ -30,7 +30,7 @@ def exact_sum(values) -> int:
 
 
 def abar_float(profile: Profile) -> float:
-    """Abar as the paper computes it in float64 (Thm 3)."""
+    """Abar as the paper computes it in float64 (Thm 3.5, Eq. alignds)."""
     e = profile.exponent
     cont = profile.continuous
     return 2.0 ** (e + 1) - 2 * 2.0 ** (e - 52) - float(cont.hbar) - float(cont.c)

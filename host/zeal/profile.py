@@ -68,7 +68,7 @@ class Continuous:
         return cls(h=h, hbar=hbar, a=a, c=c)
 
     def e_enc(self) -> int:
-        """Smallest E with 2C <= 2^E (paper Thm 3: ceil(log2(2C)))."""
+        """Smallest E with 2C <= 2^E (paper Thm 3.5: ceil(log2(2C)))."""
         two_c = 2 * self.c
         e = math.floor(math.log2(float(two_c)))
         while Decimal(2) ** e < two_c:
@@ -229,6 +229,8 @@ def _build(lo, hi, epsilon, exponent, calibration) -> Profile:
                            "%d (E_U^enc) to %d" % (exponent, e_min, e_max))
     n, nc = _grid_or_error(cont, exponent)
     t = threshold(n, nc, Fraction(epsilon))
+    if t * (n - nc) < (WORD - t) * nc:  # P_hi >= P_lo, assumed by the privacy proof
+        raise ProfileError("epsilon %r is too small for a grid of %d cells" % (epsilon, n))
     return Profile(lo=float(lo), hi=float(hi), epsilon=float(epsilon), exponent=exponent,
                    bits=n.bit_length(), n_cells=n, n_window=nc, threshold=t,
                    calibration=calibration)
