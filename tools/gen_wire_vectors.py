@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""Write shared_spec/vectors/wire.json from the host's reference codec (zeal.wire).
+
+Encode cases (target "both": the device encodes them, the host decodes them) give fields
+and the exact bytes written; decode cases (target "host") give a byte stream and what a
+Decoder knowing every profile of profiles.json must make of it. A hand-derived frame is
+checked against the reference, and CRC-32 against an independent bitwise implementation:
+if either disagrees, nothing is written.
+Usage: python tools/gen_wire_vectors.py [--check]   (--check: exit 1 if the file is stale)
+"""
+import argparse
+import hashlib
+import json
+import os
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "host"))
+
+from zeal import profile as P  # noqa: E402
+from zeal import reports  # noqa: E402
+from zeal import wire  # noqa: E402
+from zeal.wire_conformance import decode_stream, encode_case  # noqa: E402
+
+OUT = os.path.join(ROOT, "shared_spec", "vectors", "wire.json")
+PROFILES = os.path.join(ROOT, "shared_spec", "vectors", "profiles.json")
+VERSION = 1
+
+# ---- hand-derived: DATA seq=1, m=4, reports [5, 10] -----------------------------------------
+#   body   = 02            type DATA, no flags
+#            01 00         seq 1, little-endian
+#            02            count 2
+#            a5            report 0 = 5 = 0101b in bits 0-3, report 1 = 10 = 1010b in bits 4-7
+#   CRC-32 (zlib) of 02 01 00 02 a5 = 0x90d4f6fd -> appended little-endian: fd f6 d4 90
+#   COBS of 02 01 00 02 a5 fd f6 d4 90 (one zero, at index 2):
+#            block "02 01" closed by the zero  -> code 03
+#            block "02 a5 fd f6 d4 90" to the end -> code 07
+#   frame  = 03 02 01 07 02 a5 fd f6 d4 90 00                         (11 bytes)
+HAND_BODY = bytes([0x02, 0x01, 0x00, 0x02, 0xA5])
+HAND_CRC = 0x90D4F6FD
+HAND_FRAME = "0302010702a5fdf6d49000"
+
+TRACEBACK = (b"Traceback (most recent call last):\r\n"
+             b"  File \"main.py\", line 42, in <module>\r\n"
+             b"  File \"zealfw/sensors.py\", line 17, in read\r\n"
+             b"OSError: [Errno 116] ETIMEDOUT\r\n"
+             b"MicroPython v1.29.0 on 2026-07-05; Raspberry Pi Pico with RP2040\r\n"
+             b"Type \"help()\" for more information.\r\n>>> ")
+BOOT_LOG = (b"\x1b[0;32mI (29) boot: ESP-IDF v5.2.2 2nd stage bootloader\x1b[0m\r\n"
+            b"MPY: soft reboot\r\n")
+
+
+def crc32_bitwise(data: bytes) -> int:
+    """CRC-32/ISO-HDLC, reflected polynomial 0xEDB88320, bit by bit (independent of zlib)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def check_hand() -> None:
+    if crc32_bitwise(HAND_BODY) != HAND_CRC or wire.crc32(HAND_BODY) != HAND_CRC:
+        raise SystemExit("hand case: CRC-32 disagrees (bitwise %08x, zlib %08x, hand %08x)"
+                         % (crc32_bitwise(HAND_BODY), wire.crc32(HAND_BODY), HAND_CRC))
+    got = wire.encode_data(seq=1, bits=4, reports=[5, 10]).hex()
+    if got != HAND_FRAME:
+        raise SystemExit("hand case: reference gives %s, hand gives %s" % (got, HAND_FRAME))
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+def load_profiles() -> dict:
+    with open(PROFILES) as fh:
+        doc = json.load(fh)
+    return {c["id"]: P.from_dict(c["profile"]) for c in doc["cases"] if c["result"] == "valid"}
+
+
+def grid_lows(prof, label: str, count: int, nonzero_bytes: bool = False) -> list:
+    """`count` deterministic low values on the profile's grid: [2^m - 1 - N, 2^m - 2]."""
+    lo = (1 << prof.bits) - 1 - prof.n_cells
+    span = prof.n_cells
+    out, i = [], 0
+    while len(out) < count:
+        h = hashlib.sha256(("zeal-wire:%s:%d" % (label, i)).encode()).digest()
+        v = lo + int.from_bytes(h[:8], "little") % span
+        i += 1
+        if nonzero_bytes and v & 0xFF == 0:
+            continue
+        out.append(v)
+    return out
+
+
+def fp8(prof) -> str:
+    return prof.fingerprint[:16]
+
+
+def values_hex(prof, lows) -> list:
+    return ["%016x" % reports.to_bits(prof, reports.from_low(prof, v)) for v in lows]
+
+
+def body_frame(body: bytes, crc_delta: int = 0) -> bytes:
+    crc = (wire.crc32(body) + crc_delta) & 0xFFFFFFFF
+    return wire.cobs_encode(body + struct.pack("<I", crc)) + b"\x00"
+
+
+# ---- cases -------------------------------------------------------------------------------------
+def build_cases(profiles: dict) -> list:
+    cases = []
+    hand = profiles["hand"]
+
+    def add(case):
+        cases.append(case)
+        return case
+
+    # -- HELLO --
+    def hello_case(cid, comment, **f):
+        fields = {"flags": 0, "firmware": [0, 1, 0], "device_id": "0102030405060708",
+                  "fingerprint": "00" * 8, "boot": 0, "bits": 0, "batch": 64}
+        fields.update(f)
+        frame = wire.encode_hello(**fields)
+        add({"id": cid, "comment": comment, "result": "valid", "target": "both", "op": "hello",
+             "fields": fields, "frame": frame.hex()})
+
+    hello_case("hello-hand", "HELLO for the hand profile (m = 4), boot 1; written as 0x00, "
+               "COBS(body || CRC), 0x00", fingerprint=fp8(hand), boot=1, bits=4)
+    hello_case("hello-vector-zeros", "VECTOR HELLO, all-zero device id (COBS codes for every "
+               "zero), m = 52, batch 255", flags=wire.FLAG_VECTOR, device_id="00" * 8,
+               fingerprint=fp8(profiles["hum-e1-m52"]), boot=0, bits=52, batch=255)
+    hello_case("hello-no-profile", "no valid profile: fingerprint zero, m = 0; boot counter "
+               "at its maximum", firmware=[1, 2, 3], device_id="e66138528b6e2f2a",
+               boot=0xFFFFFFFF, bits=0, batch=64)
+
+    # -- DATA --
+    def data_case(cid, comment, pid, bits, lows, seq=0, batch=None, flags=0):
+        batch = batch or max(1, min(len(lows), wire.MAX_COUNT))
+        fields = {"flags": flags, "seq": seq, "bits": bits, "batch": batch, "reports": lows}
+        case = {"id": cid, "comment": comment, "result": "valid", "target": "both",
+                "op": "data", "fields": fields,
+                "frame": encode_case("data", fields).hex(), "profile": pid}
+        if pid is not None:
+            case["values"] = values_hex(profiles[pid], lows)
+        return add(case)
+
+    if data_case("data-hand", "hand-derived in tools/gen_wire_vectors.py: seq 1, m = 4, "
+                 "reports [5, 10]", "hand", 4, [5, 10], seq=1)["frame"] != HAND_FRAME:
+        raise SystemExit("hand case: vector differs from the hand derivation")
+    m2 = profiles["hum-e1-m2"]
+    data_case("data-m2-count1", "m = 2, one report (6 padding bits)", "hum-e1-m2", 2,
+              grid_lows(m2, "m2-1", 1))
+    data_case("data-m2-count255", "m = 2, 255 reports (largest count)", "hum-e1-m2", 2,
+              grid_lows(m2, "m2-255", 255), seq=2)
+    m4 = profiles["hum-e1-m4"]
+    data_case("data-m4-count64", "m = 4, the default batch of 64", "hum-e1-m4", 4,
+              grid_lows(m4, "m4-64", 64), seq=300)
+    m16 = profiles["hum-e1-m16"]
+    data_case("data-m16-count64", "m = 16, batch 64", "hum-e1-m16", 16,
+              grid_lows(m16, "m16-64", 64), seq=0x1234)
+    data_case("data-m16-count255", "m = 16, 255 reports: body+CRC 518 bytes, three COBS "
+              "blocks at least", "hum-e1-m16", 16, grid_lows(m16, "m16-255", 255), seq=0xFF00)
+    m52 = profiles["hum-e1-m52"]
+    data_case("data-m52-count1", "m = 52: reports beyond 31-bit small ints", "hum-e1-m52", 52,
+              grid_lows(m52, "m52-1", 1), seq=9)
+    data_case("data-m52-count255", "m = 52, 255 reports: the largest body (MAX_BODY = 1662)",
+              "hum-e1-m52", 52, grid_lows(m52, "m52-255", 255), seq=10)
+
+    # COBS block boundary: body+CRC of 253, 254, 255 bytes with no zero byte anywhere.
+    m8 = profiles["hum-e1-m8"]
+    for count, what in ((245, "253 bytes: one block, code 0xfe"),
+                        (246, "254 bytes: one full block, code 0xff and no trailing code"),
+                        (247, "255 bytes: a full block, then a block of 1 (code 0x02)")):
+        k = 0
+        while True:  # a salt that leaves no zero byte in the CRC either
+            lows = grid_lows(m8, "m8-%d-%d" % (count, k), count, nonzero_bytes=True)
+            frame = wire.encode_data(seq=0x0101, bits=8, reports=lows)
+            if len(frame) == wire.max_encoded_length(count + 8) + 1:  # no zero anywhere
+                break
+            k += 1
+        data_case("data-cobs-%d" % (count + 8), "COBS boundary, body+CRC " + what,
+                  "hum-e1-m8", 8, lows, seq=0x0101)
+    lows = grid_lows(m8, "m8-zero", 252, nonzero_bytes=True)
+    lows[250] = 0  # input byte 254 is zero, right after 254 non-zero bytes
+    data_case("data-cobs-zero-after-full-block", "body+CRC byte 254 is zero, right after a "
+              "full 0xff block (not on a grid: no values)", None, 8, lows, seq=0x0101)
+    data_case("data-seq-wrap", "two frames of batch 3 from seq 65535: seq 65535, then 0",
+              "hand", 4, grid_lows(hand, "wrap", 6), seq=0xFFFF, batch=3)
+    data_case("data-batch-split", "130 reports at batch 64: frames of 64, 64 and a short 2",
+              "hum-e1-m16", 16, grid_lows(m16, "split", 130), seq=40, batch=64)
+    data_case("data-vector", "VECTOR flag on DATA (never stored by a host)", "hand", 4,
+              grid_lows(hand, "vector", 3), seq=7, flags=wire.FLAG_VECTOR)
+
+    # -- STATUS --
+    def status_case(cid, comment, **f):
+        fields = {"flags": 0, "code": 0, "dropped": 0, "clamped": 0, "sent": 0, "message": ""}
+        fields.update(f)
+        add({"id": cid, "comment": comment, "result": "valid", "target": "both",
+             "op": "status", "fields": fields, "frame": wire.encode_status(**fields).hex()})
+
+    status_case("status-heartbeat", "OK heartbeat, zero counters, empty message")
+    status_case("status-sensor", "SENSOR with counters and a message", code=3, dropped=1,
+                clamped=256, sent=65536, message="i2c timeout")
+    status_case("status-max", "STOPPED, counters at 2^32 - 1, a 200-byte message", code=4,
+                dropped=0xFFFFFFFF, clamped=0xFFFFFFFF, sent=0xFFFFFFFF, message="z" * 200)
+    status_case("status-wrap", "counters beyond u32 wrap modulo 2^32", code=0,
+                dropped=(1 << 32) + 5, clamped=1 << 32, sent=(1 << 33) + 7)
+    status_case("status-utf8-cut", "CONFIG, message of 201 UTF-8 bytes: cut to 199 at the "
+                "character boundary, never inside 'é'", code=5, message="x" * 199 + "é")
+    status_case("status-vector", "VECTOR STATUS", flags=wire.FLAG_VECTOR, code=1,
+                message="no profile")
+
+    # -- a whole session through a Sender --
+    sess = {"flags": 0, "firmware": [0, 1, 0], "device_id": b"zeal-dev".hex(),
+            "fingerprint": fp8(hand), "boot": 3, "bits": 4, "batch": 4, "hello_every": 2,
+            "seq": 0, "reports": grid_lows(hand, "session", 11),
+            "status": {"code": 4, "dropped": 2, "clamped": 1, "message": "bye"}}
+    hello = wire.encode_hello(flags=0, firmware=sess["firmware"], device_id=sess["device_id"],
+                              fingerprint=sess["fingerprint"], boot=3, bits=4, batch=4)
+    r = sess["reports"]
+    stream = (hello + wire.encode_data(seq=0, bits=4, reports=r[0:4])
+              + wire.encode_data(seq=1, bits=4, reports=r[4:8]) + hello
+              + wire.encode_data(seq=2, bits=4, reports=r[8:11])
+              + wire.encode_status(code=4, dropped=2, clamped=1, sent=11, message="bye"))
+    if encode_case("session", sess) != stream:
+        raise SystemExit("session: encode_case disagrees with the frame-by-frame stream")
+    add({"id": "session-hand", "comment": "Sender: HELLO, 11 reports at batch 4 with a HELLO "
+         "after every 2 DATA frames, flush of the short batch, then STATUS STOPPED (sent = 11)",
+         "result": "valid", "target": "both", "op": "session", "fields": sess,
+         "frame": stream.hex(), "profile": "hand", "values": values_hex(hand, sess["reports"])})
+
+    # -- encoding refused (device: handle() answers not ok) --
+    def refuse(cid, comment, op, fields):
+        add({"id": cid, "comment": comment, "result": "invalid", "reason": "encode",
+             "target": "both", "op": op, "fields": fields})
+
+    refuse("encode-report-too-wide", "a report of 5 bits at m = 4", "data",
+           {"flags": 0, "seq": 0, "bits": 4, "batch": 1, "reports": [16]})
+    refuse("encode-report-negative", "a negative report", "data",
+           {"flags": 0, "seq": 0, "bits": 4, "batch": 1, "reports": [-1]})
+    refuse("encode-bits-53", "m = 53 is more than a mantissa", "data",
+           {"flags": 0, "seq": 0, "bits": 53, "batch": 1, "reports": [1]})
+    refuse("encode-data-no-profile", "m = 0 (no profile) cannot carry DATA", "data",
+           {"flags": 0, "seq": 0, "bits": 0, "batch": 1, "reports": [0]})
+    refuse("encode-batch-256", "a batch above 255", "data",
+           {"flags": 0, "seq": 0, "bits": 4, "batch": 256, "reports": [1]})
+    refuse("encode-hello-boot-2^32", "boot counter beyond u32", "hello",
+           {"flags": 0, "firmware": [0, 1, 0], "device_id": "0102030405060708",
+            "fingerprint": fp8(hand), "boot": 1 << 32, "bits": 4, "batch": 64})
+
+    # -- decode: must-reject and stream rules (host only) --
+    H = wire.encode_hello(device_id="0102030405060708", fingerprint=fp8(hand), boot=1, bits=4,
+                          batch=64)
+
+    def D(seq, flags=0, lows=(3, 4, 5)):
+        return wire.encode_data(seq=seq, bits=4, reports=list(lows), flags=flags)
+
+    def decode_case(cid, comment, stream, reason=None, vectors=False):
+        expect = decode_stream(stream, vectors=vectors, profiles=list(profiles.values()))
+        rejected = expect["rejected"]
+        if reason is not None and rejected.get(reason, 0) < 1:
+            raise SystemExit("decode case %s: reference did not reject for %s (%r)"
+                             % (cid, reason, rejected))
+        if reason is None and any(k not in ("cobs", "crc") for k in rejected):
+            raise SystemExit("decode case %s: unexpected rejections %r" % (cid, rejected))
+        case = {"id": cid, "comment": comment, "result": "invalid" if reason else "valid",
+                "target": "host", "op": "decode", "vectors": vectors, "stream": stream.hex(),
+                "expect": expect}
+        if reason:
+            case["reason"] = reason
+        add(case)
+
+    bad_crc = body_frame(bytes([2, 2, 0, 3, 0x43, 0x05]), crc_delta=1)
+    decode_case("reject-crc", "DATA seq 2 with its CRC off by one: rejected, counted as 1 lost",
+                H + D(1) + bad_crc + D(3), "crc")
+    flipped = bytearray(D(2))
+    flipped[5] ^= 0x01  # a data byte of the second COBS block, not a code byte
+    decode_case("reject-bit-flip", "one bit flipped inside DATA seq 2", H + D(1) + bytes(flipped)
+                + D(3), "crc")
+    cut = D(2)[:-4] + b"\x00"
+    decode_case("reject-truncated", "DATA seq 2 with its last 3 bytes lost: a COBS code points "
+                "past the end", H + D(1) + cut + D(3), "cobs")
+    decode_case("reject-short", "three bytes of a frame: fewer than type + CRC",
+                H + D(2)[:3] + b"\x00" + D(3), "short")
+    decode_case("reject-bad-cobs", "code 0x05 with only two bytes after it",
+                H + bytes([5, 1, 2, 0]) + D(3), "cobs")
+    decode_case("reject-reserved-flag", "DATA with reserved flag bit 5 set, CRC valid",
+                H + body_frame(bytes([0x22, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
+    decode_case("reject-reserved-flag-7", "DATA with reserved bit 7 set and VECTOR, CRC valid",
+                H + body_frame(bytes([0x92, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
+    decode_case("reject-type-4", "unknown type 4", H + body_frame(bytes([4, 1, 2, 3])) + D(3),
+                "type")
+    decode_case("reject-type-0", "type 0", H + body_frame(bytes([0, 0, 0, 0, 0])) + D(3), "type")
+    decode_case("reject-padding", "m = 4, one report 5 with padding nibble 1",
+                H + body_frame(bytes([2, 2, 0, 1, 0x15])) + D(3), "padding")
+    decode_case("reject-count-0", "DATA with a count of 0", H + body_frame(bytes([2, 2, 0, 0]))
+                + D(3), "malformed")
+    decode_case("reject-data-too-long", "DATA count 1 with 8 payload bytes (more than m = 52 "
+                "needs)", H + body_frame(bytes([2, 2, 0, 1]) + b"\x01" * 8) + D(3), "malformed")
+    decode_case("reject-data-length", "DATA count 3 at m = 4 with 1 payload byte (needs 2)",
+                H + body_frame(bytes([2, 2, 0, 3, 0x43])) + D(3), "length")
+    decode_case("reject-overlong", "a run of MAX_ENCODED + 1 non-zero bytes is dropped unread",
+                H + D(1) + b"\x5a" * (wire.MAX_ENCODED + 1) + b"\x00" + D(2), "overlong")
+    hbody = bytes.fromhex("01" "01" "000100" "0102030405060708") + bytes.fromhex(fp8(hand)) \
+        + struct.pack("<IBH", 1, 4, 64)
+    decode_case("reject-hello-short", "HELLO of 27 bytes", body_frame(hbody[:27]) + D(0),
+                "malformed")
+    decode_case("reject-hello-version", "HELLO with protocol version 2",
+                body_frame(hbody[:1] + b"\x02" + hbody[2:]) + D(0), "version")
+    sbody = struct.pack("<BBIII", 3, 0, 0, 0, 0)
+    decode_case("reject-status-long", "STATUS with a 201-byte message",
+                H + body_frame(sbody + b"m" * 201) + D(0), "malformed")
+    decode_case("reject-grid", "m = 4 report 15: k = 2^52 - 1 is above k_hi",
+                H + D(0, lows=(3, 15, 4)) + D(1), "grid")
+    decode_case("reject-no-hello", "DATA before any HELLO: never rebuilt", D(0) + D(1) + H + D(2),
+                "no_hello")
+    decode_case("reject-unknown-profile", "HELLO with a fingerprint no profile has",
+                wire.encode_hello(device_id="0102030405060708", fingerprint="ff" * 8, boot=1,
+                                  bits=4, batch=64) + D(0), "unknown_profile")
+    decode_case("reject-no-profile-hello", "HELLO of a device without a profile (zeros)",
+                wire.encode_hello(device_id="0102030405060708", fingerprint="00" * 8, boot=1,
+                                  bits=0, batch=64) + D(0), "unknown_profile")
+    decode_case("reject-hello-bits", "HELLO with the hand fingerprint but m = 5: its DATA is "
+                "not rebuilt", wire.encode_hello(device_id="0102030405060708",
+                                                 fingerprint=fp8(hand), boot=1, bits=5,
+                                                 batch=64) + D(0), "bad_hello")
+    decode_case("reject-duplicate", "DATA seq 5 twice: the copy is dropped",
+                H + D(5) + D(5) + D(6), "duplicate")
+    decode_case("reject-seq-backwards", "seq 10 then 3: a reboot whose HELLO was lost; nothing "
+                "is rebuilt until the next HELLO", H + D(10) + D(3) + D(4) + H + D(5),
+                "seq_backwards")
+    decode_case("reject-vector-data", "VECTOR DATA on a collecting host: counted, not returned",
+                H + D(1, flags=wire.FLAG_VECTOR) + D(2), "vector")
+    decode_case("decode-vector-data", "the same with vectors accepted (conformance mode)",
+                H + D(1, flags=wire.FLAG_VECTOR) + D(2), vectors=True)
+    decode_case("decode-gap", "seq 1 then 4: 2 frames lost", H + D(1) + D(4))
+    decode_case("decode-wrap", "seq 65534, 65535, 0, 1: the wrap loses nothing",
+                H + D(65534) + D(65535) + D(0) + D(1))
+    decode_case("decode-wrap-gap", "seq 65535 then 1: frame 0 lost", H + D(65535) + D(1))
+    decode_case("decode-reboot", "boot 1 seq 5, 6; HELLO boot 2; seq 0: one reboot, no loss",
+                H + D(5) + D(6) + wire.encode_hello(device_id="0102030405060708",
+                                                    fingerprint=fp8(hand), boot=2, bits=4,
+                                                    batch=64) + D(0))
+    decode_case("decode-new-device", "another device id on the line is a reboot too",
+                H + D(7) + wire.encode_hello(device_id="0807060504030201", fingerprint=fp8(hand),
+                                             boot=1, bits=4, batch=64) + D(0))
+    decode_case("decode-periodic-hello", "a repeated HELLO of the same boot keeps the sequence",
+                H + D(1) + H + D(2) + H + D(3))
+    decode_case("decode-status-first", "STATUS needs no HELLO", wire.encode_status(
+        code=1, dropped=0, clamped=0, sent=0, message="no profile") + H + D(0))
+    decode_case("decode-boot-log", "boot log before the first HELLO: the HELLO's leading 0x00 "
+                "ends the garbage run, nothing else is lost", BOOT_LOG + H + D(0) + D(1))
+    decode_case("decode-traceback", "a MicroPython traceback between frames swallows the next "
+                "DATA frame (no leading 0x00): one run refused, one frame lost, the rest kept",
+                H + D(0) + TRACEBACK + D(1) + D(2) + BOOT_LOG + H + D(3))
+    decode_case("decode-session", "the session-hand stream", bytes.fromhex(
+        [c for c in cases if c["id"] == "session-hand"][0]["frame"]))
+    return cases
+
+
+def render() -> dict:
+    check_hand()
+    cases = build_cases(load_profiles())
+    ids = [c["id"] for c in cases]
+    if len(set(ids)) != len(ids):
+        raise SystemExit("duplicate case ids")
+    return {"schema": "zeal-vectors/wire", "version": VERSION, "count": len(cases),
+            "notes": "Frames of wire_format.md v1 as hex. target 'both': op hello/data/status/"
+                     "session gives fields and the exact bytes a device writes ('frame'; "
+                     "HELLO and STATUS include their leading 0x00; data: full batches then a "
+                     "short one, seq +1 each; session: a Sender's whole output), and a host "
+                     "decodes them ('values': the 64-bit patterns under 'profile' of "
+                     "profiles.json); result 'invalid' with reason 'encode': the encoder must "
+                     "refuse the fields. target 'host': op decode feeds 'stream' to one "
+                     "Decoder knowing every valid profile of profiles.json (VECTOR DATA "
+                     "returned only if 'vectors'), which must end with exactly 'expect': "
+                     "rejected counts by reason, seq of the batches returned, lost frames, "
+                     "reboots, HELLO and STATUS frames seen.",
+            "cases": cases}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="only compare with the file")
+    args = ap.parse_args()
+    doc = render()
+    text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    old = open(OUT).read() if os.path.exists(OUT) else None
+    stale = old != text
+    if stale and not args.check:
+        with open(OUT, "w") as fh:
+            fh.write(text)
+    print("%-16s %4d cases %s" % ("wire.json", doc["count"], "(changed)" if stale else ""))
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
