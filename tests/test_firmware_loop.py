@@ -147,3 +147,14 @@ def test_bad_replay_lines_are_counted_not_fatal(tmp_path):
     assert sum(len(b) for b in batches) == 3
     assert [s.code_name for s in statuses] == ["SENSOR", "STOPPED"]
     assert statuses[-1].dropped == 2
+
+
+def test_package_json_lists_every_firmware_module():
+    with open(os.path.join(FIRMWARE, "package.json")) as fh:
+        doc = json.load(fh)
+    modules = sorted("zealfw/" + f for f in os.listdir(os.path.join(FIRMWARE, "zealfw"))
+                     if f.endswith(".py"))
+    assert sorted(dest for dest, _ in doc["urls"]) == modules
+    assert all(dest == src for dest, src in doc["urls"])   # relative: installs from a clone
+    from zeal import __version__
+    assert doc["version"] == __version__
