@@ -1,0 +1,356 @@
+"""Load and check `zeal_profile.json` on the device (shared_spec/profile.md).
+
+The device never parses a JSON float into a parameter (its floats are 32-bit): the profile's
+canonical form holds only ints and ASCII strings, and floats are float64 bit patterns as
+"0x" + 16 hex digits, decoded here to exact rationals with integers.
+
+Checks, in order, each a ProfileError with a reason code (vectors/profiles.json):
+  format       the "format" string is not "zeal-profile/1" (or absent)
+  missing      a required key is absent, or only one of cal_gain/cal_offset is present
+  unknown      a key the schema does not know
+  type         a value of the wrong JSON type: ints must be ints (not bool, not float),
+               strings only from [A-Za-z0-9+-./], hex patterns exactly "0x" + 16 lowercase
+               hex digits, the fingerprint 64 lowercase hex digits
+  value        a calibration that is not an exact decimal or p/q
+  fingerprint  SHA-256 of the canonical bytes (rebuilt here by hand) differs
+  value        lo/hi not finite or lo >= hi, epsilon not in (0, 20], exponent outside the
+               float64 range, N < 2 or N > 2^52 - 1, Nc not in [1, N - 1], T not in (0, 2^64)
+  derived      bits != bit_length(N), or T is not the largest integer with
+               T*No <= L*(2^64 - T)*Nc for the certified lower bound L of e^eps (the same
+               Taylor partial sum as the host). This alone guarantees P_hi/P_lo <= e^eps,
+               so a device refuses any profile that would not be eps-LDP; only N and Nc
+               (utility, not privacy) are left to the host, which needs exp to 60 digits.
+  missing_file the file does not exist (the main loop reports NO_PROFILE)
+  io / json / size  unreadable, not JSON, or implausibly large
+"""
+import hashlib
+from binascii import hexlify
+
+from .mechanism import ReadingError, decode_float64
+
+try:
+    from micropython import const
+except ImportError:  # CPython: the conformance runner also runs there
+    def const(x):
+        return x
+
+FORMAT = "zeal-profile/1"
+DEFAULT_PATH = "zeal_profile.json"
+
+_MAX_FILE = const(4096)
+_MAX_RATIONAL = const(64)     # characters in cal_gain / cal_offset
+_MAX_EXP10 = const(64)        # |e| in a decimal like "1e-3"
+_K_HI = const((1 << 52) - 2)
+_N_MAX = const((1 << 52) - 1)
+_WORD_BITS = const(64)
+_WORD = const(1 << 64)
+_TAYLOR_BITS = const(128)     # stop once the next term is below 2^-128 of the sum
+_EPS_MAX = const(20)
+_ENOENT = const(2)
+
+_INTS = ("bits", "exponent", "n_cells", "n_window", "threshold")
+_HEX = ("epsilon", "hi", "lo")
+_CAL = ("cal_gain", "cal_offset")
+_REQUIRED = ("format", "lo", "hi", "epsilon", "exponent", "bits", "n_cells", "n_window",
+             "threshold", "fingerprint")
+_SAFE = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./"
+_HEXDIGITS = "0123456789abcdef"
+
+
+class ProfileError(ValueError):
+    """A profile that must not be used. `reason` is one of the codes in the module doc."""
+
+    def __init__(self, reason, msg=None):
+        super().__init__(msg or reason)
+        self.reason = reason
+
+
+class Profile:
+    """A checked profile. lo, hi, epsilon: exact (num, den); cal: (c0, c1, cd) with
+    reading = (c0 + c1 * raw) / cd, or None."""
+
+    def __init__(self):
+        self.lo = self.hi = self.epsilon = None
+        self.exponent = self.bits = self.n_cells = self.n_window = self.threshold = 0
+        self.cal = None
+        self.canonical = b""
+        self.fingerprint = ""
+
+    @property
+    def n_outside(self):
+        return self.n_cells - self.n_window
+
+    @property
+    def k_lo(self):
+        return _K_HI - self.n_cells + 1
+
+    @property
+    def wire_base(self):
+        return (1 << 52) - (1 << self.bits)
+
+    @property
+    def fingerprint8(self):
+        """First 8 bytes of the fingerprint, as the HELLO frame carries them."""
+        from binascii import unhexlify
+        return unhexlify(self.fingerprint[:16])
+
+
+# ---- exact helpers ---------------------------------------------------------------------------
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _bit_length(n):
+    # int.bit_length is missing on the unix port
+    m = 0
+    while n >> m:
+        m += 1
+    return m
+
+
+def _reduce2(num, den):
+    # drop common factors of two from a dyadic rational (den a power of two)
+    while den > 1 and not num & 1:
+        num >>= 1
+        den >>= 1
+    return num, den
+
+
+def _digits(s):
+    if not s or not s.isdigit():
+        raise ProfileError("value", "not an exact decimal or p/q")
+    return int(s)
+
+
+def parse_rational(text):
+    """An exact rational from "p/q", "-40", "0.01", "1.5e-3" as reduced (num, den), den > 0.
+
+    Accepts what the host's fractions.Fraction accepts, minus whitespace and underscores
+    (those never occur in a canonical profile and are refused by the character check).
+    """
+    if len(text) > _MAX_RATIONAL:
+        raise ProfileError("value", "calibration string too long")
+    s = text
+    neg = False
+    if s and s[0] in "+-":
+        neg = s[0] == "-"
+        s = s[1:]
+    slash = s.find("/")
+    if slash >= 0:
+        num = _digits(s[:slash])
+        den = _digits(s[slash + 1:])
+        if den == 0:
+            raise ProfileError("value", "zero denominator")
+    else:
+        exp = 0
+        cut = s.find("e")
+        if cut < 0:
+            cut = s.find("E")
+        if cut >= 0:
+            tail = s[cut + 1:]
+            sign = 1
+            if tail and tail[0] in "+-":
+                sign = -1 if tail[0] == "-" else 1
+                tail = tail[1:]
+            exp = sign * _digits(tail)
+            if exp > _MAX_EXP10 or exp < -_MAX_EXP10:
+                raise ProfileError("value", "decimal exponent out of range")
+            s = s[:cut]
+        dot = s.find(".")
+        if dot >= 0:
+            whole = s[:dot]
+            frac = s[dot + 1:]
+        else:
+            whole = s
+            frac = ""
+        if not whole and not frac:
+            raise ProfileError("value", "not an exact decimal or p/q")
+        num = _digits(whole + frac)
+        den = 10 ** len(frac)
+        if exp >= 0:
+            num *= 10 ** exp
+        else:
+            den *= 10 ** -exp
+    g = _gcd(num, den)
+    num //= g
+    den //= g
+    return (-num if neg else num), den
+
+
+def rational_text(num, den):
+    """str(fractions.Fraction(num, den)) for a reduced pair: "p/q", or "p" when q == 1."""
+    if den == 1:
+        return "%d" % num
+    return "%d/%d" % (num, den)
+
+
+def exp_lower_bound(en, ed):
+    """(S, D) with S/D <= e^(en/ed): the Taylor partial sum of shared_spec/mechanism.md §2,
+    stopping once the next term is below 2^-128 of the sum (identical to the host's)."""
+    s = 1      # the sum so far is S/D, D = ed^k * k!
+    d = 1
+    pw = 1     # en^k: the next term is pw / (D * ed * k)
+    k = 0
+    while True:
+        k += 1
+        pw *= en
+        f = ed * k
+        if (pw << _TAYLOR_BITS) < s * f:
+            return s, d
+        s = s * f + pw
+        d *= f
+
+
+def threshold(n, nc, en, ed):
+    """floor(L * 2^64 * Nc / (No + L * Nc)): the largest T with T*No <= L*(2^64 - T)*Nc."""
+    s, d = exp_lower_bound(en, ed)
+    return ((s * nc) << _WORD_BITS) // ((n - nc) * d + s * nc)
+
+
+# ---- loading ---------------------------------------------------------------------------------
+def load(path=DEFAULT_PATH):
+    """The checked profile from a file on the device filesystem."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        if exc.args and exc.args[0] == _ENOENT:
+            raise ProfileError("missing_file", "no profile file %s" % path)
+        raise ProfileError("io", "cannot open %s" % path)
+    try:
+        data = fh.read(_MAX_FILE + 1)
+    except OSError:
+        raise ProfileError("io", "cannot read %s" % path)
+    finally:
+        fh.close()
+    if len(data) > _MAX_FILE:
+        raise ProfileError("size", "profile file is larger than %d bytes" % _MAX_FILE)
+    return loads(data)
+
+
+def loads(text):
+    import json
+
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeError:
+            raise ProfileError("json", "profile is not UTF-8 text")
+    try:
+        doc = json.loads(text)
+    except (ValueError, TypeError, IndexError):
+        raise ProfileError("json", "profile is not valid JSON")
+    return from_doc(doc)
+
+
+def _check_string(key, value):
+    if type(value) is not str:
+        raise ProfileError("type", "%s must be a string" % key)
+    for ch in value:
+        if ch not in _SAFE:
+            raise ProfileError("type", "%s has a character outside [A-Za-z0-9+-./]" % key)
+
+
+def _check_hex(key, value, ndigits, prefix):
+    _check_string(key, value)
+    body = value[len(prefix):] if value.startswith(prefix) else None
+    if body is None or len(body) != ndigits:
+        raise ProfileError("type", "%s must be %s and %d lowercase hex digits"
+                           % (key, prefix or "''", ndigits))
+    for ch in body:
+        if ch not in _HEXDIGITS:
+            raise ProfileError("type", "%s must be lowercase hex" % key)
+
+
+def from_doc(doc):
+    """Check a parsed profile object and return a Profile (ProfileError otherwise)."""
+    if type(doc) is not dict:
+        raise ProfileError("type", "a profile is a JSON object")
+    if doc.get("format") != FORMAT:
+        raise ProfileError("format", "unsupported profile format (this firmware reads %s)"
+                           % FORMAT)
+    for key in _REQUIRED:
+        if key not in doc:
+            raise ProfileError("missing", "profile is missing %s" % key)
+    has_cal = (_CAL[0] in doc, _CAL[1] in doc)
+    if has_cal[0] != has_cal[1]:
+        raise ProfileError("missing", "cal_gain and cal_offset go together")
+    for key in doc:
+        if key not in _REQUIRED and key not in _CAL:
+            raise ProfileError("unknown", "profile has an unknown key")
+    for key in _INTS:
+        if type(doc[key]) is not int:
+            raise ProfileError("type", "%s must be an integer" % key)
+    for key in _HEX:
+        _check_hex(key, doc[key], 16, "0x")
+    _check_hex("fingerprint", doc["fingerprint"], 64, "")
+    canon_cal = {}
+    rationals = {}
+    if has_cal[0]:
+        for key in _CAL:
+            _check_string(key, doc[key])
+            r = parse_rational(doc[key])
+            rationals[key] = r
+            canon_cal[key] = rational_text(r[0], r[1])
+
+    # canonical bytes: sorted keys, "key":value, ints bare, strings quoted, no spaces. The
+    # character checks above mean no string needs escaping, so this equals the host's
+    # json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=True).
+    parts = []
+    for key in sorted(doc):
+        if key == "fingerprint":
+            continue
+        value = doc[key]
+        if key in canon_cal:
+            value = canon_cal[key]
+        if type(value) is int:
+            parts.append('"%s":%d' % (key, value))
+        else:
+            parts.append('"%s":"%s"' % (key, value))
+    canonical = ("{" + ",".join(parts) + "}").encode()
+    digest = hexlify(hashlib.sha256(canonical).digest()).decode()
+    if digest != doc["fingerprint"]:
+        raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
+
+    p = Profile()
+    p.canonical = canonical
+    p.fingerprint = digest
+    try:
+        lo = _reduce2(*decode_float64(int(doc["lo"][2:], 16)))
+        hi = _reduce2(*decode_float64(int(doc["hi"][2:], 16)))
+        eps = _reduce2(*decode_float64(int(doc["epsilon"][2:], 16)))
+    except ReadingError:
+        raise ProfileError("value", "lo, hi and epsilon must be finite")
+    if not lo[0] * hi[1] < hi[0] * lo[1]:
+        raise ProfileError("value", "lo must be below hi")
+    if not 0 < eps[0] <= _EPS_MAX * eps[1]:
+        raise ProfileError("value", "epsilon must be in (0, 20]")
+    e = doc["exponent"]
+    n = doc["n_cells"]
+    nc = doc["n_window"]
+    t = doc["threshold"]
+    bits = doc["bits"]
+    if not -1022 <= e <= 1023:
+        raise ProfileError("value", "exponent outside the float64 range")
+    if not 2 <= n <= _N_MAX or not 1 <= nc < n:
+        raise ProfileError("value", "grid needs 2 <= N < 2^52 and 1 <= Nc < N")
+    if not 0 < t < _WORD:
+        raise ProfileError("value", "threshold must be in (0, 2^64)")
+    if bits != _bit_length(n):
+        raise ProfileError("derived", "bits must be the bit length of n_cells")
+    if t != threshold(n, nc, eps[0], eps[1]):
+        raise ProfileError("derived", "threshold is not the certified one for epsilon")
+    p.lo = lo
+    p.hi = hi
+    p.epsilon = eps
+    p.exponent = e
+    p.bits = bits
+    p.n_cells = n
+    p.n_window = nc
+    p.threshold = t
+    if has_cal[0]:
+        gn, gd = rationals["cal_gain"]
+        on, od = rationals["cal_offset"]
+        p.cal = (on * gd, gn * od, od * gd)
+    return p

