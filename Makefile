@@ -21,9 +21,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench_bulk.py
+	$(BIN)/python tools/bench_firmware.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
+	$(BIN)/python tools/gen_wire_vectors.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info host/*.egg-info

@@ -85,7 +85,8 @@ def test_skip_invalid_counts_instead_of_stopping(prof_file):
     assert "skipped 3" in done.stderr and "clamped 2" in done.stderr
 
 
-@pytest.mark.parametrize("command", ["profile", "perturb", "aggregate", "demo"])
+@pytest.mark.parametrize("command", ["profile", "perturb", "aggregate", "demo", "conformance",
+                                     "stop"])
 def test_every_command_has_help(command):
     done = zeal(command, "--help")
     assert done.returncode == 0 and "usage: zeal " + command in done.stdout
@@ -96,3 +97,21 @@ def test_demo_json_reports_true_mean():
     doc = json.loads(done.stdout)
     assert doc["n"] == 400 and doc["bits"] == 4
     assert doc["ci99"][0] < doc["true_mean"] < doc["ci99"][1]
+
+
+def test_conformance_table_on_cpython():
+    done = zeal("conformance", "--target", "cpython", "--suite", "generator")
+    assert done.returncode == 0, done.stderr
+    assert "cpython      generator        3       0       0" in done.stdout
+
+
+def test_conformance_board_needs_a_port():
+    done = zeal("conformance", "--target", "board", "--suite", "generator")
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith("zeal: ")
+
+
+def test_stop_writes_the_stop_line(tmp_path):
+    done = zeal("stop", "--port", "loop://")
+    assert done.returncode == 0 and "!stop" in done.stdout
+    bad = zeal("stop", "--port", str(tmp_path / "no-such-port"))
+    assert bad.returncode == 1 and bad.stderr.startswith("zeal: cannot open")

