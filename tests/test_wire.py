@@ -55,8 +55,15 @@ def lows_on_grid(prof, count, rnd):
     return [lo + rnd.randrange(prof.n_cells) for _ in range(count)]
 
 
-def data(seq, lows, prof=HAND, flags=0):
-    return wire.encode_data(seq=seq, bits=prof.bits, reports=lows, flags=flags)
+def session(prof=HAND, boot=1, device=DEV):
+    """The session of hello(prof, boot, device): it seeds the CRC of that boot's DATA."""
+    return wire.session_bytes(device, prof.fingerprint, boot)
+
+
+def data(seq, lows, prof=HAND, flags=0, boot=1, device=DEV):
+    """DATA of the boot whose HELLO is hello(prof, boot, device)."""
+    return wire.encode_data(seq=seq, bits=prof.bits, reports=lows, flags=flags,
+                            session=session(prof, boot, device))
 
 
 def accounted(d: wire.Deframer) -> bool:
@@ -81,18 +88,71 @@ def test_vectors_header_and_up_to_date():
 
 
 def test_hand_case():
-    """DATA seq 1, m = 4, [5, 10] -> 03 02 01 07 02 a5 fd f6 d4 90 00 (derivation in the tool)."""
-    frame = bytes.fromhex("0302010702a5fdf6d49000")
-    assert wire.encode_data(seq=1, bits=4, reports=[5, 10]) == frame
-    (d,) = wire.Deframer().feed(frame)
+    """DATA seq 1, m = 4, [5, 10] in the session of device 0102030405060708, the hand profile,
+    boot 1 -> 03 02 01 07 02 a5 09 52 9a 09 00 (derivation in the tool)."""
+    frame = bytes.fromhex("0302010702a509529a0900")
+    sess = session()
+    assert sess == DEV + bytes.fromhex(HAND.fingerprint)[:8] + b"\x01\x00\x00\x00"
+    assert sess == wire.Deframer().feed(hello())[0].session  # HELLO bytes 5..24
+    assert wire.encode_data(seq=1, bits=4, reports=[5, 10], session=sess) == frame
+    (sealed,) = wire.Deframer().feed(frame)
+    assert isinstance(sealed, wire.SealedData) and sealed.crc == 0x099A5209
+    d = sealed.open(sess)
     assert (d.seq, d.count, d.payload) == (1, 2, b"\xa5")
     assert list(wire.unpack_reports(d.payload, 2, 4)) == [5, 10]
+    for other in (session(boot=2), session(PROFILES["hum-e1-m4"]), bytes(20)):
+        with pytest.raises(wire.FrameError) as err:
+            sealed.open(other)
+        assert err.value.reason == "crc"
     out = io.BytesIO()
-    s = frames.Sender(out, 4, batch=2, hello_every=0)
+    s = frames.Sender(out, 4, batch=2, hello_every=0, device_id=DEV, fingerprint=HAND.fingerprint,
+                      boot=1)
     s.seq = 1
     s.add(5)
     s.add(10)
     assert out.getvalue() == frame
+
+
+def test_session_crc_is_crc_of_session_then_body():
+    """crc32(body, crc32(session)) == crc32(session || body), on CPython and MicroPython."""
+    rnd = random.Random(13)
+    for n in (1, 5, 300):
+        sess, body = rnd.randbytes(20), rnd.randbytes(n)
+        assert wire.crc32(body, wire.crc32(sess)) == wire.crc32(sess + body)
+    if MICROPYTHON is None:
+        pytest.skip("micropython unix port not installed")
+    sess, body = session(), bytes(range(1, 60))
+    done = subprocess.run([MICROPYTHON, "-c", "import binascii\n"
+                           "s = binascii.unhexlify('%s')\nb = binascii.unhexlify('%s')\n"
+                           "print(binascii.crc32(b, binascii.crc32(s)) & 0xffffffff)"
+                           % (sess.hex(), body.hex())], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == wire.crc32(sess + body)
+
+
+def test_session_difference_decides_for_every_frame():
+    """The spec's precise claim: CRC-32 is linear, so whether DATA of one session passes under
+    another depends on the two sessions alone. Sessions that differ only in the boot counter
+    never pass; a difference that is a multiple of the CRC polynomial passes for every body."""
+    rnd = random.Random(14)
+    bodies = [bytes([2]) + rnd.randbytes(n) for n in (3, 40, 400)]
+    for _ in range(2000):
+        a, b = rnd.getrandbits(32), rnd.getrandbits(32)
+        if a == b:
+            continue
+        sa, sb = session(boot=a), session(boot=b)
+        assert all(wire.crc32(x, wire.crc32(sa)) != wire.crc32(x, wire.crc32(sb))
+                   for x in bodies)
+    # x^32 + ... + 1 (0x104c11db7) laid into the session bits, reflected as the CRC reads them
+    poly = [(0x104C11DB7 >> (32 - i)) & 1 for i in range(33)]
+    diff = bytearray(20)
+    for i, bit in enumerate(poly):
+        if bit:
+            diff[(40 + i) // 8] |= 1 << ((40 + i) % 8)
+    sa = session()
+    sb = bytes(x ^ y for x, y in zip(sa, diff))
+    assert all(wire.crc32(x, wire.crc32(sa)) == wire.crc32(x, wire.crc32(sb)) for x in bodies)
 
 
 def _host_encode(case):
@@ -119,8 +179,10 @@ VALID_FRAMES = [c for c in CASES if c["result"] == "valid" and c["target"] == "b
 def test_valid_vectors_decode_on_host(case):
     stream = bytes.fromhex(case["frame"])
     f = case["fields"]
+    sess = wire.session_bytes(f.get("device_id") or "00" * 8, f.get("fingerprint") or "00" * 8,
+                              f.get("boot", 0))
     dfr = wire.Deframer()
-    got = dfr.feed(stream)
+    got = [d.open(sess) if isinstance(d, wire.SealedData) else d for d in dfr.feed(stream)]
     assert not dfr.rejected and dfr.pending == 0 and accounted(dfr)
     if case["op"] == "hello":
         (h,) = got
@@ -140,7 +202,9 @@ def test_valid_vectors_decode_on_host(case):
     if case.get("profile"):  # rebuild through a Decoder under the announced profile
         prof = PROFILES[case["profile"]]
         dec = wire.Decoder(PROFILES, vectors=True)
-        prefix = b"" if case["op"] == "session" else hello(prof)
+        prefix = b"" if case["op"] == "session" else wire.encode_hello(
+            device_id=f["device_id"], fingerprint=f["fingerprint"], boot=f["boot"],
+            bits=f["bits"], batch=f["batch"])
         evs = dec.feed(prefix + stream)
         vals = np.concatenate([b.values for b in batches(evs)])
         assert ["%016x" % v for v in vals.view(np.uint64)] == case["values"]
@@ -244,7 +308,7 @@ def test_micropython_packer_every_m():
         m, count, vals, frame = line.split()
         m, count, vals = int(m), int(count), [int(v) for v in vals.split(",")]
         assert frame == wire.encode_data(seq=(m * 1000 + count) & 0xFFFF, bits=m,
-                                         reports=vals).hex(), (m, count)
+                                         reports=vals, session=bytes(20)).hex(), (m, count)
 
 
 _MP_ALLOC = r"""
@@ -308,7 +372,8 @@ def test_size_bounds():
     assert wire.MAX_ENCODED == 1673
     assert [wire.max_encoded_length(n) for n in (0, 1, 253, 254, 255, 508, 509)] == \
         [1, 2, 254, 255, 257, 510, 512]
-    biggest = wire.encode_data(seq=0, bits=52, reports=[(1 << 52) - 1] * 255)
+    biggest = wire.encode_data(seq=0, bits=52, reports=[(1 << 52) - 1] * 255,
+                               session=bytes(20))
     assert len(biggest) - 1 == wire.MAX_ENCODED  # no zero byte: the worst case is reached
     assert len(wire.Deframer().feed(biggest)) == 1
 
@@ -396,7 +461,7 @@ def test_garbage_boot_log_and_traceback():
     l0, l1, l2, l3 = (lows_on_grid(HAND, 64, rnd) for _ in range(4))
     stream = (boot + hello() + data(0, l0) + tb + data(1, l1) + data(2, l2)
               + bytes(rnd.randrange(1, 256) for _ in range(3000)) + b"\x00"  # overlong noise
-              + tb + hello(boot=2) + data(0, l3))
+              + tb + hello(boot=2) + data(0, l3, boot=2))
     for pieces in ([stream], [stream[i:i + 1] for i in range(len(stream))]):
         dec, evs = _decode_all(stream, pieces)
         got = [(b.boot, b.seq, [int(v) for v in b.lows]) for b in batches(evs)]
@@ -438,7 +503,7 @@ def test_every_single_bit_flip_is_caught(m_profile):
     prof = PROFILES[m_profile]
     rnd = random.Random(5)
     lows = [lows_on_grid(prof, 40, rnd) for _ in range(4)]
-    frames_ = [wire.encode_data(seq=s + 1, bits=prof.bits, reports=lows[s]) for s in range(4)]
+    frames_ = [data(s + 1, lows[s], prof) for s in range(4)]
     head = hello(prof) + frames_[0]
     victim = frames_[1]
     tail = frames_[2] + frames_[3]
@@ -520,11 +585,11 @@ def test_data_before_hello_and_unknown_fingerprint_are_never_rebuilt():
     assert dec.feed(data(0, lows)) == []
     assert dec.rejected == {"no_hello": 1}
     other = PROFILES["hum-e1-m4"]  # same m, unknown to this decoder
-    assert batches(dec.feed(hello(other) + data(1, lows))) == []
+    assert batches(dec.feed(hello(other) + data(1, lows, other))) == []
     assert dec.rejected["unknown_profile"] == 1
     dec.add_profile(other)  # learning the profile later does not rebuild what was refused
     assert dec.rejected["unknown_profile"] == 1
-    (b,) = batches(dec.feed(hello(other) + data(2, lows)))
+    (b,) = batches(dec.feed(hello(other) + data(2, lows, other)))
     assert b.profile is other
 
 
@@ -535,14 +600,16 @@ def test_profile_of_latest_hello_only():
     assert a.exponent != b.exponent and c.n_cells < a.n_cells
     low = (1 << 4) - 2  # k_hi in every profile
     dec = wire.Decoder([a, b, c])
-    evs = dec.feed(hello(a, boot=1) + data(0, [low], a) + hello(b, boot=2) + data(0, [low], b))
+    evs = dec.feed(hello(a, boot=1) + data(0, [low], a) + hello(b, boot=2)
+                   + data(0, [low], b, boot=2))
     x, y = batches(evs)
     assert x.profile is a and y.profile is b and dec.reboots == 1
     assert x.values[0] == reports.floats_from_offsets(a, np.array([a.n_cells - 1]))[0]
     assert y.values[0] == reports.floats_from_offsets(b, np.array([b.n_cells - 1]))[0]
     assert x.values[0] != y.values[0]
     low = 5  # on a's grid of 15 cells, below c's grid of 8
-    evs = dec.feed(hello(a, boot=3) + data(0, [low]) + hello(c, boot=4) + data(0, [low]))
+    evs = dec.feed(hello(a, boot=3) + data(0, [low], a, boot=3) + hello(c, boot=4)
+                   + data(0, [low], c, boot=4))
     assert [b.profile for b in batches(evs)] == [a] and dec.rejected == {"grid": 1}
 
 
@@ -554,11 +621,67 @@ def test_sequence_gaps_wrap_duplicates_reboot():
     assert [b.seq for b in batches(evs)] == [65533, 65534, 0, 3, 4]
     assert [b.lost_before for b in batches(evs)] == [0, 0, 1, 2, 0]
     assert dec.lost == 3 and dec.rejected == {"duplicate": 2}
-    evs = dec.feed(hello(boot=2) + data(0, lows) + data(1, lows))
+    evs = dec.feed(hello(boot=2) + data(0, lows, boot=2) + data(1, lows, boot=2))
     assert [b.seq for b in batches(evs)] == [0, 1] and dec.reboots == 1 and dec.lost == 3
-    evs = dec.feed(data(0, lows) + data(1, lows))  # seq restarts without a HELLO
-    assert batches(evs) == [] and dec.rejected["seq_backwards"] == 1
-    assert dec.rejected["no_hello"] == 1
+    # seq 10 (8 lost), then 2 in the same session: a restart that kept its session (e.g.
+    # vector mode's boot 0). Same profile, so rebuilt; frames 0 and 1 of the restart are lost
+    evs = dec.feed(data(10, lows, boot=2) + data(2, lows, boot=2) + data(3, lows, boot=2))
+    assert [b.seq for b in batches(evs)] == [10, 2, 3] and dec.restarts == 1
+    assert [b.lost_before for b in batches(evs)] == [8, 2, 0] and dec.lost == 13
+    # a reboot with its HELLO lost: another session, refused as crc until its HELLO; the
+    # new boot started at 0, so its first frame after the HELLO counts the refused one lost
+    evs = dec.feed(data(0, lows, boot=3) + hello(boot=3) + data(1, lows, boot=3))
+    assert [b.seq for b in batches(evs)] == [1] and dec.rejected["crc"] == 1
+    assert dec.reboots == 2 and dec.lost == 14 and dec.rejected["duplicate"] == 2
+
+
+def _boot_stream(prof, boot, seq, nframes, lows, *, drop_boot_hello=False, hello_every=16):
+    """What a device Sender writes for one boot: its HELLO (dropped if asked), then nframes
+    DATA frames of len(lows) reports from sequence number seq, periodic HELLOs included."""
+    out = io.BytesIO()
+    s = frames.Sender(out, prof.bits, batch=len(lows), device_id=DEV,
+                      fingerprint=prof.fingerprint, boot=boot, hello_every=hello_every)
+    s.seq = seq
+    s.hello()
+    if drop_boot_hello:
+        out.seek(0)
+        out.truncate()
+    for _ in range(nframes):
+        for v in lows:
+            s.add(v)
+    return out.getvalue()
+
+
+def test_lost_reboot_hello_never_rebuilds_under_previous_profile():
+    """The device streams under profile A past seq 32768, reboots with profile B flashed (same
+    m, so B's DATA would fit A's length and grid) and its boot HELLO is lost. B's DATA seq
+    0..15 look like a forward gap from seq 40002, but their CRC is seeded by B's session:
+    refused as crc, none rebuilt under A; B's periodic HELLO opens the rest, and every
+    refused frame is counted, as crc and as lost."""
+    a, b = PROFILES["hum-e1-m4"], PROFILES["hum-e0.5-m4"]
+    assert a.bits == b.bits and a.fingerprint != b.fingerprint
+    # reports on both grids: each would rebuild without error under either profile
+    lo = (1 << 4) - 1 - min(a.n_cells, b.n_cells)
+    lows = [lo + i % min(a.n_cells, b.n_cells) for i in range(8)]
+    old = _boot_stream(a, 1, 40000, 3, lows)
+    new = _boot_stream(b, 2, 0, 20, lows, drop_boot_hello=True)
+    stream = old + new
+    for pieces in ([stream], [stream[i:i + 1] for i in range(len(stream))]):
+        dec = wire.Decoder([a, b])
+        evs = [e for p in pieces for e in dec.feed(p)]
+        got = [(x.boot, x.seq, x.profile) for x in batches(evs)]
+        assert got == [(1, 40000, a), (1, 40001, a), (1, 40002, a)] + \
+            [(2, seq, b) for seq in range(16, 20)]
+        assert all([int(v) for v in x.lows] == lows for x in batches(evs))
+        assert dec.rejected == {"crc": 16} and dec.lost == 16 and dec.reboots == 1
+        assert batches(evs)[3].lost_before == 16
+        assert accounted(dec.deframer)
+    # the refusal is the session alone: under B's session those 16 frames are intact DATA
+    # that A's length and grid checks would have accepted
+    sealed = [f for f in wire.Deframer().feed(new) if isinstance(f, wire.SealedData)]
+    opened = [f.open(session(b, boot=2)) for f in sealed]
+    assert [d.seq for d in opened] == list(range(20))
+    assert all(list(wire.unpack_reports(d.payload, d.count, a.bits)) == lows for d in opened)
 
 
 def test_vector_frames_are_flagged_or_dropped():
@@ -582,8 +705,7 @@ def test_batch_values_are_exact():
     prof = PROFILES["hum-e1-m52"]
     rnd = random.Random(11)
     lows = lows_on_grid(prof, 255, rnd)
-    (b,) = batches(wire.Decoder([prof]).feed(hello(prof) + wire.encode_data(
-        seq=0, bits=52, reports=lows)))
+    (b,) = batches(wire.Decoder([prof]).feed(hello(prof) + data(0, lows, prof)))
     want = [reports.to_bits(prof, reports.from_low(prof, v)) for v in lows]
     assert [int(x) for x in b.values.view(np.uint64)] == want
     assert [int(j) for j in b.offsets] == [reports.from_low(prof, v) - prof.k_lo for v in lows]
@@ -643,7 +765,8 @@ def test_sender_refuses_bad_values_and_wraps_seq():
     s.add_k((1 << 52) - 2)  # only the low m bits travel: 14
     s.add(1)
     assert s.seq == 0
-    (d,) = wire.Deframer().feed(s.stream.getvalue())
+    (sealed,) = wire.Deframer().feed(s.stream.getvalue())
+    d = sealed.open(bytes(20))  # a Sender without ids: device id, fingerprint, boot all zero
     assert d.seq == 0xFFFF and list(wire.unpack_reports(d.payload, 2, 4)) == [14, 1]
 
 

@@ -28,18 +28,26 @@ PROFILES = os.path.join(ROOT, "shared_spec", "vectors", "profiles.json")
 VERSION = 1
 
 # ---- hand-derived: DATA seq=1, m=4, reports [5, 10] -----------------------------------------
-#   body   = 02            type DATA, no flags
-#            01 00         seq 1, little-endian
-#            02            count 2
-#            a5            report 0 = 5 = 0101b in bits 0-3, report 1 = 10 = 1010b in bits 4-7
-#   CRC-32 (zlib) of 02 01 00 02 a5 = 0x90d4f6fd -> appended little-endian: fd f6 d4 90
-#   COBS of 02 01 00 02 a5 fd f6 d4 90 (one zero, at index 2):
-#            block "02 01" closed by the zero  -> code 03
-#            block "02 a5 fd f6 d4 90" to the end -> code 07
-#   frame  = 03 02 01 07 02 a5 fd f6 d4 90 00                         (11 bytes)
+#   session = 01 02 03 04 05 06 07 08      device id
+#             cd 5b 49 17 58 3d 31 22      fingerprint of profiles.json "hand" (first 8 bytes)
+#             01 00 00 00                  boot 1
+#            (the HELLO of vector "hello-hand", bytes 5..24)
+#   body    = 02            type DATA, no flags
+#             01 00         seq 1, little-endian
+#             02            count 2
+#             a5            report 0 = 5 = 0101b in bits 0-3, report 1 = 10 = 1010b in bits 4-7
+#   CRC     = crc32(body, crc32(session)) = crc32(session || body)
+#           = crc32(02 01 00 02 a5, 0x5c934f7a) = 0x099a5209 -> little-endian: 09 52 9a 09
+#   COBS of 02 01 00 02 a5 09 52 9a 09 (one zero, at index 2):
+#             block "02 01" closed by the zero  -> code 03
+#             block "02 a5 09 52 9a 09" to the end -> code 07
+#   frame   = 03 02 01 07 02 a5 09 52 9a 09 00                        (11 bytes)
+HAND_SESSION = bytes.fromhex("0102030405060708" "cd5b4917583d3122" "01000000")
+HAND_SESSION_CRC = 0x5C934F7A
 HAND_BODY = bytes([0x02, 0x01, 0x00, 0x02, 0xA5])
-HAND_CRC = 0x90D4F6FD
-HAND_FRAME = "0302010702a5fdf6d49000"
+HAND_CRC = 0x099A5209
+HAND_FRAME = "0302010702a509529a0900"
+HAND_DEVICE, HAND_BOOT = "0102030405060708", 1  # the session's parts, for the vectors
 
 TRACEBACK = (b"Traceback (most recent call last):\r\n"
              b"  File \"main.py\", line 42, in <module>\r\n"
@@ -61,11 +69,21 @@ def crc32_bitwise(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def check_hand() -> None:
-    if crc32_bitwise(HAND_BODY) != HAND_CRC or wire.crc32(HAND_BODY) != HAND_CRC:
+def check_hand(hand) -> None:
+    session = wire.session_bytes(HAND_DEVICE, fp8(hand), HAND_BOOT)
+    if session != HAND_SESSION:
+        raise SystemExit("hand case: session %s, hand gives %s" % (session.hex(),
+                                                                 HAND_SESSION.hex()))
+    if crc32_bitwise(HAND_SESSION) != HAND_SESSION_CRC \
+            or wire.crc32(HAND_SESSION) != HAND_SESSION_CRC:
+        raise SystemExit("hand case: session CRC-32 disagrees (bitwise %08x, zlib %08x)"
+                         % (crc32_bitwise(HAND_SESSION), wire.crc32(HAND_SESSION)))
+    # seeding with crc32(session) is the CRC of session || body: checked bit by bit too
+    seeded = wire.crc32(HAND_BODY, HAND_SESSION_CRC)
+    if crc32_bitwise(HAND_SESSION + HAND_BODY) != HAND_CRC or seeded != HAND_CRC:
         raise SystemExit("hand case: CRC-32 disagrees (bitwise %08x, zlib %08x, hand %08x)"
-                         % (crc32_bitwise(HAND_BODY), wire.crc32(HAND_BODY), HAND_CRC))
-    got = wire.encode_data(seq=1, bits=4, reports=[5, 10]).hex()
+                         % (crc32_bitwise(HAND_SESSION + HAND_BODY), seeded, HAND_CRC))
+    got = wire.encode_data(seq=1, bits=4, reports=[5, 10], session=HAND_SESSION).hex()
     if got != HAND_FRAME:
         raise SystemExit("hand case: reference gives %s, hand gives %s" % (got, HAND_FRAME))
 
@@ -100,8 +118,9 @@ def values_hex(prof, lows) -> list:
     return ["%016x" % reports.to_bits(prof, reports.from_low(prof, v)) for v in lows]
 
 
-def body_frame(body: bytes, crc_delta: int = 0) -> bytes:
-    crc = (wire.crc32(body) + crc_delta) & 0xFFFFFFFF
+def body_frame(body: bytes, crc_delta: int = 0, session: bytes = b"") -> bytes:
+    """A frame of any body; DATA bodies give the session that seeds their CRC."""
+    crc = (wire.crc32(body, wire.crc32(session) if session else 0) + crc_delta) & 0xFFFFFFFF
     return wire.cobs_encode(body + struct.pack("<I", crc)) + b"\x00"
 
 
@@ -134,8 +153,12 @@ def build_cases(profiles: dict) -> list:
 
     # -- DATA --
     def data_case(cid, comment, pid, bits, lows, seq=0, batch=None, flags=0):
+        """DATA of a boot whose HELLO would be: device 0102030405060708, boot 1, the
+        fingerprint of profile `pid` (zero for None); that session seeds the CRC."""
         batch = batch or max(1, min(len(lows), wire.MAX_COUNT))
-        fields = {"flags": flags, "seq": seq, "bits": bits, "batch": batch, "reports": lows}
+        fields = {"flags": flags, "device_id": HAND_DEVICE,
+                  "fingerprint": fp8(profiles[pid]) if pid else "00" * 8, "boot": HAND_BOOT,
+                  "seq": seq, "bits": bits, "batch": batch, "reports": lows}
         case = {"id": cid, "comment": comment, "result": "valid", "target": "both",
                 "op": "data", "fields": fields,
                 "frame": encode_case("data", fields).hex(), "profile": pid}
@@ -173,7 +196,8 @@ def build_cases(profiles: dict) -> list:
         k = 0
         while True:  # a salt that leaves no zero byte in the CRC either
             lows = grid_lows(m8, "m8-%d-%d" % (count, k), count, nonzero_bytes=True)
-            frame = wire.encode_data(seq=0x0101, bits=8, reports=lows)
+            frame = wire.encode_data(seq=0x0101, bits=8, reports=lows,
+                                     session=wire.session_bytes(HAND_DEVICE, fp8(m8), HAND_BOOT))
             if len(frame) == wire.max_encoded_length(count + 8) + 1:  # no zero anywhere
                 break
             k += 1
@@ -217,9 +241,10 @@ def build_cases(profiles: dict) -> list:
     hello = wire.encode_hello(flags=0, firmware=sess["firmware"], device_id=sess["device_id"],
                               fingerprint=sess["fingerprint"], boot=3, bits=4, batch=4)
     r = sess["reports"]
-    stream = (hello + wire.encode_data(seq=0, bits=4, reports=r[0:4])
-              + wire.encode_data(seq=1, bits=4, reports=r[4:8]) + hello
-              + wire.encode_data(seq=2, bits=4, reports=r[8:11])
+    ss = wire.session_bytes(sess["device_id"], sess["fingerprint"], sess["boot"])
+    stream = (hello + wire.encode_data(seq=0, bits=4, reports=r[0:4], session=ss)
+              + wire.encode_data(seq=1, bits=4, reports=r[4:8], session=ss) + hello
+              + wire.encode_data(seq=2, bits=4, reports=r[8:11], session=ss)
               + wire.encode_status(code=4, dropped=2, clamped=1, sent=11, message="bye"))
     if encode_case("session", sess) != stream:
         raise SystemExit("session: encode_case disagrees with the frame-by-frame stream")
@@ -248,11 +273,20 @@ def build_cases(profiles: dict) -> list:
             "fingerprint": fp8(hand), "boot": 1 << 32, "bits": 4, "batch": 64})
 
     # -- decode: must-reject and stream rules (host only) --
-    H = wire.encode_hello(device_id="0102030405060708", fingerprint=fp8(hand), boot=1, bits=4,
-                          batch=64)
+    def HS(device=HAND_DEVICE, fingerprint=fp8(hand), boot=1, bits=4):
+        """A HELLO (batch 64) and the session that seeds the CRC of its boot's DATA."""
+        return (wire.encode_hello(device_id=device, fingerprint=fingerprint, boot=boot,
+                                  bits=bits, batch=64),
+                wire.session_bytes(device, fingerprint, boot))
 
-    def D(seq, flags=0, lows=(3, 4, 5)):
-        return wire.encode_data(seq=seq, bits=4, reports=list(lows), flags=flags)
+    H, S = HS()  # the session of every D() unless told: 0102030405060708, hand, boot 1
+
+    def D(seq, flags=0, lows=(3, 4, 5), session=S):
+        return wire.encode_data(seq=seq, bits=4, reports=list(lows), flags=flags,
+                                session=session)
+
+    def DB(body, crc_delta=0):  # a hand-made DATA body, CRC under S
+        return body_frame(body, crc_delta, session=S)
 
     def decode_case(cid, comment, stream, reason=None, vectors=False):
         expect = decode_stream(stream, vectors=vectors, profiles=list(profiles.values()))
@@ -269,7 +303,7 @@ def build_cases(profiles: dict) -> list:
             case["reason"] = reason
         add(case)
 
-    bad_crc = body_frame(bytes([2, 2, 0, 3, 0x43, 0x05]), crc_delta=1)
+    bad_crc = DB(bytes([2, 2, 0, 3, 0x43, 0x05]), crc_delta=1)
     decode_case("reject-crc", "DATA seq 2 with its CRC off by one: rejected, counted as 1 lost",
                 H + D(1) + bad_crc + D(3), "crc")
     flipped = bytearray(D(2))
@@ -284,20 +318,20 @@ def build_cases(profiles: dict) -> list:
     decode_case("reject-bad-cobs", "code 0x05 with only two bytes after it",
                 H + bytes([5, 1, 2, 0]) + D(3), "cobs")
     decode_case("reject-reserved-flag", "DATA with reserved flag bit 5 set, CRC valid",
-                H + body_frame(bytes([0x22, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
+                H + DB(bytes([0x22, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
     decode_case("reject-reserved-flag-7", "DATA with reserved bit 7 set and VECTOR, CRC valid",
-                H + body_frame(bytes([0x92, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
+                H + DB(bytes([0x92, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
     decode_case("reject-type-4", "unknown type 4", H + body_frame(bytes([4, 1, 2, 3])) + D(3),
                 "type")
     decode_case("reject-type-0", "type 0", H + body_frame(bytes([0, 0, 0, 0, 0])) + D(3), "type")
     decode_case("reject-padding", "m = 4, one report 5 with padding nibble 1",
-                H + body_frame(bytes([2, 2, 0, 1, 0x15])) + D(3), "padding")
-    decode_case("reject-count-0", "DATA with a count of 0", H + body_frame(bytes([2, 2, 0, 0]))
+                H + DB(bytes([2, 2, 0, 1, 0x15])) + D(3), "padding")
+    decode_case("reject-count-0", "DATA with a count of 0", H + DB(bytes([2, 2, 0, 0]))
                 + D(3), "malformed")
     decode_case("reject-data-too-long", "DATA count 1 with 8 payload bytes (more than m = 52 "
-                "needs)", H + body_frame(bytes([2, 2, 0, 1]) + b"\x01" * 8) + D(3), "malformed")
+                "needs)", H + DB(bytes([2, 2, 0, 1]) + b"\x01" * 8) + D(3), "malformed")
     decode_case("reject-data-length", "DATA count 3 at m = 4 with 1 payload byte (needs 2)",
-                H + body_frame(bytes([2, 2, 0, 3, 0x43])) + D(3), "length")
+                H + DB(bytes([2, 2, 0, 3, 0x43])) + D(3), "length")
     decode_case("reject-overlong", "a run of MAX_ENCODED + 1 non-zero bytes is dropped unread",
                 H + D(1) + b"\x5a" * (wire.MAX_ENCODED + 1) + b"\x00" + D(2), "overlong")
     hbody = bytes.fromhex("01" "01" "000100" "0102030405060708") + bytes.fromhex(fp8(hand)) \
@@ -313,21 +347,28 @@ def build_cases(profiles: dict) -> list:
                 H + D(0, lows=(3, 15, 4)) + D(1), "grid")
     decode_case("reject-no-hello", "DATA before any HELLO: never rebuilt", D(0) + D(1) + H + D(2),
                 "no_hello")
-    decode_case("reject-unknown-profile", "HELLO with a fingerprint no profile has",
-                wire.encode_hello(device_id="0102030405060708", fingerprint="ff" * 8, boot=1,
-                                  bits=4, batch=64) + D(0), "unknown_profile")
+    h_ff, s_ff = HS(fingerprint="ff" * 8)
+    decode_case("reject-unknown-profile", "HELLO with a fingerprint no profile has; DATA of "
+                "its session (CRC good) is not rebuilt", h_ff + D(0, session=s_ff),
+                "unknown_profile")
+    h_00, s_00 = HS(fingerprint="00" * 8, bits=0)
     decode_case("reject-no-profile-hello", "HELLO of a device without a profile (zeros)",
-                wire.encode_hello(device_id="0102030405060708", fingerprint="00" * 8, boot=1,
-                                  bits=0, batch=64) + D(0), "unknown_profile")
+                h_00 + D(0, session=s_00), "unknown_profile")
     decode_case("reject-hello-bits", "HELLO with the hand fingerprint but m = 5: its DATA is "
-                "not rebuilt", wire.encode_hello(device_id="0102030405060708",
-                                                 fingerprint=fp8(hand), boot=1, bits=5,
-                                                 batch=64) + D(0), "bad_hello")
+                "not rebuilt", HS(bits=5)[0] + D(0), "bad_hello")
     decode_case("reject-duplicate", "DATA seq 5 twice: the copy is dropped",
                 H + D(5) + D(5) + D(6), "duplicate")
-    decode_case("reject-seq-backwards", "seq 10 then 3: a reboot whose HELLO was lost; nothing "
-                "is rebuilt until the next HELLO", H + D(10) + D(3) + D(4) + H + D(5),
-                "seq_backwards")
+    h2, s2 = HS(fingerprint=fp8(profiles["hum-e1-m4"]), boot=2)
+    decode_case("reject-other-session", "boot 1 (hand, m = 4) at seq 40000, 40001; reboot as "
+                "boot 2 with profile hum-e1-m4 (m = 4 too), its HELLO lost: its DATA seq 0-2 "
+                "fail their CRC under boot 1's session (3 crc, never rebuilt); its periodic "
+                "HELLO, then seq 3: one reboot, 3 frames lost",
+                H + D(40000) + D(40001) + D(0, session=s2) + D(1, session=s2)
+                + D(2, session=s2) + h2 + D(3, session=s2), "crc")
+    decode_case("decode-seq-restart", "seq 10 then 3, 4 in the same session (a device that "
+                "restarted without a new session, e.g. vector mode's boot 0): the frames are "
+                "rebuilt (same session, same profile), frames 0-2 counted lost",
+                H + D(10) + D(3) + D(4) + H + D(5))
     decode_case("reject-vector-data", "VECTOR DATA on a collecting host: counted, not returned",
                 H + D(1, flags=wire.FLAG_VECTOR) + D(2), "vector")
     decode_case("decode-vector-data", "the same with vectors accepted (conformance mode)",
@@ -336,13 +377,16 @@ def build_cases(profiles: dict) -> list:
     decode_case("decode-wrap", "seq 65534, 65535, 0, 1: the wrap loses nothing",
                 H + D(65534) + D(65535) + D(0) + D(1))
     decode_case("decode-wrap-gap", "seq 65535 then 1: frame 0 lost", H + D(65535) + D(1))
+    h_b2, s_b2 = HS(boot=2)
     decode_case("decode-reboot", "boot 1 seq 5, 6; HELLO boot 2; seq 0: one reboot, no loss",
-                H + D(5) + D(6) + wire.encode_hello(device_id="0102030405060708",
-                                                    fingerprint=fp8(hand), boot=2, bits=4,
-                                                    batch=64) + D(0))
-    decode_case("decode-new-device", "another device id on the line is a reboot too",
-                H + D(7) + wire.encode_hello(device_id="0807060504030201", fingerprint=fp8(hand),
-                                             boot=1, bits=4, batch=64) + D(0))
+                H + D(5) + D(6) + h_b2 + D(0, session=s_b2))
+    decode_case("decode-reboot-gap", "boot 1 seq 5; HELLO boot 2; seq 2: the new boot's "
+                "sequence started at 0, so frames 0 and 1 are lost",
+                H + D(5) + h_b2 + D(2, session=s_b2))
+    h_dev, s_dev = HS(device="0807060504030201")
+    decode_case("decode-new-device", "another device id on the line is a reboot too; its "
+                "sequence is taken as it comes (seq 7: no loss)",
+                H + D(7) + h_dev + D(7, session=s_dev))
     decode_case("decode-periodic-hello", "a repeated HELLO of the same boot keeps the sequence",
                 H + D(1) + H + D(2) + H + D(3))
     decode_case("decode-status-first", "STATUS needs no HELLO", wire.encode_status(
@@ -358,8 +402,9 @@ def build_cases(profiles: dict) -> list:
 
 
 def render() -> dict:
-    check_hand()
-    cases = build_cases(load_profiles())
+    profiles = load_profiles()
+    check_hand(profiles["hand"])
+    cases = build_cases(profiles)
     ids = [c["id"] for c in cases]
     if len(set(ids)) != len(ids):
         raise SystemExit("duplicate case ids")
@@ -367,7 +412,9 @@ def render() -> dict:
             "notes": "Frames of wire_format.md v1 as hex. target 'both': op hello/data/status/"
                      "session gives fields and the exact bytes a device writes ('frame'; "
                      "HELLO and STATUS include their leading 0x00; data: full batches then a "
-                     "short one, seq +1 each; session: a Sender's whole output), and a host "
+                     "short one, seq +1 each, the CRC of DATA seeded by the session of the "
+                     "fields device_id, fingerprint, boot (defaults: zero, zero, 0); session: "
+                     "a Sender's whole output), and a host "
                      "decodes them ('values': the 64-bit patterns under 'profile' of "
                      "profiles.json); result 'invalid' with reason 'encode': the encoder must "
                      "refuse the fields. target 'host': op decode feeds 'stream' to one "

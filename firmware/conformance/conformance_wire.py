@@ -5,6 +5,8 @@
 # (target "host") are answered (False, "host only"). Bytes come from zealfw.frames.Sender
 # writing into an io.BytesIO, exactly as it writes to a UART. Bad fields make the Sender
 # raise ValueError; that is the expected "refused" answer of the encode-invalid cases.
+# DATA's CRC is seeded by the session (device id, fingerprint, boot): every op builds its
+# Sender from those fields, so "data" cases get the session the vector names.
 import binascii
 import io
 

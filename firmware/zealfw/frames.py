@@ -1,6 +1,14 @@
 # Wire frames, device side (shared_spec/wire_format.md):
 #
-#     frame = COBS(body || CRC-32(body) LE) || 0x00      HELLO and STATUS: one 0x00 before too
+#     frame = COBS(body || CRC LE) || 0x00      HELLO and STATUS: one 0x00 before too
+#     CRC   = crc32(body)                      HELLO, STATUS
+#     CRC   = crc32(body, crc32(session))      DATA; session = device id || fingerprint || boot
+#
+# The session is the 20 bytes at offsets 5..24 of this boot's HELLO: seeding DATA's CRC with
+# it binds every DATA frame to the HELLO that announced its profile, at zero bytes of cost (a
+# host that missed this boot's HELLO refuses its DATA as CRC errors instead of rebuilding it
+# under the previous boot's profile). binascii.crc32(data, value) continues a running CRC, as
+# zlib.crc32 does; the session's CRC is computed once, in Sender.__init__.
 #
 # A Sender owns every buffer it needs, sized once for its bits and batch; the per-report path
 # (`add`) only ORs bits into a preallocated bytearray and, for m <= 30, touches small ints
@@ -38,6 +46,7 @@ MAX_MESSAGE = const(200)
 MAX_COUNT = const(255)
 MAX_BITS = const(52)
 CRC_LEN = const(4)
+SESSION_LEN = const(20)  # device id (8) || fingerprint (8) || boot (u32 LE): HELLO bytes 5..24
 MAX_BODY = const(1662)  # DATA_HEADER + ceil(MAX_COUNT * MAX_BITS / 8)
 
 STATUS_OK = const(0)
@@ -61,6 +70,11 @@ def max_encoded_length(n):
 
 def data_body_length(count, bits):
     return DATA_HEADER + (count * bits + 7) // 8
+
+
+def session_bytes(device_id, fingerprint, boot):
+    """The 20 bytes that seed DATA's CRC: HELLO bytes 5..24 (ids already 8 bytes each)."""
+    return bytes(device_id) + bytes(fingerprint) + struct.pack("<I", boot)
 
 
 def cobs_encode_into(src, n, dst, start):
@@ -163,6 +177,10 @@ class Sender:
             _int_in("firmware", part, 0, 255)
         self.firmware = tuple(firmware)
         self.flags = FLAG_VECTOR if vector else 0
+        # DATA's CRC starts from this (the session of this boot's HELLO); HELLO and STATUS
+        # start from 0. Fixed for the Sender's life: device id, fingerprint and boot are.
+        self._session_crc = binascii.crc32(
+            session_bytes(self.device_id, self.fingerprint, self.boot))
         self._mask = (1 << bits) - 1
         body_max = STATUS_HEADER + MAX_MESSAGE
         if bits:
@@ -190,10 +208,10 @@ class Sender:
         return self._count
 
     # ---- output ---------------------------------------------------------------------------
-    def _emit(self, n, leading):
-        """CRC the body _body[0:n], COBS it and write the frame."""
+    def _emit(self, n, leading, seed):
+        """CRC the body _body[0:n] from `seed`, COBS it and write the frame."""
         body = self._body
-        struct.pack_into("<I", body, n, binascii.crc32(self._body_mv[:n]) & 0xFFFFFFFF)
+        struct.pack_into("<I", body, n, binascii.crc32(self._body_mv[:n], seed) & 0xFFFFFFFF)
         enc = self._enc
         enc[0] = 0
         end = cobs_encode_into(body, n + CRC_LEN, enc, 1)
@@ -228,7 +246,7 @@ class Sender:
         b[5:13] = self.device_id
         b[13:21] = self.fingerprint
         struct.pack_into("<IBH", b, 21, self.boot, self.bits, self.batch)
-        self._emit(HELLO_LEN, True)
+        self._emit(HELLO_LEN, True, 0)
         self._since_hello = 0
 
     def status(self, code, dropped=0, clamped=0, message=b""):
@@ -242,7 +260,7 @@ class Sender:
                          dropped & 0xFFFFFFFF, clamped & 0xFFFFFFFF, self.sent & 0xFFFFFFFF)
         n = STATUS_HEADER + len(message)
         b[STATUS_HEADER:n] = message
-        self._emit(n, True)
+        self._emit(n, True, 0)
 
     def add(self, low):
         """Append one report's low m bits; returns True when this made a DATA frame go out."""
@@ -286,7 +304,7 @@ class Sender:
         if not count:
             return False
         struct.pack_into("<BHB", self._body, 0, TYPE_DATA | self.flags, self.seq, count)
-        self._emit(data_body_length(count, self.bits), False)
+        self._emit(data_body_length(count, self.bits), False, self._session_crc)
         self.seq = (self.seq + 1) & 0xFFFF
         self.sent += count
         self._count = 0

@@ -1,17 +1,24 @@
-"""Wire frames from a device (shared_spec/wire_format.md): COBS(body || CRC-32(body)) || 0x00.
+"""Wire frames from a device (shared_spec/wire_format.md): COBS(body || CRC-32) || 0x00.
+
+HELLO and STATUS carry the plain CRC-32 of their body; DATA carries the CRC-32 of its body
+seeded by its session (the 20 bytes device id || fingerprint || boot of the HELLO that
+announced it), so DATA is only ever readable under the HELLO it belongs to.
 
 Three layers, each usable alone:
 
 - pure codec functions: `cobs_encode`/`cobs_decode`, `encode_hello`/`encode_data`/
   `encode_status` (the host's reference encoder, used for vectors and tests),
-  `decode_run` (one run between delimiters -> Hello | Data | Status), `unpack_reports`;
-  they raise `FrameError`, whose `reason` is one of `REASONS`;
+  `decode_run` (one run between delimiters -> Hello | Status | SealedData),
+  `SealedData.open(session)` (-> Data), `unpack_reports`; they raise `FrameError`, whose
+  `reason` is one of `REASONS`;
 - `Deframer`: fed arbitrary chunks of a byte stream, returns the frames it completes. It
   resynchronises at every 0x00, drops over-long runs without buffering them and counts every
-  rejected run and byte by reason; nothing raises out of `feed`;
-- `Decoder`: one serial line. It keeps the latest HELLO, rebuilds DATA only under a known
-  profile announced on this line, tracks sequence numbers (gaps, wrap, duplicates, reboots)
-  and returns `Batch`es of offsets and float64 values. Every loss is counted.
+  rejected run and byte by reason; nothing raises out of `feed`. It checks the CRC of HELLO
+  and STATUS; DATA comes out sealed (CRC unchecked): only the line's Decoder knows its session;
+- `Decoder`: one serial line. It keeps the latest HELLO, opens DATA with that HELLO's session
+  (DATA of any other session fails its CRC), rebuilds it only under a known profile, tracks
+  sequence numbers (gaps, wrap, duplicates, reboots) and returns `Batch`es of offsets and
+  float64 values. Every loss is counted.
 
 COBS comes from the `cobs` package (maintained, C-accelerated, the canonical encoding the
 spec names); CRC-32 from `zlib.crc32`. The bit unpacking is vectorised with numpy.
@@ -37,6 +44,7 @@ TYPE_MASK = 0x0F
 RESERVED_MASK = 0xE0
 
 CRC_LEN = 4
+SESSION_LEN = 20  # device id (8) || fingerprint (8) || boot (u32 LE): HELLO bytes 5..24
 HELLO_LEN = 28
 DATA_HEADER = 4
 STATUS_HEADER = 14
@@ -52,13 +60,15 @@ STATUS_CODES = {0: "OK", 1: "NO_PROFILE", 2: "BAD_PROFILE", 3: "SENSOR", 4: "STO
 
 # Why a run or frame was refused. Deframer (one run between delimiters): ---------------------
 #   cobs, short, crc, reserved_flags, type, malformed, version, overlong
+#   (for DATA, crc, reserved_flags and malformed are found by the Decoder when it opens the
+#   sealed frame with the session of the line's latest HELLO)
 # Decoder (a well-formed frame that cannot be used): ------------------------------------------
-#   no_hello, unknown_profile, bad_hello, length, padding, grid, duplicate, seq_backwards,
+#   no_hello, unknown_profile, bad_hello, length, padding, grid, duplicate,
 #   vector (VECTOR data while vectors are not accepted), internal (a bug: never expected)
 DEFRAMER_REASONS = ("cobs", "short", "crc", "reserved_flags", "type", "malformed", "version",
                     "overlong")
 DECODER_REASONS = ("no_hello", "unknown_profile", "bad_hello", "length", "padding", "grid",
-                   "duplicate", "seq_backwards", "vector", "internal")
+                   "duplicate", "vector", "internal")
 REASONS = DEFRAMER_REASONS + DECODER_REASONS
 
 
@@ -102,15 +112,24 @@ def cobs_decode(data: bytes) -> bytes:
         raise FrameError("cobs", "bad COBS encoding: %s" % exc) from None
 
 
-def crc32(data: bytes) -> int:
-    return zlib.crc32(data) & 0xFFFFFFFF
+def crc32(data: bytes, seed: int = 0) -> int:
+    """CRC-32 (zlib) of data, continuing from `seed` (0: a plain CRC-32)."""
+    return zlib.crc32(data, seed) & 0xFFFFFFFF
 
 
-def frame_body(body: bytes, *, leading: bool = False) -> bytes:
-    """body -> the bytes on the wire: [0x00] COBS(body || CRC-32 LE) 0x00."""
+def session_bytes(device_id, fingerprint, boot: int) -> bytes:
+    """The session that seeds DATA's CRC: HELLO bytes 5..24, i.e. device id (8 bytes),
+    profile fingerprint (8 bytes), boot counter (u32 LE). Ids as bytes or hex."""
+    return (_bytes8("device_id", device_id) + _bytes8("fingerprint", fingerprint)
+            + struct.pack("<I", _check_int("boot", boot, 0, 0xFFFFFFFF)))
+
+
+def frame_body(body: bytes, *, leading: bool = False, seed: int = 0) -> bytes:
+    """body -> the bytes on the wire: [0x00] COBS(body || CRC LE) 0x00, the CRC-32 of the
+    body continued from `seed` (0 for HELLO and STATUS, crc32(session) for DATA)."""
     body = bytes(body)
-    return (b"\x00" if leading else b"") + cobs_encode(body + struct.pack("<I", crc32(body))) \
-        + b"\x00"
+    crc = crc32(body, seed)
+    return (b"\x00" if leading else b"") + cobs_encode(body + struct.pack("<I", crc)) + b"\x00"
 
 
 # ---- frames ------------------------------------------------------------------------------------
@@ -132,6 +151,11 @@ class Hello:
     @property
     def has_profile(self) -> bool:
         return any(self.fingerprint)
+
+    @property
+    def session(self) -> bytes:
+        """The 20 bytes (device id, fingerprint, boot) that seed the CRC of this boot's DATA."""
+        return self.device_id + self.fingerprint + struct.pack("<I", self.boot)
 
 
 @dataclass(frozen=True)
@@ -164,22 +188,39 @@ class Status:
         return STATUS_CODES.get(self.code, "CODE_%d" % self.code)
 
 
+@dataclass(frozen=True)
+class SealedData:
+    """A DATA run as the Deframer leaves it: COBS-decoded, CRC not checked yet. DATA's CRC is
+    seeded by its session, which only the line's latest HELLO tells; `open` checks it."""
+
+    body: bytes
+    crc: int  # as stored after the body
+
+    def open(self, session: bytes) -> Data:
+        """The Data, if its CRC matches under `session` (20 bytes, `Hello.session`); else
+        FrameError 'crc' — a corrupted frame and a frame of another session look the same —
+        then, as for any frame, 'reserved_flags' or 'malformed'."""
+        if crc32(self.body, crc32(session)) != self.crc:
+            raise FrameError("crc", "CRC-32 mismatch under the session of the latest HELLO "
+                             "(corrupted, or DATA of another session)")
+        return parse_body(self.body)
+
+
 Frame = Union[Hello, Data, Status]
+Framed = Union[Hello, Status, SealedData]  # what the Deframer returns
 
 
-def unframe(run: bytes) -> bytes:
-    """One run between delimiters -> the body (CRC checked)."""
+def unframe(run: bytes) -> Tuple[bytes, int]:
+    """One run between delimiters -> (body, stored CRC); the CRC is not checked here."""
     raw = cobs_decode(run)
     if len(raw) < MIN_RUN_BODY + CRC_LEN:
         raise FrameError("short", "frame of %d bytes is shorter than type + CRC" % len(raw))
-    body, tail = raw[:-CRC_LEN], raw[-CRC_LEN:]
-    if struct.unpack("<I", tail)[0] != crc32(body):
-        raise FrameError("crc", "CRC-32 mismatch")
-    return body
+    return raw[:-CRC_LEN], struct.unpack("<I", raw[-CRC_LEN:])[0]
 
 
 def parse_body(body: bytes) -> Frame:
-    """A CRC-checked body -> Hello | Data | Status, or FrameError."""
+    """A CRC-checked body (plain for HELLO/STATUS, seeded for DATA) -> Hello | Data | Status,
+    or FrameError."""
     head = body[0]
     flags, kind = head & ~TYPE_MASK & 0xFF, head & TYPE_MASK
     if head & RESERVED_MASK:
@@ -218,11 +259,17 @@ def parse_body(body: bytes) -> Frame:
     raise FrameError("type", "unknown frame type %d" % kind)
 
 
-def decode_run(run: bytes) -> Frame:
-    """The bytes between two delimiters -> a frame, or FrameError with the reason."""
+def decode_run(run: bytes) -> Framed:
+    """The bytes between two delimiters -> Hello | Status (CRC checked) | SealedData (a body
+    whose type nibble is DATA: its CRC needs the session), or FrameError with the reason."""
     if len(run) > MAX_ENCODED:
         raise FrameError("overlong", "run of %d bytes exceeds MAX_ENCODED" % len(run))
-    return parse_body(unframe(run))
+    body, crc = unframe(run)
+    if body[0] & TYPE_MASK == TYPE_DATA:
+        return SealedData(body=bytes(body), crc=crc)
+    if crc != crc32(body):
+        raise FrameError("crc", "CRC-32 mismatch")
+    return parse_body(body)
 
 
 # ---- reference encoders ------------------------------------------------------------------------
@@ -281,14 +328,19 @@ def encode_hello(*, device_id, fingerprint, boot: int, bits: int, batch: int,
     return frame_body(body, leading=True)
 
 
-def encode_data(*, seq: int, bits: int, reports: List[int], flags: int = 0) -> bytes:
-    """One DATA frame (no leading delimiter)."""
+def encode_data(*, seq: int, bits: int, reports: List[int], session: bytes,
+                flags: int = 0) -> bytes:
+    """One DATA frame (no leading delimiter), its CRC seeded by `session` (20 bytes:
+    `session_bytes(...)` or `Hello.session` of the boot that sends it)."""
     _check_flags(flags)
+    session = bytes(session)
+    if len(session) != SESSION_LEN:
+        raise FrameError("encode", "a session is %d bytes, got %d" % (SESSION_LEN, len(session)))
     values = list(reports)
     _check_int("count", len(values), 1, MAX_COUNT)
     body = struct.pack("<BHB", TYPE_DATA | flags, _check_int("seq", seq, 0, MAX_SEQ),
                        len(values)) + pack_reports(values, bits)
-    return frame_body(body)
+    return frame_body(body, seed=crc32(session))
 
 
 def truncate_utf8(data: bytes, limit: int) -> bytes:
@@ -334,8 +386,11 @@ def unpack_reports(payload: bytes, count: int, bits: int) -> np.ndarray:
 class Deframer:
     """Splits a byte stream into frames. `feed(chunk)` returns the frames completed by it.
 
+    Frames come out as Hello and Status (CRC checked) and SealedData (DATA: its CRC is seeded
+    by the session, so the Decoder checks it; see SealedData.open).
+
     Accounting (every byte fed is in exactly one of these):
-      frame_bytes    bytes of accepted frames, their delimiter included
+      frame_bytes    bytes of frames passed on (sealed DATA included), delimiter included
       dropped_bytes  Counter reason -> bytes of refused runs, their delimiter included
       idle_bytes     delimiters that closed an empty run (the leading 0x00 of HELLO/STATUS)
       pending        bytes of the unfinished run (not yet judged)
@@ -363,7 +418,7 @@ class Deframer:
         self.dropped_bytes[reason] += nbytes
         self.last_error = "%s: %s" % (reason, message) if message else reason
 
-    def feed(self, chunk) -> List[Frame]:
+    def feed(self, chunk) -> List[Framed]:
         data = bytes(chunk)
         self.bytes_in += len(data)
         out = []
@@ -436,11 +491,15 @@ class Decoder:
     profiles: the profiles the host knows (Profile objects or a mapping with Profile values);
     vectors: return VECTOR-flagged DATA (flagged) instead of dropping it — conformance only.
     Counters: `rejected` (framer and decoder reasons together), `lost` (DATA frames missing
-    from the sequence, whatever the cause), `reboots`, `batches`, `reports`.
+    from the sequence, whatever the cause), `reboots` (HELLOs of a new session after the
+    first), `restarts` (sequence restarts inside one session), `batches`, `reports`.
+
+    DATA is opened with the session of the latest HELLO: DATA of any other session (a reboot
+    whose HELLO was lost) fails its CRC and is refused as 'crc', never rebuilt.
     """
 
     SEQ_MOD = 1 << 16
-    SEQ_BACK = 1 << 15  # a jump of at least this is backwards: an unannounced reboot
+    SEQ_BACK = 1 << 15  # a jump of at least this is backwards: the sequence restarted
 
     def __init__(self, profiles=(), *, vectors: bool = False):
         self.deframer = Deframer()
@@ -455,6 +514,7 @@ class Decoder:
         self._rejected = Counter()
         self.lost = 0
         self.reboots = 0
+        self.restarts = 0
         self.batches = 0
         self.reports = 0
         self.hellos = 0
@@ -497,12 +557,15 @@ class Decoder:
     def _on_hello(self, h: Hello) -> Hello:
         self.hellos += 1
         old = self.hello
-        same_session = (old is not None and old.device_id == h.device_id and old.boot == h.boot
-                        and old.fingerprint == h.fingerprint and old.bits == h.bits)
-        if old is not None and (old.device_id != h.device_id or old.boot != h.boot):
+        new_session = old is None or old.session != h.session
+        if new_session and old is not None:
             self.reboots += 1
-        if not same_session:
-            self._last_seq = None
+        if new_session or old.bits != h.bits:
+            # A new session of the same device is a reboot: its sequence restarted at 0, so
+            # DATA of it before this HELLO (its boot HELLO lost) counts as lost. Otherwise (the
+            # first HELLO seen, another device) the sequence starts at the next DATA frame.
+            rebooted = old is not None and new_session and old.device_id == h.device_id
+            self._last_seq = MAX_SEQ if rebooted else None
         self.hello = h
         prof = self._profiles.get(h.fingerprint) if h.has_profile else None
         if prof is not None and prof.bits != h.bits:
@@ -512,9 +575,14 @@ class Decoder:
         self.profile = prof
         return h
 
-    def _on_data(self, d: Data):
+    def _on_data(self, sealed: SealedData):
         if self.hello is None:
-            self._reject("no_hello", "DATA seq %d before any HELLO" % d.seq)
+            self._reject("no_hello", "DATA before any HELLO (no session to check its CRC)")
+            return None
+        try:
+            d = sealed.open(self.hello.session)
+        except FrameError as exc:  # crc (corrupted, or another session), reserved_flags, ...
+            self._reject(exc.reason, str(exc))
             return None
         if self.profile is None:
             self._reject("unknown_profile", "DATA seq %d under fingerprint %s"
@@ -527,12 +595,14 @@ class Decoder:
                 self._reject("duplicate", "DATA seq %d repeated" % d.seq)
                 return None
             if step >= self.SEQ_BACK:
-                # The sequence went backwards: the device rebooted and its HELLO was lost.
-                # Its profile may have changed, so nothing is rebuilt until the next HELLO.
-                self._reject("seq_backwards", "DATA seq %d after %d" % (d.seq, self._last_seq))
-                self.hello, self.profile, self._last_seq = None, None, None
-                return None
-            lost = step - 1
+                # Backwards inside one session: the device restarted its sequence without a
+                # new session (vector mode's boot 0, a lost seed file). The profile is part of
+                # the session, so the frame is good; frames 0 .. seq - 1 of the restart are
+                # lost. (A loss of 2^15 or more frames looks the same modulo 2^16.)
+                self.restarts += 1
+                lost = d.seq
+            else:
+                lost = step - 1
         self._last_seq = d.seq  # a CRC-valid frame's number is real even if refused below
         self.lost += lost
         prof = self.profile

@@ -38,11 +38,18 @@ def _batch(fields) -> int:
     return batch
 
 
-def _data_frames(seq, bits, batch, lows, flags):
+def _session(fields) -> bytes:
+    """The session that seeds DATA's CRC, from a case's fields; the defaults are a device
+    Sender's (device id and fingerprint zero, boot 0)."""
+    return wire.session_bytes(fields.get("device_id") or "00" * 8,
+                              fields.get("fingerprint") or "00" * 8, fields.get("boot", 0))
+
+
+def _data_frames(seq, bits, batch, lows, flags, session):
     out = []
     for start in range(0, len(lows), batch):
         out.append(wire.encode_data(seq=seq, bits=bits, reports=lows[start:start + batch],
-                                    flags=flags))
+                                    flags=flags, session=session))
         seq = (seq + 1) & wire.MAX_SEQ
     return out
 
@@ -57,7 +64,7 @@ def encode_case(op: str, fields: dict) -> bytes:
         return wire.encode_status(**f)
     if op == "data":
         return b"".join(_data_frames(f["seq"], f["bits"], _batch(f), list(f["reports"]),
-                                     f.get("flags", 0)))
+                                     f.get("flags", 0), _session(f)))
     if op == "session":
         batch = _batch(f)
         every = f.get("hello_every", 16)
@@ -70,7 +77,8 @@ def encode_case(op: str, fields: dict) -> bytes:
 
         out = [hello()]
         for i, frame in enumerate(_data_frames(f.get("seq", 0), f["bits"], batch,
-                                               list(f["reports"]), f.get("flags", 0))):
+                                               list(f["reports"]), f.get("flags", 0),
+                                               _session(f))):
             out.append(frame)
             if every and (i + 1) % every == 0:
                 out.append(hello())
