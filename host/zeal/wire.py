@@ -472,6 +472,8 @@ class Batch:
     values: np.ndarray = field(repr=False)   # float64, x* bit-exact
     vector: bool = False                     # made in vector mode: never store
     lost_before: int = 0                     # DATA frames missing just before this one
+    payload: bytes = field(default=b"", repr=False)  # the packed m-bit payload as received
+    crc: int = 0                             # the frame's stored (session-seeded) CRC-32
 
     @property
     def fingerprint(self) -> str:
@@ -624,4 +626,4 @@ class Decoder:
         return Batch(device_id=self.hello.device_id, boot=self.hello.boot, seq=d.seq,
                      profile=prof, lows=lows, offsets=offsets,
                      values=reports.floats_from_offsets(prof, offsets), vector=d.vector,
-                     lost_before=lost)
+                     lost_before=lost, payload=d.payload, crc=sealed.crc)
