@@ -29,12 +29,8 @@ except ImportError:  # CPython: the conformance runner also runs there
 _WORD_BITS = const(64)
 _WORD = const(1 << 64)
 _MANT_BITS = const(52)
-_F64_FRAC = const((1 << 52) - 1)
-_F64_ONE = const(1 << 52)
 _F64_EXP_MAX = const(0x7FF)
 _F64_BIAS = const(1075)     # 1023 + 52: value = mantissa * 2^(e - 1075)
-_F32_FRAC = const((1 << 23) - 1)
-_F32_ONE = const(1 << 23)
 _F32_EXP_MAX = const(0xFF)
 _F32_BIAS = const(150)      # 127 + 23
 
@@ -55,38 +51,31 @@ def _dyadic(f, e):
     return f, 1 << -e
 
 
-def decode_float64(bits):
-    """Exact value of a float64 bit pattern as (num, den); den is a power of two."""
-    if type(bits) is not int or bits < 0 or bits >> 64:
-        raise ReadingError("type", "float64 pattern must be an int in [0, 2^64)")
-    e = (bits >> _MANT_BITS) & _F64_EXP_MAX
-    f = bits & _F64_FRAC
-    if e == _F64_EXP_MAX:
+def _decode_ieee(bits, width, mant_bits, exp_max, bias):
+    # one binary interchange format: sign | biased exponent | fraction
+    if type(bits) is not int or bits < 0 or bits >> width:
+        raise ReadingError("type", "float%d pattern must be an int in [0, 2^%d)" % (width, width))
+    e = (bits >> mant_bits) & exp_max
+    f = bits & ((1 << mant_bits) - 1)
+    if e == exp_max:
         raise ReadingError("nan" if f else "inf")
     if e:
-        f |= _F64_ONE
+        f |= 1 << mant_bits
     else:
         e = 1  # subnormal (or zero): same scale as the smallest normal
-    if bits >> 63:
+    if bits >> (width - 1):
         f = -f
-    return _dyadic(f, e - _F64_BIAS)
+    return _dyadic(f, e - bias)
+
+
+def decode_float64(bits):
+    """Exact value of a float64 bit pattern as (num, den); den is a power of two."""
+    return _decode_ieee(bits, 64, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
 
 
 def decode_float32(bits):
     """Exact value of a float32 bit pattern as (num, den); den is a power of two."""
-    if type(bits) is not int or bits < 0 or bits >> 32:
-        raise ReadingError("type", "float32 pattern must be an int in [0, 2^32)")
-    e = (bits >> 23) & _F32_EXP_MAX
-    f = bits & _F32_FRAC
-    if e == _F32_EXP_MAX:
-        raise ReadingError("nan" if f else "inf")
-    if e:
-        f |= _F32_ONE
-    else:
-        e = 1
-    if bits >> 31:
-        f = -f
-    return _dyadic(f, e - _F32_BIAS)
+    return _decode_ieee(bits, 32, 23, _F32_EXP_MAX, _F32_BIAS)
 
 
 def float32_bits_from_bytes(buf, offset=0):
