@@ -299,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", metavar="HEX", help="generator key for a reproducible run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
+    from . import deploy
+
+    deploy.register(sub)
+
     p = sub.add_parser("stop", help="stop a streaming board and give its REPL back",
                        description="Send the line !stop to a board streaming Zeal frames.")
     p.add_argument("--port", required=True, metavar="PORT", help="serial port or pyserial URL")

@@ -15,7 +15,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .analysis import ExactGrid, _window_variance_table
+from .analysis import ExactGrid, max_window_variance
 from .profile import Profile
 
 
@@ -63,7 +63,7 @@ class Estimator:
         g = self.grid
         # Bernstein ingredients, fixed by the profile: worst-case variance and range of
         # (estimate - x). Var(j | x) <= max_jL Var(j | jL) + slope^2 / 4 (rounding term).
-        w_max = float(_window_variance_table(g).max())
+        w_max = max_window_variance(g)  # O(1): the table has N - Nc + 1 entries
         self.var_bound = float(g.gain) ** 2 * (w_max + float(g.slope) ** 2 / 4)
         e_lo, e_hi = g.estimate_range()
         self.dev_bound = float(max(e_hi - g.lo, g.hi - e_lo))
