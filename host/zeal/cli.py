@@ -299,8 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", metavar="HEX", help="generator key for a reproducible run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
-    from . import deploy
+    from . import collector, deploy
 
+    collector.register(sub)
     deploy.register(sub)
 
     p = sub.add_parser("stop", help="stop a streaming board and give its REPL back",

