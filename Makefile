@@ -22,6 +22,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python tools/bench_bulk.py
 	$(BIN)/python tools/bench_firmware.py
+	$(BIN)/python tools/bench_collect.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
