@@ -92,11 +92,22 @@ def test_every_command_has_help(command):
     assert done.returncode == 0 and "usage: zeal " + command in done.stdout
 
 
-def test_demo_json_reports_true_mean():
-    done = zeal("demo", "--json", "--seed", "7", "--count", "400")
+def test_demo_json_runs_virtual_boards_end_to_end(tmp_path):
+    db = tmp_path / "demo.db"
+    done = zeal("demo", "--json", "--count", "400", "--devices", "2", "--db", str(db))
+    assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["n"] == 400 and doc["bits"] == 4
-    assert doc["ci99"][0] < doc["true_mean"] < doc["ci99"][1]
+    for key in ("n", "mean_calibrated", "ci99", "avg_star", "bits", "wire_bits_per_report",
+                "rejected_frames", "gaps", "true_mean"):
+        assert key in doc
+    assert doc["n"] == 400 and doc["bits"] == 4 and len(doc["devices"]) == 2
+    assert doc["rejected_frames"] == 0 and doc["gaps"] == 0
+    from fractions import Fraction
+    from zeal.datasets import aarhus
+    assert doc["true_mean"] == float(sum(Fraction(float(t)) for t in aarhus("humidity", 400))
+                                     / 400)
+    again = zeal("demo", "--db", str(db))                 # never overwrites a database
+    assert again.returncode == 1 and "exists" in again.stderr
 
 
 def test_conformance_table_on_cpython():
