@@ -308,9 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the analysis as JSON "
                    "(overall keys plus true_mean and a per-device list)")
     p.set_defaults(func=cmd_demo)
-    from . import collector, deploy
+    from . import analyze, collector, deploy
 
     collector.register(sub)
+    analyze.register(sub)
     deploy.register(sub)
 
     p = sub.add_parser("stop", help="stop a streaming board and give its REPL back",

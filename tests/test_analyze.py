@@ -1,0 +1,451 @@
+"""Analysis of a store (zeal.analyze, zeal.plots): vectorised decoding bit-exact with
+zeal.wire.unpack_reports, estimates equal to the Estimator on the same offsets, loss sums,
+the multi-profile combination, CSV/Parquet export round trips, the CLI and the plots.
+Exact tests only: every store is filled from known offsets through zeal.wire.pack_reports.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sqlite3
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from zeal import analyze as A
+from zeal import profile as P
+from zeal import reports, wire
+from zeal.errors import ZealError
+from zeal.estimate import Estimator, exact_sum
+from zeal.store import EventRecord, FrameRecord, Store, StoreError
+
+from conftest import HUMIDITY
+
+DEV_A, DEV_B, DEV_C = (bytes.fromhex(h) for h in ("a1a2a3a4a5a6a7a8", "b1b2b3b4b5b6b7b8",
+                                                  "c1c2c3c4c5c6c7c8"))
+DECODE_BITS = (2, 3, 4, 13, 16, 31, 52)
+
+
+def rows_for(prof, offsets_per_frame, *, device=DEV_A, boot=1, first_seq=0):
+    """Store.frames()-shaped rows for frames holding these offsets."""
+    rows = []
+    for i, j in enumerate(offsets_per_frame):
+        lows = [int(v) + prof.k_lo - prof.wire_base for v in j]
+        rows.append((device, boot, first_seq + i, prof.fingerprint, len(lows),
+                     wire.pack_reports(lows, prof.bits), 1000.0 + i))
+    return rows
+
+
+def reference_offsets(prof, rows):
+    return np.concatenate([reports.offsets_from_low(prof, wire.unpack_reports(r[5], r[4],
+                                                                              prof.bits))
+                           for r in rows])
+
+
+# ---- decoding ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("bits", DECODE_BITS)
+def test_decode_is_bit_exact_with_unpack_reports_for_every_count(bits):
+    prof = P.from_bits(*HUMIDITY, 1.0, bits)
+    rng = np.random.default_rng(bits)
+    counts = list(range(1, 256)) + [64] * 5 + [255] * 3
+    frames = [rng.integers(0, prof.n_cells, c) for c in counts]
+    frames[0] = np.array([prof.n_cells - 1])          # both ends of the grid
+    frames[1] = np.array([0, prof.n_cells - 1])
+    rows = rows_for(prof, frames)
+    want = reference_offsets(prof, rows)
+    got = A.decode_frames(prof, rows)
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    values = A.decode_values(prof, rows)
+    assert values.dtype == np.float64
+    assert np.array_equal(values.view(np.uint64),
+                          reports.floats_from_offsets(prof, want).view(np.uint64))
+    for count in (64, 255, 7):  # one batch size: the fast path
+        same = [r for r in rows if r[4] == count]
+        assert np.array_equal(A.decode_frames(prof, same), reference_offsets(prof, same))
+
+
+@pytest.mark.parametrize("bits", range(2, 53))
+def test_unpack_matches_unpack_reports_on_any_m_bit_values(bits):
+    """Every m, arbitrary m-bit values (all ones, zero, random; off-grid included)."""
+    prof = P.from_bits(*HUMIDITY, 1.0, bits)
+    rng = np.random.default_rng(100 + bits)
+    top = (1 << bits) - 1
+    rows = []
+    for i, count in enumerate((1, 2, 3, 5, 8, 9, 16, 63, 64, 65, 127, 255)):
+        vals = [int(v) for v in rng.integers(0, top, count, endpoint=True, dtype=np.uint64)]
+        vals[0] = top if i % 2 else 0
+        rows.append((DEV_A, 0, i, prof.fingerprint, count, wire.pack_reports(vals, bits), 0.0))
+    want = np.concatenate([wire.unpack_reports(r[5], r[4], bits) for r in rows])
+    assert np.array_equal(A.unpack_frames(rows, prof), want)
+    lay = A._layout(bits)
+    for r, (off, sh) in enumerate(lay.fields):
+        assert 8 * off + sh == r * bits and off + lay.lane <= lay.group_bytes
+        assert sh + bits <= 8 * lay.lane
+
+
+def test_decode_errors_name_the_frame():
+    prof = P.from_bits(*HUMIDITY, 1.0, 4)             # N = 15: low 15 (k = 2^52 - 1) is off
+    good = rows_for(prof, [[1, 2, 3]] * 3)
+    assert A.decode_frames(prof, []).size == 0
+    bad_low = list(good)
+    bad_low[1] = (DEV_B, 7, 41, prof.fingerprint, 3, wire.pack_reports([1, 15, 2], 4), 0.0)
+    with pytest.raises(A.DecodeError, match=r"device b1b2b3b4b5b6b7b8, boot 7, seq 41\), "
+                                            r"report 1: low bits 15 are outside"):
+        A.decode_frames(prof, bad_low)
+    below = P.from_bits(*HUMIDITY, 1.0, 13)           # N = 7892 < 2^13 - 1: low 0 is off
+    assert below.k_lo - below.wire_base > 0
+    with pytest.raises(A.DecodeError, match="report 0: low bits 0"):
+        A.decode_values(below, [(DEV_A, 1, 5, below.fingerprint, 1,
+                                 wire.pack_reports([0], 13), 0.0)])
+    short = good[:2] + [(DEV_A, 1, 9, prof.fingerprint, 3, b"\x21", 0.0)]
+    with pytest.raises(A.DecodeError, match="seq 9.*payload of 1 bytes"):
+        A.decode_frames(prof, short)
+    padding = good[:1] + [(DEV_A, 1, 8, prof.fingerprint, 3, b"\x21\xf3", 0.0)]
+    with pytest.raises(A.DecodeError, match="seq 8.*padding"):
+        A.decode_frames(prof, padding)
+    other = P.from_bits(*HUMIDITY, 1.0, 8)
+    with pytest.raises(A.DecodeError, match="stored under profile"):
+        A.decode_frames(other, good)
+    zero = good[:1] + [(DEV_A, 1, 3, prof.fingerprint, 0, b"", 0.0)]
+    with pytest.raises(A.DecodeError, match="count 0"):
+        A.decode_frames(prof, zero)
+
+
+# ---- analyze -----------------------------------------------------------------------------------
+def fill(store, prof, device, frames, *, boot=1, first_seq=0, vector=False):
+    store.add_profile(prof)
+    recs = [FrameRecord(device_id=r[0], boot=r[1], seq=r[2], crc=r[2] + 17 * boot,
+                        fingerprint=r[3], count=r[4], payload=r[5], arrival=r[6],
+                        vector=vector)
+            for r in rows_for(prof, frames, device=device, boot=boot, first_seq=first_seq)]
+    assert store.write(frames=recs) == len(recs)
+
+
+@pytest.fixture
+def store(tmp_path):
+    st = Store(str(tmp_path / "zeal.db"))
+    yield st
+    st.close()
+
+
+def offsets(prof, seed, frames, count):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, prof.n_cells, count) for _ in range(frames)]
+
+
+def test_analyze_one_profile_equals_the_estimator(store):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fa = offsets(prof, 1, 30, 64)
+    fb = offsets(prof, 2, 11, 17)
+    fill(store, prof, DEV_A, fa)
+    fill(store, prof, DEV_B, fb)
+    store.write(events=[EventRecord("reject", "crc", 2, device_id=DEV_A),
+                        EventRecord("reject", "cobs", 3, port="loop://"),  # no device known
+                        EventRecord("gap", "", 5, device_id=DEV_B),
+                        EventRecord("gap", "", 2, device_id=DEV_B),
+                        EventRecord("reboot", "", 1, device_id=DEV_B),
+                        EventRecord("reject", "grid", 4, device_id=DEV_C),  # no report stored
+                        EventRecord("status", "OK", 9, device_id=DEV_A)])
+    link = store.open_link("loop://")
+    store.close_link(link, 12345)
+    doc = A.analyze(store)
+    est = Estimator(prof)
+    every = np.concatenate(fa + fb)
+    want = est.summarize(every)
+    o = doc["overall"]
+    assert o["n"] == every.size == 30 * 64 + 11 * 17
+    assert o["mean_calibrated"] == want.mean_calibrated
+    assert o["ci99"] == list(want.ci99) and o["ci99_clt"] == list(want.ci99_clt)
+    assert o["avg_star"] == want.avg_star
+    assert o["bits"] == 8 and o["fingerprint"] == prof.fingerprint
+    assert o["transmission_ratio"] > 0
+    assert (o["rejected_frames"], o["gaps"], o["reboots"]) == (2 + 3 + 4, 7, 1)
+    assert o["wire_bits_per_report"] == 8 * 12345 / every.size
+    # DATA frames' own size: COBS(body || CRC) + delimiter, as the encoder writes them
+    session = wire.session_bytes(DEV_A, prof.fingerprint[:16], 1)
+    wire_a = sum(len(wire.encode_data(seq=i, bits=8, reports=[int(v) + prof.k_lo
+                                                               - prof.wire_base for v in j],
+                                      session=session)) for i, j in enumerate(fa))
+    devs = {d["device"]: d for d in doc["devices"]}
+    assert list(devs) == [DEV_A.hex(), DEV_B.hex(), DEV_C.hex()]
+    a, b, c = devs[DEV_A.hex()], devs[DEV_B.hex()], devs[DEV_C.hex()]
+    assert a["wire_bits_per_report"] == 8 * wire_a / (30 * 64)
+    assert a["n"] == 30 * 64 and b["n"] == 11 * 17
+    assert a["mean_calibrated"] == est.summarize(np.concatenate(fa)).mean_calibrated
+    assert b["ci99"] == list(est.summarize(np.concatenate(fb)).ci99)
+    assert (a["rejected_frames"], a["gaps"], a["reboots"]) == (2, 0, 0)
+    assert (b["rejected_frames"], b["gaps"], b["reboots"]) == (0, 7, 1)
+    assert c["n"] == 0 and c["mean_calibrated"] is None and c["rejected_frames"] == 4
+    assert len(doc["profiles"]) == 1 and doc["profiles"][0]["devices"] == 2
+    json.dumps(doc, allow_nan=False)                  # the --json contract: plain JSON
+    table = A.format_table(doc)
+    assert table.count("\n") == 2 + 3 + 1 and DEV_C.hex() in table
+
+
+def test_analyze_several_profiles_combines_by_weight_and_union_bound(store):
+    p4, p16 = P.from_bits(*HUMIDITY, 1.0, 4), P.from_bits(*HUMIDITY, 2.0, 16)
+    f4, f16 = offsets(p4, 3, 20, 64), offsets(p16, 4, 7, 64)
+    fill(store, p4, DEV_A, f4)
+    fill(store, p16, DEV_A, f16, boot=2)              # the device was re-flashed
+    doc = A.analyze(store)
+    j4, j16 = np.concatenate(f4), np.concatenate(f16)
+    n = j4.size + j16.size
+    e4, e16 = Estimator(p4), Estimator(p16)
+    mean = (j4.size * e4.calibrated_mean(exact_sum(j4), j4.size)
+            + j16.size * e16.calibrated_mean(exact_sum(j16), j16.size)) / n
+    conf = 1 - 0.01 / 2                               # each profile at 99.5%: union 99%
+    half = (j4.size * Estimator(p4, conf).bernstein_halfwidth(j4.size)
+            + j16.size * Estimator(p16, conf).bernstein_halfwidth(j16.size)) / n
+    for entry in (doc["overall"], doc["devices"][0]):
+        assert entry["n"] == n
+        assert entry["mean_calibrated"] == float(mean)
+        assert entry["ci99"] == [float(mean) - half, float(mean) + half]
+        assert entry["bits"] == [4, 16]
+        assert entry["fingerprint"] == [p4.fingerprint, p16.fingerprint]
+    # wider than either profile's own interval at 99%
+    assert half > min(e4.bernstein_halfwidth(j4.size), e16.bernstein_halfwidth(j16.size))
+    by_fp = {p["fingerprint"]: p for p in doc["profiles"]}
+    assert by_fp[p4.fingerprint]["mean_calibrated"] == e4.summarize(j4).mean_calibrated
+    assert by_fp[p16.fingerprint]["bits"] == 16
+    assert "2 profiles" in A.format_table(doc)
+
+
+def test_vector_frames_only_when_asked(store):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fill(store, prof, DEV_A, offsets(prof, 5, 3, 10))
+    fill(store, prof, DEV_A, offsets(prof, 6, 2, 10), boot=0, vector=True)
+    assert A.analyze(store)["overall"]["n"] == 30
+    assert A.analyze(store, include_vector=True)["overall"]["n"] == 50
+
+
+def test_empty_store_is_an_error(store):
+    with pytest.raises(ZealError, match="no reports stored"):
+        A.analyze(store)
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fill(store, prof, DEV_A, offsets(prof, 7, 1, 5), vector=True)
+    with pytest.raises(ZealError, match="no reports stored"):  # test-mode frames only
+        A.analyze(store)
+
+
+def test_one_report_has_no_normal_interval(store):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fill(store, prof, DEV_A, [[5]])
+    o = A.analyze(store)["overall"]
+    assert o["n"] == 1 and o["ci99_clt"] is None and o["wire_bits_per_report"] is None
+    assert all(math.isfinite(v) for v in o["ci99"])
+
+
+# ---- export ------------------------------------------------------------------------------------
+def two_profile_store(store):
+    p4, p52 = P.from_bits(*HUMIDITY, 1.0, 4), P.from_bits(*HUMIDITY, 1.0, 52)
+    f4 = offsets(p4, 8, 4, 9) + [[0, p4.n_cells - 1]]
+    f52 = offsets(p52, 9, 3, 64) + [[0, p52.n_cells - 1, 1]]
+    fill(store, p4, DEV_A, f4, boot=3, first_seq=100)
+    fill(store, p52, DEV_B, f52, boot=4)
+    fill(store, p4, DEV_C, offsets(p4, 10, 1, 3), vector=True)
+    expected = []
+    for prof, dev, boot, seq0, frames in ((p4, DEV_A, 3, 100, f4), (p52, DEV_B, 4, 0, f52)):
+        for i, j in enumerate(frames):
+            for idx, v in enumerate(j):
+                k = prof.k_lo + int(v)
+                bits = ((prof.exponent + 1023) << 52) | k
+                expected.append((dev.hex(), boot, seq0 + i, idx, k - prof.wire_base, k, bits,
+                                 prof.fingerprint))
+    return expected
+
+
+def test_export_csv_round_trips_the_exact_doubles(store, tmp_path):
+    expected = two_profile_store(store)
+    path = str(tmp_path / "out.csv")
+    with open(path, "w") as fh:
+        fh.write("old contents\n")                     # replaced atomically
+    assert A.export(store, path, "csv") == len(expected)
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert tuple(rows[0]) == A.EXPORT_COLUMNS
+    got = []
+    for dev, boot, seq, idx, low, k, value, fp in rows[1:]:
+        bits = int(np.float64(float(value)).view(np.uint64))  # text -> the identical double
+        assert value == repr(float(value))
+        got.append((dev, int(boot), int(seq), int(idx), int(low), int(k), bits, fp))
+    assert got == expected
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]  # no temp file left
+    assert A.export(store, path, "csv", include_vector=True) == len(expected) + 3
+
+
+def test_export_refuses_unknown_formats_and_parquet_on_stdout(store):
+    two_profile_store(store)
+    with pytest.raises(ZealError, match="format"):
+        A.export(store, "x.json", "json")
+    if _has("pyarrow"):
+        with pytest.raises(ZealError, match="Parquet is binary"):
+            A.export(store, "-", "parquet")
+
+
+def test_export_to_an_unwritable_place_is_an_error(store, tmp_path):
+    two_profile_store(store)
+    with pytest.raises(ZealError, match="cannot write"):
+        A.export(store, str(tmp_path / "no" / "such" / "dir.csv"), "csv")
+
+
+def test_export_parquet_round_trip(store, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    expected = two_profile_store(store)
+    path = str(tmp_path / "out.parquet")
+    assert A.export(store, path, "parquet") == len(expected)
+    table = pq.read_table(path)
+    assert tuple(table.column_names) == A.EXPORT_COLUMNS
+    assert str(table.schema.field("low").type) == "uint64"
+    assert str(table.schema.field("k").type) == "uint64"
+    assert str(table.schema.field("value").type) == "double"
+    cols = table.to_pydict()
+    bits = np.array(cols["value"], dtype=np.float64).view(np.uint64).tolist()
+    got = list(zip(cols["device"], cols["boot"], cols["seq"], cols["index"], cols["low"],
+                   cols["k"], bits, cols["fingerprint"]))
+    assert got == expected
+
+
+def _has(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+def test_missing_extras_are_one_line_errors(store, tmp_path, monkeypatch):
+    two_profile_store(store)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)   # import pyarrow -> ImportError
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ZealError, match=r"needs pyarrow: pip install 'zeal-mcu\[parquet\]'"):
+        A.export(store, str(tmp_path / "x.parquet"), "parquet")
+    assert not os.path.exists(tmp_path / "x.parquet")
+    from zeal import plots
+    for mod in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    with pytest.raises(ZealError, match=r"need matplotlib: pip install 'zeal-mcu\[plots\]'"):
+        plots.plot_store(store, str(tmp_path / "plots"))
+    assert not os.path.exists(tmp_path / "plots")
+
+
+# ---- command line ------------------------------------------------------------------------------
+def run(argv):
+    parser = argparse.ArgumentParser(prog="zeal")
+    A.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_analyze_json_and_table(store, capsys):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    frames = offsets(prof, 11, 4, 64)
+    fill(store, prof, DEV_A, frames)
+    assert run(["analyze", "--db", store.path, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"n", "mean_calibrated", "ci99", "avg_star", "bits", "wire_bits_per_report",
+            "rejected_frames", "gaps"} <= set(doc["overall"])
+    assert doc["overall"]["mean_calibrated"] == \
+        Estimator(prof).summarize(np.concatenate(frames)).mean_calibrated
+    assert doc["devices"][0]["device"] == DEV_A.hex()
+    assert run(["analyze", "--db", store.path]) == 0
+    out = capsys.readouterr().out
+    assert DEV_A.hex() in out and "overall" in out
+
+
+def test_cli_missing_db_is_an_error_and_creates_nothing(tmp_path):
+    path = tmp_path / "missing.db"
+    for argv in (["analyze", "--db", str(path)], ["export", "--db", str(path)]):
+        with pytest.raises(StoreError, match="does not exist"):
+            run(argv)
+        assert not path.exists()
+
+
+def test_cli_refuses_a_non_zeal_database_without_touching_it(tmp_path):
+    path = tmp_path / "other.sqlite"
+    raw = sqlite3.connect(str(path))
+    raw.execute("CREATE TABLE t (x)")
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a zeal database"):
+        run(["analyze", "--db", str(path)])
+    assert path.read_bytes() == before
+    (tmp_path / "text.db").write_text("hello")
+    with pytest.raises(StoreError):
+        run(["analyze", "--db", str(tmp_path / "text.db")])
+
+
+def test_cli_busy_database_is_one_line(store):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fill(store, prof, DEV_A, [[1, 2]])
+    store.close()
+    holder = sqlite3.connect(store.path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreError, match="busy") as info:
+            A.open_existing(store.path, timeout=0.1)
+        assert "\n" not in str(info.value)
+    finally:
+        holder.close()
+
+
+def test_cli_export_default_name(store, capsys):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fill(store, prof, DEV_A, [[1, 2, 3]])
+    assert run(["export", "--db", store.path]) == 0
+    out = os.path.splitext(store.path)[0] + ".csv"
+    assert "3 reports written to %s" % out in capsys.readouterr().out
+    with open(out) as fh:
+        assert len(fh.read().splitlines()) == 4
+    assert run(["export", "--db", store.path, "-o", "-"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == ",".join(A.EXPORT_COLUMNS)
+
+
+# ---- plots -------------------------------------------------------------------------------------
+def test_cell_probabilities_match_the_exact_distribution():
+    from zeal.analysis import ExactGrid
+    from zeal import plots
+
+    for bits in (3, 4, 8):
+        grid = ExactGrid(P.from_bits(*HUMIDITY, 1.0, bits))
+        for x in (Fraction(23.5), Fraction("50.25"), Fraction(83.9), Fraction(200)):
+            exact = grid.distribution(x)
+            per_cell = plots.cell_probabilities(grid, x, np.arange(grid.n + 1))
+            assert np.allclose(per_cell, [float(exact[j]) for j in range(grid.n)],
+                               rtol=1e-12, atol=0)
+            edges = np.array([0, 1, grid.n // 2, grid.n])  # bins average their cells
+            binned = plots.cell_probabilities(grid, x, edges)
+            for i in range(3):
+                cells = range(edges[i], edges[i + 1])
+                mean = sum(exact[j] for j in cells) / len(cells)
+                assert math.isclose(binned[i], float(mean), rel_tol=1e-12)
+
+
+def test_plots_are_written(store, tmp_path):
+    pytest.importorskip("matplotlib")
+    p4, p16 = P.from_bits(*HUMIDITY, 1.0, 4), P.from_bits(*HUMIDITY, 1.0, 16)
+    fill(store, p4, DEV_A, offsets(p4, 12, 10, 64))
+    fill(store, p16, DEV_B, offsets(p16, 13, 10, 64))
+    from zeal import plots
+
+    paths = plots.plot_store(store, str(tmp_path / "plots"))
+    names = sorted(os.path.basename(p) for p in paths)
+    assert names == sorted("%s-%s.png" % (kind, p.fingerprint[:8])
+                           for kind in ("histogram", "running-mean") for p in (p4, p16))
+    for p in paths:
+        with open(p, "rb") as fh:
+            data = fh.read()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_cli_analyze_plots(store, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    fill(store, prof, DEV_A, offsets(prof, 14, 3, 64))
+    assert run(["analyze", "--db", store.path, "--plots", str(tmp_path / "p"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["plots"]) == 2 and all(os.path.getsize(p) > 0 for p in doc["plots"])
