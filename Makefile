@@ -23,6 +23,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_bulk.py
 	$(BIN)/python tools/bench_firmware.py
 	$(BIN)/python tools/bench_collect.py
+	$(BIN)/python tools/bench_decode.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
