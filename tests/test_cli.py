@@ -86,7 +86,8 @@ def test_skip_invalid_counts_instead_of_stopping(prof_file):
 
 
 @pytest.mark.parametrize("command", ["profile", "perturb", "aggregate", "demo", "conformance",
-                                     "stop"])
+                                     "stop", "collect", "analyze", "export", "flash",
+                                     "devices"])
 def test_every_command_has_help(command):
     done = zeal(command, "--help")
     assert done.returncode == 0 and "usage: zeal " + command in done.stdout
@@ -126,3 +127,37 @@ def test_stop_writes_the_stop_line(tmp_path):
     assert done.returncode == 0 and "!stop" in done.stdout
     bad = zeal("stop", "--port", str(tmp_path / "no-such-port"))
     assert bad.returncode == 1 and bad.stderr.startswith("zeal: cannot open")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("collect", "--port", "/nonexistent/ttyACM9", "--db", "DB", "--duration", "1"), "ttyACM9"),
+    (("collect", "--port", "loop://", "--db", "DB", "--profile", "/nonexistent/p.json",
+      "--duration", "1"), "cannot read profile"),
+    (("analyze", "--db", "/nonexistent/zeal.db"), "zeal.db"),
+    (("export", "--db", "/nonexistent/zeal.db"), "zeal.db"),
+    (("flash", "--port", "/nonexistent/ttyACM9", "--profile", "/nonexistent/p.json"),
+     "cannot read profile"),
+])
+def test_collector_side_mistakes_are_one_line_errors(tmp_path, args, fragment):
+    args = [str(tmp_path / "z.db") if a == "DB" else a for a in args]
+    done = zeal(*args)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zeal: ") and fragment in lines[0], lines
+
+
+def test_busy_database_is_a_one_line_error(tmp_path):
+    import sqlite3
+    db = tmp_path / "busy.db"
+    from zeal.store import Store
+    Store(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        done = zeal("collect", "--port", "loop://", "--db", str(db), "--duration", "1")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "busy" in lines[0], lines

@@ -469,7 +469,6 @@ class Batch:
     profile: Profile
     lows: np.ndarray = field(repr=False)     # uint64, the m bits as sent
     offsets: np.ndarray = field(repr=False)  # int64, j = k - k_lo
-    values: np.ndarray = field(repr=False)   # float64, x* bit-exact
     vector: bool = False                     # made in vector mode: never store
     lost_before: int = 0                     # DATA frames missing just before this one
     payload: bytes = field(default=b"", repr=False)  # the packed m-bit payload as received
@@ -478,6 +477,11 @@ class Batch:
     @property
     def fingerprint(self) -> str:
         return self.profile.fingerprint
+
+    @property
+    def values(self) -> np.ndarray:
+        """float64 x*, bit-exact, built on demand (the collector stores payloads, not these)."""
+        return reports.floats_from_offsets(self.profile, self.offsets)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -625,5 +629,5 @@ class Decoder:
         self.reports += d.count
         return Batch(device_id=self.hello.device_id, boot=self.hello.boot, seq=d.seq,
                      profile=prof, lows=lows, offsets=offsets,
-                     values=reports.floats_from_offsets(prof, offsets), vector=d.vector,
+                     vector=d.vector,
                      lost_before=lost, payload=d.payload, crc=sealed.crc)
