@@ -12,7 +12,8 @@ import time
 import pytest
 
 from zeal import profile as P, reports, wire
-from zeal.collector import Collector, main as collect_main
+from zeal.cli import main as cli_main
+from zeal.collector import Collector
 from zeal.store import Store, StoreError
 from zeal.transport import PortBusy, PortNotFound, open_port
 from zeal.virtual import Pty
@@ -215,7 +216,8 @@ def test_missing_port(tmp_path, capsys):
     with Store(tmp_path / "z.db") as store:
         with pytest.raises(PortNotFound):
             Collector([str(tmp_path / "no-such-tty")], store).run(duration=1)
-    rc = collect_main(["--port", str(tmp_path / "no-such-tty"), "--db", str(tmp_path / "z.db")])
+    rc = cli_main(["collect", "--port", str(tmp_path / "no-such-tty"),
+                   "--db", str(tmp_path / "z.db")])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("zeal: no port ") and err.count("\n") == 1
 
@@ -236,7 +238,7 @@ def test_busy_database(tmp_path, capsys):
             with Store(db, timeout=0.2) as store:
                 with pytest.raises(StoreError, match="busy"):
                     Collector([line.port], store).run(duration=1)
-            rc = collect_main(["--port", line.port, "--db", db])
+            rc = cli_main(["collect", "--port", line.port, "--db", db])
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -246,22 +248,15 @@ def test_busy_database(tmp_path, capsys):
 
 def test_unreadable_profile(tmp_path, capsys):
     with Pty() as line:
-        rc = collect_main(["--port", line.port, "--db", str(tmp_path / "z.db"),
+        rc = cli_main(["collect", "--port", line.port, "--db", str(tmp_path / "z.db"),
                            "--profile", str(tmp_path / "nope.json")])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("zeal: cannot read profile")
 
 
 def collect_cmd():
-    """`zeal collect` as a subprocess: through the CLI once it lists the command."""
-    import argparse
-
-    from zeal import cli
-
-    for action in cli.build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction) and "collect" in action.choices:
-            return [sys.executable, "-m", "zeal.cli", "collect"]
-    return [sys.executable, "-m", "zeal.collector"]
+    """`zeal collect` as a subprocess."""
+    return [sys.executable, "-m", "zeal.cli", "collect"]
 
 
 def test_ctrl_c_stops_cleanly(tmp_path, capfd):

@@ -7,7 +7,6 @@ filesystem). After the flash, the files the fake board received are checked byte
 then booted on the MicroPython unix port: main.py, lib/zealfw/*.mpy, the profile and the config
 stream valid frames.
 """
-import argparse
 import ast
 import io
 import json
@@ -53,15 +52,10 @@ def cal_prof_file(tmp_path):
 
 
 def zeal_main(argv):
-    """What zeal.cli.main does with a sub-command, on a parser holding only deploy's."""
-    parser = argparse.ArgumentParser(prog="zeal")
-    D.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except ZealError as exc:
-        print("zeal: %s" % exc, file=sys.stderr)
-        return 1
+    """The real command line, in process."""
+    from zeal.cli import main
+
+    return main(argv)
 
 
 def one_line_error(capsys, argv):
@@ -457,18 +451,8 @@ def test_no_devices(monkeypatch, capsys):
     assert json.loads(cap.out) == [] and "no MicroPython boards found" in cap.err
 
 
-# ---- through the real `zeal` command (once cli.py wires deploy.register) ----------------------
-def _cli_has(command):
-    from zeal import cli
-
-    parser = cli.build_parser()
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return bool(subs) and command in subs[0].choices
-
-
+# ---- through the real `zeal` command ---------------------------------------------------------
 def test_cli_subprocess(prof_file):
-    if not _cli_has("flash"):
-        pytest.skip("zeal.cli does not wire zeal.deploy.register yet")
     env = dict(os.environ, PYTHONPATH=HOST + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
     def zeal(*args):

@@ -208,6 +208,7 @@ def test_valid_vectors_decode_on_host(case):
         evs = dec.feed(prefix + stream)
         vals = np.concatenate([b.values for b in batches(evs)])
         assert ["%016x" % v for v in vals.view(np.uint64)] == case["values"]
+        assert all(b.profile == prof for b in batches(evs))
         assert not dec.rejected and dec.lost == 0
 
 

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "host"))
 from zeal import profile as P  # noqa: E402
 from zeal import reports  # noqa: E402
 from zeal.errors import InputError  # noqa: E402
-from zeal.floatbits import float64_to_bits, hex64  # noqa: E402
+from zeal.floatbits import float64_to_bits  # noqa: E402
 from zeal.mechanism import (ExactZeal, reading_from_float32_bits,  # noqa: E402
                             reading_from_float64_bits, reading_from_raw)
 from zeal.words import CounterWords, ListWords, Recorder  # noqa: E402

@@ -493,20 +493,3 @@ def cmd_collect(args) -> int:
     for line in summary_lines(pr):
         print(line)
     return 0
-
-
-def main(argv=None) -> int:
-    """`python -m zeal.collector ...`: the collect command alone (same options)."""
-    parser = argparse.ArgumentParser(prog="zeal")
-    sub = parser.add_subparsers(dest="command")
-    register(sub)
-    args = parser.parse_args(["collect"] + list(sys.argv[1:] if argv is None else argv))
-    try:
-        return args.func(args)
-    except ZealError as exc:
-        print("zeal: %s" % exc, file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
