@@ -31,7 +31,7 @@ from . import paper, reports, wire
 from .errors import ReportError, ZealError
 from .estimate import Estimator, exact_sum
 from .profile import Profile
-from .store import SCHEMA_VERSION, Store, StoreError
+from .store import Store, StoreError, open_existing, wrap_sql_error
 
 CONFIDENCE = 0.99
 # Event kinds the collector records (store.py: events.kind).
@@ -244,44 +244,6 @@ def decode_values(profile: Profile, rows: Sequence) -> np.ndarray:
 
 
 # ---- reading a store -----------------------------------------------------------------------------
-def _sql_error(exc: sqlite3.Error, path) -> StoreError:
-    text = str(exc)
-    if "locked" in text or "busy" in text:
-        return StoreError("database %s is busy (another program holds a lock)" % path)
-    return StoreError("database %s: %s" % (path, text))
-
-
-def open_existing(path, *, timeout: float = 5.0) -> Store:
-    """Open a zeal database that must already exist; never creates or converts a file."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise StoreError("database %s does not exist" % path)
-    if not os.path.isfile(path):
-        raise StoreError("database %s is not a file" % path)
-    try:  # look first, read-only: Store() would add the zeal schema to any SQLite file
-        probe = sqlite3.connect("file:%s?mode=ro" % _uri_path(path), uri=True, timeout=timeout)
-        try:
-            version = probe.execute("PRAGMA user_version").fetchone()[0]
-            has_frames = probe.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                                       "AND name = 'frames'").fetchone() is not None
-        finally:
-            probe.close()
-    except sqlite3.Error as exc:
-        raise _sql_error(exc, path) from None
-    if version == 0 or not has_frames:
-        raise StoreError("%s is not a zeal database" % path)
-    if version > SCHEMA_VERSION:
-        raise StoreError("database %s has schema %d; this zeal reads up to %d"
-                         % (path, version, SCHEMA_VERSION))
-    return Store(path, timeout=timeout)
-
-
-def _uri_path(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(os.path.abspath(path))
-
-
 class _Loaded:
     """Everything analysis reads from a store, read once: profiles, frame rows, events."""
 
@@ -294,7 +256,7 @@ class _Loaded:
             self.events = store.event_counts()
             self.link_bytes = store.link_bytes()
         except sqlite3.Error as exc:
-            raise _sql_error(exc, store.path) from None
+            raise wrap_sql_error(exc, store.path) from None
         self.rows = rows
         by_fp: Dict[str, list] = {}
         for r in rows:

@@ -8,10 +8,12 @@ Payloads are kept exactly as received (the packed m-bit reports); doubles are re
 read under the stored profile, never stored as floats.
 """
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Iterable, List, Optional
+from urllib.parse import quote
 
 from .errors import ZealError
 from .profile import Profile, loads as profile_loads
@@ -97,7 +99,7 @@ class EventRecord:
     time: float = 0.0
 
 
-def _wrap(exc: sqlite3.Error, path) -> StoreError:
+def wrap_sql_error(exc: sqlite3.Error, path) -> StoreError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return StoreError("database %s is busy (another program holds a write lock)" % path)
@@ -120,7 +122,7 @@ class Store:
                 self.db.executescript(_SCHEMA)
                 self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
         except sqlite3.DatabaseError as exc:
-            raise _wrap(exc, self.path) from None
+            raise wrap_sql_error(exc, self.path) from None
         self._devices = {}
         self.last_new_reports = 0
 
@@ -149,7 +151,7 @@ class Store:
             self.db.execute("INSERT OR IGNORE INTO profiles (fingerprint, doc) VALUES (?, ?)",
                             (profile.fingerprint, profile.to_json()))
         except sqlite3.Error as exc:
-            raise _wrap(exc, self.path) from None
+            raise wrap_sql_error(exc, self.path) from None
 
     def write(self, frames: Iterable[FrameRecord] = (), events: Iterable[EventRecord] = (),
               link: Optional[tuple] = None) -> int:
@@ -186,7 +188,7 @@ class Store:
                 raise
             return new
         except sqlite3.Error as exc:
-            raise _wrap(exc, self.path) from None
+            raise wrap_sql_error(exc, self.path) from None
 
     def open_link(self, port: str) -> int:
         try:
@@ -194,14 +196,14 @@ class Store:
                                   (port, time.time()))
             return cur.lastrowid
         except sqlite3.Error as exc:
-            raise _wrap(exc, self.path) from None
+            raise wrap_sql_error(exc, self.path) from None
 
     def close_link(self, link_id: int, nbytes: int) -> None:
         try:
             self.db.execute("UPDATE links SET closed = ?, bytes = ? WHERE id = ?",
                             (time.time(), nbytes, link_id))
         except sqlite3.Error as exc:
-            raise _wrap(exc, self.path) from None
+            raise wrap_sql_error(exc, self.path) from None
 
     # ---- reading ------------------------------------------------------------------------------
     def profiles(self) -> dict:
@@ -235,6 +237,33 @@ class Store:
     def meta(self) -> dict:
         return {"schema": SCHEMA_VERSION, "path": self.path,
                 "frames": self.db.execute("SELECT COUNT(*) FROM frames").fetchone()[0]}
+
+
+def open_existing(path, *, timeout: float = 5.0) -> Store:
+    """Open a zeal database that must already exist; never creates or converts a file
+    (`Store()` adds the zeal schema to any new or empty SQLite file)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise StoreError("database %s does not exist" % path)
+    if not os.path.isfile(path):
+        raise StoreError("database %s is not a file" % path)
+    uri = "file:%s?mode=ro" % quote(os.path.abspath(path))
+    try:  # look first, read-only
+        probe = sqlite3.connect(uri, uri=True, timeout=timeout)
+        try:
+            version = probe.execute("PRAGMA user_version").fetchone()[0]
+            has_frames = probe.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                                       "AND name = 'frames'").fetchone() is not None
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise wrap_sql_error(exc, path) from None
+    if version == 0 or not has_frames:
+        raise StoreError("%s is not a zeal database" % path)
+    if version > SCHEMA_VERSION:
+        raise StoreError("database %s has schema %d; this zeal reads up to %d"
+                         % (path, version, SCHEMA_VERSION))
+    return Store(path, timeout=timeout)
 
 
 def profile_doc(profile: Profile) -> dict:
