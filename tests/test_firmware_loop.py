@@ -41,7 +41,8 @@ def run_device(tmp_path, lines, *, config=None, prof=None, seed=None):
     (tmp_path / "zeal_config.json").write_text(json.dumps(cfg))
     done = subprocess.run([mp, "-c", "import zealfw.main as m; m.run()"], cwd=tmp_path,
                           input=("\n".join(lines) + "\n").encode(), capture_output=True,
-                          env=dict(os.environ, MICROPYPATH=FIRMWARE), timeout=120)
+                          env=dict(os.environ, MICROPYPATH=FIRMWARE + os.pathsep + str(tmp_path)),
+                          timeout=120)
     assert done.returncode == 0, done.stderr.decode()
     return done.stdout
 
@@ -158,3 +159,68 @@ def test_package_json_lists_every_firmware_module():
     assert all(dest == src for dest, src in doc["urls"])   # relative: installs from a clone
     from zeal import __version__
     assert doc["version"] == __version__
+
+
+FAKE_MACHINE = """
+# Stand-in for the board's machine module: an ADC that returns scripted counts.
+COUNTS = [0, 1000, 32768, 65535, 12345, 40000]
+fed = []
+class Pin:
+    def __init__(self, n):
+        self.n = n
+class ADC:
+    def __init__(self, pin):
+        self.i = 0
+    def read_u16(self):
+        v = COUNTS[self.i % len(COUNTS)]
+        self.i += 1
+        return v
+class WDT:
+    def __init__(self, timeout):
+        fed.append(-timeout)
+    def feed(self):
+        fed.append(1)
+"""
+
+
+def test_adc_source_with_calibration_and_watchdog(tmp_path):
+    (tmp_path / "machine.py").write_text(FAKE_MACHINE)
+    cal = P.Calibration(Fraction(330, 65535), Fraction(-50))      # TMP36 on a 3.3 V scale
+    prof = P.from_bits(-40.0, 125.0, 1.0, 8, calibration=cal)
+    out = run_device(tmp_path, [], prof=prof,
+                     config={"vector_mode": True, "vector_key": KEY.hex(), "max_reports": 12,
+                             "sensor": {"kind": "adc", "pin": 26}, "watchdog_ms": 8000})
+    dec, _, batches, statuses = decode(out, prof)
+    mech = ExactZeal(profile=prof, words=CounterWords(KEY))
+    counts = [0, 1000, 32768, 65535, 12345, 40000] * 2
+    want = [mech.sample_offset(cal.offset + cal.gain * c) for c in counts]
+    assert [int(j) for b in batches for j in b.offsets] == want
+    assert statuses[-1].code_name == "STOPPED" and statuses[-1].sent == 12
+    # clamped by hand: 0 -> -50, 1000 -> -44.96, 65535 -> 280, 40000 -> 151.4 (twice each)
+    assert statuses[-1].clamped == mech.clamped == 8
+
+
+def test_callable_source_packs_floats_exactly(tmp_path):
+    (tmp_path / "fakesensor.py").write_text(
+        "VALUES = [21.5, 19.25, 1e9, 22.0, 3]\n"
+        "i = [0]\n"
+        "def read():\n"
+        "    v = VALUES[i[0] % len(VALUES)]\n"
+        "    i[0] += 1\n"
+        "    if v == 22.0:\n"
+        "        raise OSError('i2c timeout')\n"
+        "    return v\n")
+    cal = P.Calibration(Fraction(1, 2), Fraction(0))
+    prof = P.from_bits(-40.0, 125.0, 1.0, 8, calibration=cal)
+    out = run_device(tmp_path, [], prof=prof,
+                     config={"vector_mode": True, "vector_key": KEY.hex(), "max_reports": 4,
+                             "sensor": {"kind": "callable", "module": "fakesensor",
+                                        "function": "read"}})
+    _, _, batches, statuses = decode(out, prof)
+    mech = ExactZeal(profile=prof, words=CounterWords(KEY))
+    f32 = lambda v: Fraction(struct.unpack("<f", struct.pack("<f", v))[0])  # noqa: E731
+    want = [mech.sample_offset(f32(21.5)), mech.sample_offset(f32(19.25)),
+            mech.sample_offset(f32(1e9)), mech.sample_offset(Fraction(3, 2))]  # int: raw
+    assert [int(j) for b in batches for j in b.offsets] == want
+    assert [s.code_name for s in statuses] == ["SENSOR", "STOPPED"]
+    assert statuses[-1].dropped == 1

@@ -113,6 +113,23 @@ def test_hand_case():
     assert out.getvalue() == frame
 
 
+def test_status_and_hello_between_reports_leave_pending_data_intact():
+    """A STATUS (sensor error) or HELLO sent while reports wait in a part-filled batch must
+    not overwrite them: the DATA frame is the same as without the interruption."""
+    def frames_of(interrupt):
+        out = io.BytesIO()
+        s = frames.Sender(out, 8, batch=4, hello_every=0, device_id=DEV,
+                          fingerprint=HAND.fingerprint, boot=1)
+        for i, low in enumerate([135, 81, 146, 85]):
+            if interrupt and i == 3:
+                s.status(3, 1, 0, "i2c timeout " * 20)
+                s.hello()
+            s.add(low)
+        return out.getvalue()
+    plain, interrupted = frames_of(False), frames_of(True)
+    assert interrupted.endswith(plain) and len(interrupted) > len(plain)
+
+
 def test_session_crc_is_crc_of_session_then_body():
     """crc32(body, crc32(session)) == crc32(session || body), on CPython and MicroPython."""
     rnd = random.Random(13)

@@ -182,13 +182,16 @@ class Sender:
         self._session_crc = binascii.crc32(
             session_bytes(self.device_id, self.fingerprint, self.boot))
         self._mask = (1 << bits) - 1
-        body_max = STATUS_HEADER + MAX_MESSAGE
-        if bits:
-            body_max = max(body_max, data_body_length(self.batch, bits))
+        # Two bodies: DATA packs reports into _body over many add() calls, so a HELLO or
+        # STATUS sent meanwhile must not touch it; they use _ctl.
+        ctl_max = STATUS_HEADER + MAX_MESSAGE
+        body_max = data_body_length(self.batch, bits) if bits else 0
         self._body = bytearray(body_max + CRC_LEN)
+        self._ctl = bytearray(ctl_max + CRC_LEN)
         # leading 0x00, the encoding, the closing 0x00
-        self._enc = bytearray(max_encoded_length(body_max + CRC_LEN) + 2)
+        self._enc = bytearray(max_encoded_length(max(body_max, ctl_max) + CRC_LEN) + 2)
         self._body_mv = memoryview(self._body)
+        self._ctl_mv = memoryview(self._ctl)
         self._enc_mv = memoryview(self._enc)
         self.seq = 0          # of the next DATA frame
         self.sent = 0         # reports in DATA frames written since boot
@@ -208,10 +211,9 @@ class Sender:
         return self._count
 
     # ---- output ---------------------------------------------------------------------------
-    def _emit(self, n, leading, seed):
-        """CRC the body _body[0:n] from `seed`, COBS it and write the frame."""
-        body = self._body
-        struct.pack_into("<I", body, n, binascii.crc32(self._body_mv[:n], seed) & 0xFFFFFFFF)
+    def _emit(self, body, mv, n, leading, seed):
+        """CRC body[0:n] (mv: its memoryview) from `seed`, COBS it and write the frame."""
+        struct.pack_into("<I", body, n, binascii.crc32(mv[:n], seed) & 0xFFFFFFFF)
         enc = self._enc
         enc[0] = 0
         end = cobs_encode_into(body, n + CRC_LEN, enc, 1)
@@ -240,13 +242,13 @@ class Sender:
 
     # ---- frames ---------------------------------------------------------------------------
     def hello(self):
-        b = self._body
+        b = self._ctl
         fw = self.firmware
         struct.pack_into("<BBBBB", b, 0, TYPE_HELLO | self.flags, PROTOCOL, fw[0], fw[1], fw[2])
         b[5:13] = self.device_id
         b[13:21] = self.fingerprint
         struct.pack_into("<IBH", b, 21, self.boot, self.bits, self.batch)
-        self._emit(HELLO_LEN, True, 0)
+        self._emit(b, self._ctl_mv, HELLO_LEN, True, 0)
         self._since_hello = 0
 
     def status(self, code, dropped=0, clamped=0, message=b""):
@@ -255,12 +257,12 @@ class Sender:
         if isinstance(message, str):
             message = message.encode("utf-8")
         message = truncate_utf8(bytes(message), MAX_MESSAGE)
-        b = self._body
+        b = self._ctl
         struct.pack_into("<BBIII", b, 0, TYPE_STATUS | self.flags, code,
                          dropped & 0xFFFFFFFF, clamped & 0xFFFFFFFF, self.sent & 0xFFFFFFFF)
         n = STATUS_HEADER + len(message)
         b[STATUS_HEADER:n] = message
-        self._emit(n, True, 0)
+        self._emit(b, self._ctl_mv, n, True, 0)
 
     def add(self, low):
         """Append one report's low m bits; returns True when this made a DATA frame go out."""
@@ -304,7 +306,8 @@ class Sender:
         if not count:
             return False
         struct.pack_into("<BHB", self._body, 0, TYPE_DATA | self.flags, self.seq, count)
-        self._emit(data_body_length(count, self.bits), False, self._session_crc)
+        self._emit(self._body, self._body_mv, data_body_length(count, self.bits), False,
+                   self._session_crc)
         self.seq = (self.seq + 1) & 0xFFFF
         self.sent += count
         self._count = 0
