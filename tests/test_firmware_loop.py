@@ -224,3 +224,21 @@ def test_callable_source_packs_floats_exactly(tmp_path):
     assert [int(j) for b in batches for j in b.offsets] == want
     assert [s.code_name for s in statuses] == ["SENSOR", "STOPPED"]
     assert statuses[-1].dropped == 1
+
+
+def test_unexpected_error_is_reported_as_crash(tmp_path):
+    """A bug in the loop (here: injected) sends STATUS CRASH naming it before the error
+    ends the program; on a board, machine.reset() follows after crash_reset_ms."""
+    prof = P.from_bits(*HUMIDITY, 1.0, 4)
+    (tmp_path / "zeal_profile.json").write_text(prof.to_json())
+    (tmp_path / "zeal_config.json").write_text(json.dumps({"start_delay_ms": 0}))
+    done = subprocess.run(
+        [locate_micropython(), "-c", "import zealfw.main as m\n"
+         "def broken(*a):\n    raise RuntimeError('injected fault')\n"
+         "m._loop = broken\nm.boot()"],
+        cwd=tmp_path, input=b"", capture_output=True, timeout=60,
+        env=dict(os.environ, MICROPYPATH=FIRMWARE))
+    assert done.returncode != 0                       # the unix port has no reset: it exits
+    _, _, batches, statuses = decode(done.stdout, prof)
+    assert batches == [] and [s.code_name for s in statuses] == ["CRASH"]
+    assert statuses[0].message == "RuntimeError: injected fault"

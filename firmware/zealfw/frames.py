@@ -55,6 +55,7 @@ STATUS_BAD_PROFILE = const(2)
 STATUS_SENSOR = const(3)
 STATUS_STOPPED = const(4)
 STATUS_CONFIG = const(5)
+STATUS_CRASH = const(6)
 
 FIRMWARE = (0, 1, 0)
 

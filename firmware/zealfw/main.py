@@ -12,6 +12,8 @@
 #                 "tx": 4, "rx": 5}                          (default: repl)
 #   watchdog_ms   0      machine.WDT timeout (0: no watchdog)
 #   start_delay_ms 2000  grace period at boot, before Ctrl-C is disabled (repl output)
+#   crash_reset_ms 10000 after an unexpected error: STATUS CRASH, then machine.reset()
+#                        this long after (0: stay in the REPL)
 #   profile       "zeal_profile.json";  seed  "zeal_seed.bin"
 #   vector_mode   false  allow a given generator key (tests only: frames are marked VECTOR)
 #   vector_key    null   64 hex digits, used only when vector_mode is true
@@ -47,7 +49,7 @@ class ConfigError(Exception):
 _DEFAULTS = {
     "period_ms": 1000, "batch": 64, "hello_every": 16, "status_every": 64, "max_reports": 0,
     "sensor": {"kind": "replay"}, "output": {"kind": "repl"}, "watchdog_ms": 0,
-    "start_delay_ms": 2000, "profile": profile_mod.DEFAULT_PATH, "seed": "zeal_seed.bin",
+    "start_delay_ms": 2000, "crash_reset_ms": 10000, "profile": profile_mod.DEFAULT_PATH, "seed": "zeal_seed.bin",
     "vector_mode": False, "vector_key": None,
 }
 
@@ -71,7 +73,7 @@ def load_config(path=CONFIG_PATH):
             raise ConfigError("unknown config key %s" % key)
         cfg[key] = doc[key]
     for key in ("period_ms", "batch", "hello_every", "status_every", "max_reports",
-                "watchdog_ms", "start_delay_ms"):
+                "watchdog_ms", "start_delay_ms", "crash_reset_ms"):
         v = cfg[key]
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ConfigError("%s must be a non-negative integer" % key)
@@ -256,6 +258,33 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
     return reports
 
 
-def boot():
-    """Entry point for the board's main.py."""
-    return run()
+def boot(config_path=CONFIG_PATH):
+    """Entry point for the board's main.py. A bug must not leave a deployed board silent: an
+    unexpected error is reported as STATUS CRASH and the board resets after crash_reset_ms
+    (a watchdog, if configured, would reset it anyway)."""
+    try:
+        return run(config_path)
+    except Exception as exc:
+        try:
+            import micropython
+
+            micropython.kbd_intr(3)
+        except (ImportError, AttributeError):
+            pass
+        try:
+            cfg = load_config(config_path)
+        except ConfigError:
+            cfg = dict(_DEFAULTS)
+        sender = frames.Sender(sys.stdout.buffer, 0, device_id=_device_id())
+        sender.status(frames.STATUS_CRASH, message="%s: %s" % (type(exc).__name__, exc))
+        delay = cfg["crash_reset_ms"]
+        try:
+            import machine
+
+            reset = machine.reset
+        except (ImportError, AttributeError):  # the unix port: nothing to reset
+            raise exc
+        if not delay:
+            raise exc
+        time.sleep_ms(delay)  # a window to connect and look before the reset
+        reset()

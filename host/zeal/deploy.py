@@ -58,10 +58,10 @@ STOP_LINE = b"\r\n!stop\r\n"
 
 # The device config's keys (firmware/zealfw/main.py _DEFAULTS; a test keeps them equal).
 CONFIG_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "sensor",
-               "output", "watchdog_ms", "start_delay_ms", "profile", "seed", "vector_mode",
-               "vector_key")
+               "output", "watchdog_ms", "start_delay_ms", "crash_reset_ms", "profile", "seed",
+               "vector_mode", "vector_key")
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
-             "start_delay_ms")
+             "start_delay_ms", "crash_reset_ms")
 SENSOR_FORMS = "adc:PIN[:ATTEN], replay, callable:MODULE.FUNCTION"
 # ESP32 machine.ADC.ATTN_* values; RP2040 has no attenuation (the firmware skips it there)
 _ATTEN_NAMES = {"0db": 0, "2.5db": 1, "2_5db": 1, "6db": 2, "11db": 3}

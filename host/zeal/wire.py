@@ -56,7 +56,7 @@ MIN_RUN_BODY = 1  # a body has at least its type byte
 MAX_BODY = DATA_HEADER + (MAX_COUNT * MAX_BITS + 7) // 8  # 1662
 
 STATUS_CODES = {0: "OK", 1: "NO_PROFILE", 2: "BAD_PROFILE", 3: "SENSOR", 4: "STOPPED",
-                5: "CONFIG"}
+                5: "CONFIG", 6: "CRASH"}
 
 # Why a run or frame was refused. Deframer (one run between delimiters): ---------------------
 #   cobs, short, crc, reserved_flags, type, malformed, version, overlong
