@@ -161,3 +161,18 @@ def test_profiles_are_revalidated_on_load(store, db, edit):
     _tamper(db, edit)
     with pytest.raises(ProfileError):
         store.profiles()
+
+
+def test_foreign_sqlite_file_is_left_alone(tmp_path):
+    sq = sqlite3
+    path = tmp_path / "other.db"
+    con = sq.connect(path)
+    con.execute("CREATE TABLE notes (t TEXT)")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="another program"):
+        Store(path)
+    con = sq.connect(path)
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    con.close()
+    assert names == ["notes"]

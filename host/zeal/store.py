@@ -119,6 +119,12 @@ class Store:
                 raise StoreError("database %s has schema %d; this zeal reads up to %d"
                                  % (self.path, version, SCHEMA_VERSION))
             if version < SCHEMA_VERSION:  # new file (every statement is IF NOT EXISTS)
+                tables = self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE "
+                                         "type = 'table'").fetchone()[0]
+                if tables:  # someone else's SQLite file: never add our tables to it
+                    self.db.close()
+                    raise StoreError("%s is an SQLite database of another program, not a zeal "
+                                     "database" % self.path)
                 self.db.executescript(_SCHEMA)
                 self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
         except sqlite3.DatabaseError as exc:
