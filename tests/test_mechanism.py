@@ -114,3 +114,13 @@ def test_reports_decode_and_reject():
         reports.from_bits(prof, (1078 << 52) | prof.k_lo)   # another exponent
     with pytest.raises(ReportError):
         reports.parse_line(prof, "hello")
+
+
+def test_sixteen_digit_low_values_parse_as_low_bits():
+    """At m = 52 the transmitted value can have 16 decimal digits, like a bit pattern."""
+    prof = P.from_bits(23.5, 83.9, 1.0, 52)
+    k = prof.k_hi
+    low = reports.to_low(prof, k)
+    assert len(str(low)) == 16
+    assert reports.parse_line(prof, str(low)) == k
+    assert reports.parse_line(prof, "%016x" % reports.to_bits(prof, k)) == k

@@ -57,7 +57,11 @@ def parse_line(profile: Profile, text: str) -> int:
     t = text.strip()
     try:
         if len(t) == 16 and all(c in "0123456789abcdefABCDEF" for c in t):
-            return from_bits(profile, int(t, 16))
+            try:
+                return from_bits(profile, int(t, 16))
+            except ReportError:
+                if not t.isdigit():  # at m >= 50 a low value can have 16 decimal digits
+                    raise
         if t.isdigit():
             return from_low(profile, int(t))
         return from_float(profile, float(t))
