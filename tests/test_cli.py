@@ -161,3 +161,10 @@ def test_busy_database_is_a_one_line_error(tmp_path):
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "busy" in lines[0], lines
+
+
+def test_negative_numbers_in_any_spelling_are_values():
+    done = zeal("profile", "--range", "-1e3", "-1.5e2", "--epsilon", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["lo"], doc["hi"]) == (-1000.0, -150.0)

@@ -153,3 +153,14 @@ def test_auto_is_the_smallest_m_within_one_percent():
             assert worst_variance_ratio(P.from_bits(lo, hi, eps, m))[1] > P.AUTO_VARIANCE_SLACK
     assert P.auto(lo, hi, 1.0).bits == 4
     assert math.isclose(P.auto(lo, hi, 1.0).ulp, 2.0 ** 4)
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, 1e-300), (-3e-200, 5e-200), (1e290, 3e290)])
+def test_extreme_ranges_keep_the_variance_comparison_finite(lo, hi):
+    """The ratio to PM is scale-free; tiny and huge ranges must not under/overflow to NaN."""
+    prof = P.auto(lo, hi, 1.0)
+    low, high = worst_variance_ratio(prof)
+    assert math.isfinite(low) and math.isfinite(high) and high <= P.AUTO_VARIANCE_SLACK
+    same_shape = P.from_bits(23.5, 83.9, 1.0, prof.bits)
+    if (same_shape.n_cells, same_shape.n_window) == (prof.n_cells, prof.n_window):
+        assert math.isclose(high, worst_variance_ratio(same_shape)[1], rel_tol=1e-9)

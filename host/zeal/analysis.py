@@ -153,14 +153,16 @@ def worst_variance_ratio(profile: Profile) -> tuple:
     """
     g = ExactGrid(profile)
     w = _window_variance_table(g)
-    s, gain = float(g.slope), float(g.gain)
+    # The ratio does not depend on the reading scale: work in units of h = (hi - lo)/2, so
+    # that ranges near the ends of float64 (1e-300 wide, 1e300 wide) neither under- nor
+    # overflow. Then x runs over [-1, 1] in `steps` steps.
     steps = g.n - g.nc
-    delta = (profile.hi - profile.lo) / steps
-    h = (profile.hi - profile.lo) / 2
+    s, gain = float(g.slope), float(g.gain / ((g.hi - g.lo) / 2))
+    delta = 2.0 / steps
     a_exp = math.exp(profile.epsilon / 2)
     pa = 1 / (a_exp - 1)
-    pb = h * h * (a_exp + 3) / (3 * (a_exp - 1) ** 2)
-    u0 = profile.lo + np.arange(steps) * delta - (profile.hi + profile.lo) / 2
+    pb = (a_exp + 3) / (3 * (a_exp - 1) ** 2)
+    u0 = -1.0 + np.arange(steps) * delta
     g2 = gain * gain
     alpha = g2 * w[:-1]
     beta = g2 * (w[1:] - w[:-1] + s * s)

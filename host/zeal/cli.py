@@ -1,6 +1,7 @@
 """`zeal` command line: one table of sub-commands; user mistakes print `zeal: <message>`."""
 import argparse
 import json
+import re
 import sys
 
 from . import __version__
@@ -248,11 +249,22 @@ def cmd_conformance(args) -> int:
 
 
 # ---- parser -------------------------------------------------------------------------------------
+# argparse takes "-40" for a number but "-1e3" or "-.5e2" for an option; readings and ranges
+# are often negative, so every parser of ours accepts any float spelling after a minus.
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf(inity)?$")
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="zeal", description="Zeal-MCU: exact local differential privacy for sensor telemetry.")
     parser.add_argument("--version", action="version", version="zeal " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     p = sub.add_parser("profile", help="build a profile (range, epsilon, bits per report)",
