@@ -168,3 +168,12 @@ def test_negative_numbers_in_any_spelling_are_values():
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert (doc["lo"], doc["hi"]) == (-1000.0, -150.0)
+
+
+def test_extreme_exponents_are_handled_at_once(prof_file):
+    """1e99999999 would be a 100-million-digit integer if converted naively."""
+    done = zeal("perturb", "--profile", str(prof_file), "--seed", "1", "--skip-invalid",
+                stdin="1e99999999\n-1e99999999\n1e-999999\n0\n")
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 3
+    assert "clamped 3" in done.stderr and "skipped 1" in done.stderr

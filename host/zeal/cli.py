@@ -98,6 +98,7 @@ def cmd_profile(args) -> int:
 
 # ---- perturb ------------------------------------------------------------------------------------
 def _reading_from_text(text: str):
+    from decimal import Decimal, InvalidOperation
     from fractions import Fraction
 
     t = text.strip()
@@ -107,9 +108,19 @@ def _reading_from_text(text: str):
     if low.lstrip("+-") in ("inf", "infinity"):
         raise InputError("reading is infinite")
     try:
-        return Fraction(t)  # exact decimal: "35.58" is 3558/100, not its float64 rounding
-    except (ValueError, ZeroDivisionError):
+        dec = Decimal(t)
+    except (InvalidOperation, ValueError):
         raise InputError("not a number: %r" % t[:40]) from None
+    if not dec.is_finite():  # "snan", "-nan" and such spellings
+        raise InputError("reading is not a finite number: %r" % t[:40])
+    # Exponents beyond float64's are cut before the exact conversion, which would otherwise
+    # build a 10^999999 integer: a magnitude above 1e400 is clamped like any out-of-range
+    # reading, one below 1e-400 (but not zero) cannot come from a sensor.
+    if dec and dec.adjusted() > 400:
+        return Fraction(-(10 ** 401) if dec < 0 else 10 ** 401)
+    if dec and dec.adjusted() < -400:
+        raise InputError("reading %r is closer to zero than any float64" % t[:40])
+    return Fraction(dec)  # exact decimal: "35.58" is 3558/100, not its float64 rounding
 
 
 def cmd_perturb(args) -> int:
