@@ -164,3 +164,9 @@ def test_extreme_ranges_keep_the_variance_comparison_finite(lo, hi):
     same_shape = P.from_bits(23.5, 83.9, 1.0, prof.bits)
     if (same_shape.n_cells, same_shape.n_window) == (prof.n_cells, prof.n_window):
         assert math.isclose(high, worst_variance_ratio(same_shape)[1], rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("text", ["1e999999", "1" * 65, "2e65"])
+def test_calibration_strings_are_bounded_like_on_the_device(text):
+    with pytest.raises(ProfileError, match="cal_gain"):
+        P.Calibration.parse(text, "cal_gain")

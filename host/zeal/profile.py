@@ -101,6 +101,14 @@ class Calibration:
 
     @staticmethod
     def parse(text: str, what: str) -> Fraction:
+        # The device refuses longer strings and larger decimal exponents (zealfw.profile);
+        # the bound also keeps "1e999999" from becoming a million-digit integer here.
+        if not isinstance(text, str) or len(text) > 64:
+            raise ProfileError("%s must be an exact decimal or p/q of at most 64 characters"
+                               % what)
+        mant, _, exp = text.lower().partition("e")
+        if exp and (not exp.lstrip("+-").isdigit() or abs(int(exp)) > 64):
+            raise ProfileError("%s: decimal exponent must be within +-64, got %r" % (what, text))
         try:
             value = Fraction(text)
         except (ValueError, ZeroDivisionError, TypeError):
