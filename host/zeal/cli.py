@@ -9,22 +9,15 @@ from .errors import InputError, ReportError, ZealError
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-def _open_input(path):
+def _open(path, mode):
+    """A text file by name, or stdin/stdout for None or "-"."""
     if path in (None, "-"):
-        return sys.stdin
+        return sys.stdin if mode == "r" else sys.stdout
     try:
-        return open(path, "r", encoding="utf-8")
+        return open(path, mode, encoding="utf-8")
     except OSError as exc:
-        raise ZealError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-
-
-def _open_output(path):
-    if path in (None, "-"):
-        return sys.stdout
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as exc:
-        raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+        raise ZealError("cannot %s %s: %s" % ("read" if mode == "r" else "write", path,
+                                              exc.strerror or exc)) from None
 
 
 def _bits_arg(text):
@@ -82,7 +75,7 @@ def cmd_profile(args) -> int:
     prof = prof_mod.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
                           calibration=calibration)
     if args.output:
-        out = _open_output(args.output)
+        out = _open(args.output, "w")
         with out:
             out.write(prof.to_json())
     doc = profile_report(prof)
@@ -142,7 +135,7 @@ def cmd_perturb(args) -> int:
              "low": lambda k: str(reports.to_low(prof, k)),
              "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))}[args.output]
     skipped = 0
-    src = _open_input(args.input)
+    src = _open(args.input, "r")
     with src:
         for lineno, line in enumerate(src, 1):
             if not line.strip():
@@ -173,7 +166,7 @@ def cmd_aggregate(args) -> int:
 
     prof = prof_mod.load(args.profile)
     offsets = []
-    src = _open_input(args.input)
+    src = _open(args.input, "r")
     with src:
         for lineno, line in enumerate(src, 1):
             if not line.strip():
