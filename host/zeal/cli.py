@@ -20,6 +20,14 @@ def _open(path, mode):
                                               exc.strerror or exc)) from None
 
 
+def _lines(path):
+    """(line number, text) of the non-blank lines of a file or stdin."""
+    with _open(path, "r") as src:
+        for lineno, line in enumerate(src, 1):
+            if line.strip():
+                yield lineno, line
+
+
 def _bits_arg(text):
     if text == "auto":
         return "auto"
@@ -135,19 +143,15 @@ def cmd_perturb(args) -> int:
              "low": lambda k: str(reports.to_low(prof, k)),
              "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))}[args.output]
     skipped = 0
-    src = _open(args.input, "r")
-    with src:
-        for lineno, line in enumerate(src, 1):
-            if not line.strip():
-                continue
-            try:
-                x = _reading_from_text(line)
-            except InputError as exc:
-                if not args.skip_invalid:
-                    raise InputError("line %d: %s" % (lineno, exc)) from None
-                skipped += 1
-                continue
-            sys.stdout.write(spell(mech.perturb(x)) + "\n")
+    for lineno, line in _lines(args.input):
+        try:
+            x = _reading_from_text(line)
+        except InputError as exc:
+            if not args.skip_invalid:
+                raise InputError("line %d: %s" % (lineno, exc)) from None
+            skipped += 1
+            continue
+        sys.stdout.write(spell(mech.perturb(x)) + "\n")
     if mech.clamped:
         print("zeal: clamped %d reading(s) outside [%r, %r]" % (mech.clamped, prof.lo, prof.hi),
               file=sys.stderr)
@@ -166,15 +170,11 @@ def cmd_aggregate(args) -> int:
 
     prof = prof_mod.load(args.profile)
     offsets = []
-    src = _open(args.input, "r")
-    with src:
-        for lineno, line in enumerate(src, 1):
-            if not line.strip():
-                continue
-            try:
-                offsets.append(reports.parse_line(prof, line) - prof.k_lo)
-            except ReportError as exc:
-                raise ReportError("line %d: %s" % (lineno, exc)) from None
+    for lineno, line in _lines(args.input):
+        try:
+            offsets.append(reports.parse_line(prof, line) - prof.k_lo)
+        except ReportError as exc:
+            raise ReportError("line %d: %s" % (lineno, exc)) from None
     if not offsets:
         raise ZealError("no reports to aggregate")
     summary = Estimator(prof).summarize(np.array(offsets, dtype=np.int64))
