@@ -72,13 +72,18 @@ def _reading(grid: ExactGrid, cells) -> np.ndarray:
                                                 - float(grid.intercept))
 
 
-def histogram(profile: Profile, offsets, path: str, *, title_extra: str = "") -> str:
-    """Histogram of the reports against P(j | x = calibrated mean) and [P_lo, P_hi]."""
+def _prepare(profile: Profile, offsets):
+    """(estimator, exact grid, offsets as int64); ZealError when there is nothing to plot."""
     est = Estimator(profile)
-    grid = est.grid
     j = np.asarray(offsets, dtype=np.int64)
     if j.size == 0:
         raise ZealError("no reports to plot")
+    return est, est.grid, j
+
+
+def histogram(profile: Profile, offsets, path: str, *, title_extra: str = "") -> str:
+    """Histogram of the reports against P(j | x = calibrated mean) and [P_lo, P_hi]."""
+    est, grid, j = _prepare(profile, offsets)
     summary = est.summarize(j)
     edges = cell_edges(profile.n_cells)
     counts, _ = np.histogram(j.astype(np.float64), bins=edges.astype(np.float64))
@@ -118,11 +123,7 @@ def histogram(profile: Profile, offsets, path: str, *, title_extra: str = "") ->
 
 def running_mean(profile: Profile, offsets, path: str, *, title_extra: str = "") -> str:
     """The calibrated mean of the first n reports vs n, with its 99% Bernstein interval."""
-    est = Estimator(profile)
-    grid = est.grid
-    j = np.asarray(offsets, dtype=np.int64)
-    if j.size == 0:
-        raise ZealError("no reports to plot")
+    est, grid, j = _prepare(profile, offsets)
     n = j.size
     # Cumulative sums in float64 around an integer centre (offsets reach 2^52 and n * 2^52
     # overflows int64); the plot needs no more than float64's 16 digits.
