@@ -1,5 +1,6 @@
 """The SQLite store (zeal.store): schema version, WAL, idempotent frame inserts, refusal of a
-newer schema, busy database, event and link sums, profiles re-validated on load. Exact tests."""
+newer schema, busy database, event and link sums, profiles re-validated on load. Exact tests.
+Identity, unresolved frames, event keys, caps and robustness: test_store_robust.py."""
 import json
 import sqlite3
 import time
@@ -15,10 +16,12 @@ from conftest import HUMIDITY
 
 PROF = P.from_bits(*HUMIDITY, 1.0, 4)
 DEV_A, DEV_B = bytes.fromhex("a1a2a3a4a5a6a7a8"), bytes.fromhex("b1b2b3b4b5b6b7b8")
+NONCE = bytes.fromhex("0102030405060708")
 
 
-def frame(seq, *, device=DEV_A, boot=1, crc=None, lows=(3, 4, 5), vector=False, prof=PROF):
-    return FrameRecord(device_id=device, boot=boot, seq=seq,
+def frame(seq, *, device=DEV_A, boot=1, crc=None, lows=(3, 4, 5), vector=False, prof=PROF,
+          nonce=NONCE):
+    return FrameRecord(device_id=device, boot=boot, nonce=nonce, seq=seq,
                        crc=seq * 7 + 1 if crc is None else crc,
                        fingerprint=prof.fingerprint, count=len(lows),
                        payload=wire.pack_reports(list(lows), prof.bits), arrival=1000.0 + seq,
@@ -41,7 +44,9 @@ def store(db):
 def test_new_database_has_the_schema_version_and_wal(store, db):
     assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store.meta() == {"schema": SCHEMA_VERSION, "path": db, "frames": 0}
+    assert store.meta() == {"schema": SCHEMA_VERSION, "path": db, "frames": 0, "reports": 0,
+                            "devices": 0, "events": 0, "unresolved": 0, "profiles": 1,
+                            "links": 0, "bytes": 0}
     other = sqlite3.connect(db)  # the mode is persistent: any connection sees WAL
     assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     other.close()
@@ -61,15 +66,17 @@ def test_frame_inserts_are_idempotent(store):
     assert store.write(frames=frames) == 0          # the same stream re-ingested
     assert store.write(frames=frames[2:] + [frame(5)]) == 1
     assert store.meta()["frames"] == 6
-    # a wrapped sequence number with another CRC is another frame
-    assert store.write(frames=[frame(0, crc=999)]) == 1
-    # and the key includes device and boot
-    assert store.write(frames=[frame(0, device=DEV_B), frame(0, boot=2)]) == 2
+    assert store.meta()["reports"] == 18
+    # the key includes device, boot, nonce and the full sequence number
+    assert store.write(frames=[frame(0, device=DEV_B), frame(0, boot=2),
+                               frame(0, nonce=bytes(8)), frame(1 << 16)]) == 4
     rows = store.frames()
-    assert len(rows) == 9
-    dev, boot, seq, fp, count, payload, arrival = rows[0]
-    assert (dev, boot, seq, fp, count) == (DEV_A, 1, 0, PROF.fingerprint, 3)
+    assert len(rows) == 10
+    dev, boot, seq, fp, count, payload, arrival, nonce, debug = rows[0]
+    assert (dev, boot, seq, fp, count, nonce, debug) == (DEV_A, 1, 0, PROF.fingerprint, 3,
+                                                         NONCE, 0)
     assert payload == wire.pack_reports([3, 4, 5], PROF.bits) and arrival == 1000.0
+    assert rows[-1][2] == 1 << 16
 
 
 def test_vector_frames_are_kept_apart(store):

@@ -1,92 +1,193 @@
-"""SQLite store (stdlib sqlite3, WAL): devices, profiles, frames, events, links.
+"""SQLite store (stdlib sqlite3, WAL): devices, profiles, frames, events, links, unresolved.
 
 A frame counts as stored only once the transaction that inserted it has committed.
-Frames are keyed by (device, boot, seq, crc): re-ingesting the same stream inserts nothing
-new (INSERT OR IGNORE), while two different frames that share a wrapped sequence number
-differ in their CRC (a coincidence has probability 2^-32).
-Payloads are kept exactly as received (the packed m-bit reports); doubles are rebuilt on
-read under the stored profile, never stored as floats.
+
+Identity (schema 2). A frame is keyed by (device, boot, nonce, seq): `nonce` is the 8-byte
+session nonce of its HELLO (fresh every boot, so a boot counter that restarts after a lost seed
+file, or two boards that share a device id, still give distinct keys) and `seq` the full u32
+sequence number (the decoder extends the u16 on the wire, so a wrapped u16 is not a repeat).
+The key is unique by construction: re-ingesting a stream inserts nothing new (INSERT OR
+IGNORE), and a frame with a stored key but another CRC is not dropped silently: it is recorded
+as an event `conflict` (detail: both CRCs). Payloads are kept exactly as received (the packed
+m-bit reports); doubles are rebuilt on read under the stored profile, never stored as floats.
+Frames carried over from schema 1 (protocol 1, no nonce) get as nonce the 4 bytes of their CRC
+(big-endian, never 8 bytes long), so schema 1's key (device, boot, seq, crc) maps one to one
+onto schema 2's.
+
+Unresolved frames: DATA that the decoder could not open yet (no HELLO on the line, or a CRC
+that fails under the latest session) is kept raw in `unresolved` (port, arrival, body, crc,
+reason) until the collector resolves it (then `Store.write(resolved=ids)` deletes it, in the
+same transaction as the frames it became) -- at most MAX_UNRESOLVED_PER_PORT rows per port:
+beyond that the oldest rows are deleted and counted in the event `unresolved_dropped` (one
+row per port).
+
+Events carry an identity `key` (TEXT, UNIQUE, NULL for events that are not deduplicated, such
+as connect/disconnect of this run). An event whose key is stored already is ignored, so
+collecting the same stream twice does not double anything. The collector's keys (session =
+the hex of the 28 HELLO session bytes: device id, fingerprint, boot, nonce; port-independent):
+    session/reboot  "hello:<session>"                        (whichever kind came first)
+    gap             "gap:<session>:<seq of the frame after the gap>"
+    status          "status:<session>:<ticks>:<code>"
+    reject          "reject:<session or port>:<last seq seen>:<reason>:<ordinal at that seq>"
+    restart         "restart:<session>:<last seq seen>"
+Keys that begin with "store:" are the store's own:
+    conflict            "store:conflict:<device>:<boot>:<nonce>:<seq>:<crc>"
+    unresolved_dropped  "store:unresolved_dropped:<port>"   counter row (count grows)
+    events_dropped      "store:events_dropped"              counter row
+    devices_dropped     "store:devices_dropped"             counter row
+
+Caps (a hostile or broken device must not grow the file without bound):
+    MAX_DEVICES = 100 000 device rows: frames and events of a further device are not stored;
+        each is counted in the single event row `devices_dropped`.
+    MAX_EVENTS = 1 000 000 event rows: further events are not stored; each is counted in the
+        single event row `events_dropped` (the counter rows themselves are always kept).
+    MAX_UNRESOLVED_PER_PORT = 65 536 unresolved rows per port (a DATA body is at most ~2 KB).
+Rows are never deleted from devices and events, so the largest id is their row count.
+
+Robustness: schema creation and the migration 1 -> 2 each run in one transaction together
+with `PRAGMA user_version` (transactional in SQLite), so a kill leaves either the old file or the
+complete new one. A file that is not zeal's is refused before anything is written to it (no
+switch to WAL). Reading commands open with `open_existing(path)` (read-only: `mode=ro`, no
+PRAGMA that writes; a WAL file in a read-only folder is read as immutable when no -wal file
+exists). A failed write reports SQLite's own error (a full disk: "disk full"), rolling back only
+if SQLite has not done so itself. Damaged rows give one-line StoreErrors on reading.
 """
 import json
 import os
 import sqlite3
 import time
 from dataclasses import dataclass
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 from urllib.parse import quote
 
-from .errors import ZealError
+from .errors import ProfileError, ZealError
 from .profile import Profile, loads as profile_loads
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS profiles (
-    fingerprint TEXT PRIMARY KEY,            -- 64 hex digits
-    doc         TEXT NOT NULL                -- the profile file (canonical JSON + fingerprint)
-);
-CREATE TABLE IF NOT EXISTS devices (
-    id          INTEGER PRIMARY KEY,
-    device_id   BLOB NOT NULL UNIQUE,        -- 8 bytes from HELLO
-    first_seen  REAL NOT NULL,
-    last_seen   REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS frames (
+MAX_DEVICES = 100_000
+MAX_EVENTS = 1_000_000
+MAX_UNRESOLVED_PER_PORT = 65_536
+
+_FRAMES = """CREATE TABLE {name} (
     id          INTEGER PRIMARY KEY,
     device      INTEGER NOT NULL REFERENCES devices(id),
     boot        INTEGER NOT NULL,
-    seq         INTEGER NOT NULL,
+    nonce       BLOB NOT NULL,               -- 8 bytes: the session nonce of the HELLO
+    seq         INTEGER NOT NULL,            -- the full u32 sequence number
     crc         INTEGER NOT NULL,
     fingerprint TEXT NOT NULL REFERENCES profiles(fingerprint),
     count       INTEGER NOT NULL,
     payload     BLOB NOT NULL,               -- count * bits bits, LSB first, as received
     arrival     REAL NOT NULL,               -- unix time the collector read it
     vector      INTEGER NOT NULL DEFAULT 0,  -- 1: test-mode frame, never real data
-    UNIQUE (device, boot, seq, crc)
-);
-CREATE TABLE IF NOT EXISTS events (
+    debug       INTEGER NOT NULL DEFAULT 0,  -- 1: from a non-private debug build
+    UNIQUE (device, boot, nonce, seq)
+)"""
+
+# Schema 2, one statement at a time (executescript would COMMIT first and after each one).
+_SCHEMA = [
+    """CREATE TABLE profiles (
+    fingerprint TEXT PRIMARY KEY,            -- 64 hex digits
+    doc         TEXT NOT NULL                -- the profile file (canonical JSON + fingerprint)
+)""",
+    """CREATE TABLE devices (
+    id          INTEGER PRIMARY KEY,
+    device_id   BLOB NOT NULL UNIQUE,        -- 8 bytes from HELLO
+    first_seen  REAL NOT NULL,
+    last_seen   REAL NOT NULL
+)""",
+    _FRAMES.format(name="frames"),
+    """CREATE TABLE events (
     id          INTEGER PRIMARY KEY,
     device      INTEGER REFERENCES devices(id),
     port        TEXT,
     time        REAL NOT NULL,
     kind        TEXT NOT NULL,               -- reboot, gap, reject, status, connect, ...
     detail      TEXT NOT NULL DEFAULT '',
-    count       INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS links (
+    count       INTEGER NOT NULL DEFAULT 1,
+    key         TEXT                         -- identity (see above); UNIQUE by index
+)""",
+    """CREATE TABLE links (
     id          INTEGER PRIMARY KEY,
     port        TEXT NOT NULL,
     opened      REAL NOT NULL,
     closed      REAL,
     bytes       INTEGER NOT NULL DEFAULT 0   -- every byte read on this link, frames or not
-);
-CREATE INDEX IF NOT EXISTS frames_by_profile ON frames (fingerprint, vector);
-"""
+)""",
+]
+_SCHEMA_TAIL = [  # shared with the migration from schema 1
+    """CREATE TABLE unresolved (
+    id          INTEGER PRIMARY KEY,
+    port        TEXT NOT NULL,
+    arrival     REAL NOT NULL,
+    body        BLOB NOT NULL,               -- the DATA body as received (CRC not verified)
+    crc         INTEGER NOT NULL,            -- the CRC that followed it
+    reason      TEXT NOT NULL                -- no_hello, crc
+)""",
+    "CREATE INDEX unresolved_by_port ON unresolved (port, id)",
+    "CREATE UNIQUE INDEX events_by_key ON events (key)",
+    "CREATE INDEX frames_by_profile ON frames (fingerprint, vector)",
+    "PRAGMA user_version = %d" % SCHEMA_VERSION,
+]
+
+_MIGRATE_1_TO_2 = [
+    _FRAMES.format(name="frames_v2"),
+    "INSERT INTO frames_v2 (id, device, boot, nonce, seq, crc, fingerprint, count, payload, "
+    "arrival, vector, debug) SELECT id, device, boot, zeal_v1_nonce(crc), seq, crc, fingerprint, "
+    "count, payload, arrival, vector, 0 FROM frames",
+    "DROP TABLE frames",                     # and its index frames_by_profile
+    "ALTER TABLE frames_v2 RENAME TO frames",
+    "ALTER TABLE events ADD COLUMN key TEXT",
+] + _SCHEMA_TAIL
+
+# The columns each version's tables must have for a file to count as zeal's.
+_COLUMNS_1 = {
+    "profiles": {"fingerprint", "doc"},
+    "devices": {"id", "device_id", "first_seen", "last_seen"},
+    "frames": {"id", "device", "boot", "seq", "crc", "fingerprint", "count", "payload",
+               "arrival", "vector"},
+    "events": {"id", "device", "port", "time", "kind", "detail", "count"},
+    "links": {"id", "port", "opened", "closed", "bytes"},
+}
+_COLUMNS = {1: _COLUMNS_1, 2: dict(_COLUMNS_1, frames=_COLUMNS_1["frames"] | {"nonce", "debug"},
+                                   events=_COLUMNS_1["events"] | {"key"},
+                                   unresolved={"id", "port", "arrival", "body", "crc", "reason"})}
+
+
+def _v1_nonce(crc):
+    """Schema 1 frames have no session nonce: their CRC stands in (4 bytes, never 8)."""
+    if not isinstance(crc, int) or not 0 <= crc < 1 << 32:
+        return None  # NOT NULL fails: the migration stops with a one-line error
+    return crc.to_bytes(4, "big")
 
 
 class StoreError(ZealError):
-    """The database cannot be opened or written (busy, corrupt, newer schema, ...)."""
+    """The database cannot be opened, read or written (busy, corrupt, full, newer schema...)."""
 
 
 @dataclass(frozen=True)
 class FrameRecord:
     device_id: bytes
     boot: int
-    seq: int
+    nonce: bytes            # 8 bytes: the session nonce of the frame's HELLO
+    seq: int                # the full u32 sequence number
     crc: int
     fingerprint: str
     count: int
     payload: bytes
     arrival: float
     vector: bool = False
+    debug: bool = False
 
     @classmethod
     def from_batch(cls, batch, arrival: Optional[float] = None) -> "FrameRecord":
         """From a zeal.wire.Batch."""
-        return cls(device_id=bytes(batch.device_id), boot=batch.boot, seq=batch.seq,
-                   crc=batch.crc, fingerprint=batch.profile.fingerprint, count=len(batch),
-                   payload=bytes(batch.payload),
-                   arrival=time.time() if arrival is None else arrival, vector=batch.vector)
+        return cls(device_id=bytes(batch.device_id), boot=batch.boot, nonce=bytes(batch.nonce),
+                   seq=batch.seq, crc=batch.crc, fingerprint=batch.profile.fingerprint,
+                   count=len(batch), payload=bytes(batch.payload),
+                   arrival=time.time() if arrival is None else arrival,
+                   vector=bool(batch.vector), debug=bool(getattr(batch, "debug", False)))
 
 
 @dataclass(frozen=True)
@@ -97,40 +198,158 @@ class EventRecord:
     device_id: Optional[bytes] = None
     port: Optional[str] = None
     time: float = 0.0
+    key: Optional[str] = None   # identity: an event whose key is stored already is ignored
+
+
+@dataclass(frozen=True)
+class UnresolvedRecord:
+    port: str
+    arrival: float
+    body: bytes
+    crc: int
+    reason: str
 
 
 def wrap_sql_error(exc: sqlite3.Error, path) -> StoreError:
     text = str(exc)
+    name = getattr(exc, "sqlite_errorname", "") or ""
     if "locked" in text or "busy" in text:
         return StoreError("database %s is busy (another program holds a write lock)" % path)
+    if name.startswith("SQLITE_FULL") or "disk is full" in text:
+        return StoreError("database %s: disk full (%s)" % (path, text))
     return StoreError("database %s: %s" % (path, text))
 
 
+def _uri(path: str, extra: str = "") -> str:
+    return "file:%s?mode=ro%s" % (quote(os.path.abspath(path)), extra)
+
+
 class Store:
-    def __init__(self, path, *, timeout: float = 5.0):
+    """A zeal database. `readonly=True` opens an existing file with `mode=ro` and never writes
+    (use `open_existing`); otherwise a new or empty file gets the schema and a schema-1 file is
+    converted in place. Caps: the class attributes max_devices, max_events,
+    max_unresolved_per_port (tests may lower them on an instance)."""
+
+    max_devices = MAX_DEVICES
+    max_events = MAX_EVENTS
+    max_unresolved_per_port = MAX_UNRESOLVED_PER_PORT
+
+    def __init__(self, path, *, timeout: float = 5.0, readonly: bool = False):
         self.path = str(path)
-        try:
-            self.db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable commits
-            self.db.execute("PRAGMA foreign_keys=ON")
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreError("database %s has schema %d; this zeal reads up to %d"
-                                 % (self.path, version, SCHEMA_VERSION))
-            if version < SCHEMA_VERSION:  # new file (every statement is IF NOT EXISTS)
-                tables = self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE "
-                                         "type = 'table'").fetchone()[0]
-                if tables:  # someone else's SQLite file: never add our tables to it
-                    self.db.close()
-                    raise StoreError("%s is an SQLite database of another program, not a zeal "
-                                     "database" % self.path)
-                self.db.executescript(_SCHEMA)
-                self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
-        except sqlite3.DatabaseError as exc:
-            raise wrap_sql_error(exc, self.path) from None
-        self._devices = {}
+        self.readonly = readonly
+        self._devices: Dict[bytes, int] = {}
         self.last_new_reports = 0
+        self.last_conflicts = 0
+        self.db = None
+        try:
+            if readonly:
+                self.db = self._connect_readonly(timeout)
+            else:
+                self.db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+                self.schema = self._open_writable()
+        except BaseException as exc:
+            if self.db is not None:
+                self.db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise wrap_sql_error(exc, self.path) from None
+            raise
+
+    # ---- opening ------------------------------------------------------------------------------
+    def _look(self):
+        """(user_version, {table: set of columns}) -- reads only."""
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        names = [r[0] for r in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")]
+        tables = {}
+        for name in names:
+            tables[name] = {r[1] for r in self.db.execute(
+                "SELECT * FROM pragma_table_info(?)", (name,))}
+        return version, tables
+
+    def _refuse_foreign(self, version: int, tables: dict) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError("database %s has schema %d; this zeal reads up to %d"
+                             % (self.path, version, SCHEMA_VERSION))
+        if version == 0:
+            if tables and not self._half_made(tables):
+                raise StoreError("%s is an SQLite database of another program, not a zeal "
+                                 "database" % self.path)
+            return
+        expected = _COLUMNS.get(version)
+        if expected is None or any(not cols <= tables.get(name, set())
+                                   for name, cols in expected.items()):
+            raise StoreError("%s is an SQLite database of another program, not a zeal "
+                             "database (user_version %d without zeal's tables)"
+                             % (self.path, version))
+
+    def _half_made(self, tables: dict) -> bool:
+        """Empty zeal tables without a user_version: an older zeal killed while creating the
+        file (it committed table by table). Nothing in them to lose."""
+        for name, cols in tables.items():
+            if name not in _COLUMNS_1 or not _COLUMNS_1[name] <= cols:
+                return False
+            if self.db.execute('SELECT 1 FROM "%s" LIMIT 1' % name).fetchone() is not None:
+                return False
+        return True
+
+    def _open_writable(self) -> int:
+        version, tables = self._look()
+        self._refuse_foreign(version, tables)      # before anything is written to the file
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable commits
+        self.db.execute("PRAGMA foreign_keys=ON")
+        if version == SCHEMA_VERSION:
+            return version
+        self.db.create_function("zeal_v1_nonce", 1, _v1_nonce, deterministic=True)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            version, tables = self._look()         # again, under the write lock
+            self._refuse_foreign(version, tables)
+            if version == 0:
+                for name in tables:                # _half_made: empty tables of an older zeal
+                    self.db.execute('DROP TABLE "%s"' % name)
+                statements = _SCHEMA + _SCHEMA_TAIL
+            elif version == 1:
+                statements = _MIGRATE_1_TO_2
+            else:
+                statements = []                    # another process did it meanwhile
+            for sql in statements:
+                self.db.execute(sql)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return SCHEMA_VERSION
+
+    def _connect_readonly(self, timeout: float):
+        db = sqlite3.connect(_uri(self.path), uri=True, timeout=timeout, isolation_level=None)
+        self.db = db
+        try:
+            version, tables = self._look()
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "")
+            if name not in ("SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN",
+                            "SQLITE_READONLY_CANTINIT"):
+                raise
+            db.close()
+            self.db = None
+            if os.path.exists(self.path + "-wal"):
+                raise StoreError("database %s cannot be read: its folder is read-only and it "
+                                 "has a -wal file (a writer is running, or was killed); open it "
+                                 "once with write access" % self.path) from None
+            # A WAL file in a read-only folder: nobody can be writing it (a writer would need
+            # the -wal file), so it is read as an immutable file.
+            db = sqlite3.connect(_uri(self.path, "&immutable=1"), uri=True, timeout=timeout,
+                                 isolation_level=None)
+            self.db = db
+            version, tables = self._look()
+        if version == 0 and not tables:
+            raise StoreError("%s is not a zeal database" % self.path)
+        self._refuse_foreign(version, tables)
+        if version == 0:
+            raise StoreError("%s is not a zeal database" % self.path)
+        self.schema = version
+        return db
 
     def close(self) -> None:
         self.db.close()
@@ -142,17 +361,50 @@ class Store:
         self.close()
 
     # ---- writing ------------------------------------------------------------------------------
-    def _device(self, device_id: bytes, now: float) -> int:
+    def _writable(self) -> None:
+        if self.readonly:
+            raise StoreError("database %s is open read-only" % self.path)
+
+    def _rollback(self) -> None:
+        """After an error: forget cached row ids, and roll back unless SQLite already has (it
+        does on a full disk, for one); the error being handled is the one to report."""
+        self._devices.clear()
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def _device(self, device_id: bytes, now: float) -> Optional[int]:
+        """The devices row id, or None if a new device would exceed max_devices."""
+        device_id = bytes(device_id)
         row = self._devices.get(device_id)
         if row is None:
-            self.db.execute("INSERT OR IGNORE INTO devices (device_id, first_seen, last_seen) "
-                            "VALUES (?, ?, ?)", (device_id, now, now))
-            row = self.db.execute("SELECT id FROM devices WHERE device_id = ?",
-                                  (device_id,)).fetchone()[0]
+            found = self.db.execute("SELECT id FROM devices WHERE device_id = ?",
+                                    (device_id,)).fetchone()
+            if found is None:
+                top = self.db.execute("SELECT MAX(id) FROM devices").fetchone()[0] or 0
+                if top >= self.max_devices:
+                    return None
+                row = self.db.execute("INSERT INTO devices (device_id, first_seen, last_seen) "
+                                      "VALUES (?, ?, ?)", (device_id, now, now)).lastrowid
+            else:
+                row = found[0]
             self._devices[device_id] = row
         return row
 
+    def _count(self, kind: str, detail: str, n: int, now: float, port=None) -> None:
+        """Add n to the store's counter row `kind` (per port if given); never capped."""
+        if n <= 0:
+            return
+        key = "store:%s" % kind + ("" if port is None else ":" + port)
+        self.db.execute("INSERT INTO events (device, port, time, kind, detail, count, key) "
+                        "VALUES (NULL, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                        "count = count + excluded.count, time = excluded.time",
+                        (port, now, kind, detail, n, key))
+
     def add_profile(self, profile: Profile) -> None:
+        self._writable()
         try:
             self.db.execute("INSERT OR IGNORE INTO profiles (fingerprint, doc) VALUES (?, ?)",
                             (profile.fingerprint, profile.to_json()))
@@ -160,43 +412,117 @@ class Store:
             raise wrap_sql_error(exc, self.path) from None
 
     def write(self, frames: Iterable[FrameRecord] = (), events: Iterable[EventRecord] = (),
-              link: Optional[tuple] = None) -> int:
-        """One transaction: frames (duplicates ignored), events, and optionally a link's byte
-        count as (link_id, bytes). Returns the number of frames newly stored; the number of
-        reports in them is left in `last_new_reports`."""
+              link: Optional[tuple] = None, unresolved: Iterable[UnresolvedRecord] = (),
+              resolved: Iterable[int] = ()) -> int:
+        """One transaction: frames (already stored keys ignored; a stored key with another CRC
+        recorded as event `conflict`), events (already stored keys ignored), optionally a link's
+        byte count as (link_id, bytes), unresolved DATA to keep, and the ids of unresolved rows
+        to delete (`resolved`). Returns the number of frames newly stored; the number of reports
+        in them is left in `last_new_reports`, the conflicts found in `last_conflicts`."""
+        self._writable()
         now = time.time()
+        new = reports = conflicts = 0
         try:
             self.db.execute("BEGIN IMMEDIATE")
-            new = reports = 0
             try:
+                no_device = 0
+                touched = set()
+                stored_events = []
                 for f in frames:
                     dev = self._device(f.device_id, now)
+                    if dev is None:
+                        no_device += 1
+                        continue
+                    key = (dev, int(f.boot), bytes(f.nonce), int(f.seq))
                     cur = self.db.execute(
-                        "INSERT OR IGNORE INTO frames (device, boot, seq, crc, fingerprint, "
-                        "count, payload, arrival, vector) VALUES (?,?,?,?,?,?,?,?,?)",
-                        (dev, f.boot, f.seq, f.crc, f.fingerprint, f.count, f.payload,
-                         f.arrival, int(f.vector)))
-                    new += cur.rowcount
-                    reports += f.count * cur.rowcount
+                        "INSERT OR IGNORE INTO frames (device, boot, nonce, seq, crc, "
+                        "fingerprint, count, payload, arrival, vector, debug) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        key + (int(f.crc), f.fingerprint, int(f.count), bytes(f.payload),
+                               float(f.arrival), int(bool(f.vector)), int(bool(f.debug))))
+                    if cur.rowcount == 1:
+                        new += 1
+                        reports += f.count
+                        touched.add(dev)
+                        continue
+                    old = self.db.execute("SELECT crc FROM frames WHERE device = ? AND boot = ? "
+                                          "AND nonce = ? AND seq = ?", key).fetchone()
+                    if old is not None and old[0] != f.crc:
+                        conflicts += 1
+                        stored_events.append((dev, None, now, "conflict",
+                                              "boot %d nonce %s seq %d: stored crc %08x, "
+                                              "received %08x" % (f.boot, key[2].hex(), f.seq,
+                                                                 old[0] & 0xFFFFFFFF,
+                                                                 f.crc & 0xFFFFFFFF),
+                                              1, "store:conflict:%s:%d:%s:%d:%08x"
+                                              % (bytes(f.device_id).hex(), f.boot,
+                                                 key[2].hex(), f.seq, f.crc & 0xFFFFFFFF)))
+                for dev in touched:
                     self.db.execute("UPDATE devices SET last_seen = ? WHERE id = ?", (now, dev))
                 for e in events:
-                    dev = self._device(e.device_id, now) if e.device_id is not None else None
-                    self.db.execute("INSERT INTO events (device, port, time, kind, detail, "
-                                    "count) VALUES (?,?,?,?,?,?)",
-                                    (dev, e.port, e.time or now, e.kind, e.detail, e.count))
+                    dev = None
+                    if e.device_id is not None:
+                        dev = self._device(e.device_id, now)
+                        if dev is None:
+                            no_device += 1
+                            continue
+                    stored_events.append((dev, e.port, e.time or now, e.kind, e.detail,
+                                          e.count, e.key))
+                self._insert_events(stored_events, now)
+                self._count("devices_dropped", "frames and events of devices beyond the cap "
+                            "of %d" % self.max_devices, no_device, now)
+                self._unresolved(unresolved, resolved, now)
                 if link is not None:
                     self.db.execute("UPDATE links SET bytes = ? WHERE id = ?",
                                     (link[1], link[0]))
                 self.db.execute("COMMIT")
-                self.last_new_reports = reports
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._rollback()
                 raise
-            return new
         except sqlite3.Error as exc:
             raise wrap_sql_error(exc, self.path) from None
+        self.last_new_reports = reports
+        self.last_conflicts = conflicts
+        return new
+
+    def _insert_events(self, rows: list, now: float) -> None:
+        if not rows:
+            return
+        top = self.db.execute("SELECT MAX(id) FROM events").fetchone()[0] or 0
+        dropped = 0
+        for row in rows:
+            key = row[6]
+            if top >= self.max_events:
+                if key is None or self.db.execute("SELECT 1 FROM events WHERE key = ?",
+                                                  (key,)).fetchone() is None:
+                    dropped += 1  # a duplicate key would not have been stored anyway
+                continue
+            cur = self.db.execute("INSERT OR IGNORE INTO events (device, port, time, kind, "
+                                  "detail, count, key) VALUES (?,?,?,?,?,?,?)", row)
+            top += cur.rowcount
+        self._count("events_dropped", "events beyond the cap of %d rows" % self.max_events,
+                    dropped, now)
+
+    def _unresolved(self, records, resolved, now: float) -> None:
+        self.db.executemany("DELETE FROM unresolved WHERE id = ?", ((int(i),) for i in resolved))
+        ports = set()
+        for u in records:
+            self.db.execute("INSERT INTO unresolved (port, arrival, body, crc, reason) "
+                            "VALUES (?, ?, ?, ?, ?)", (u.port, float(u.arrival), bytes(u.body),
+                                                       int(u.crc), u.reason))
+            ports.add(u.port)
+        for port in sorted(ports):
+            row = self.db.execute("SELECT id FROM unresolved WHERE port = ? ORDER BY id DESC "
+                                  "LIMIT 1 OFFSET ?",
+                                  (port, self.max_unresolved_per_port)).fetchone()
+            if row is not None:  # the newest max_unresolved_per_port rows stay
+                n = self.db.execute("DELETE FROM unresolved WHERE port = ? AND id <= ?",
+                                    (port, row[0])).rowcount
+                self._count("unresolved_dropped", "oldest unresolved frames beyond the cap of "
+                            "%d per port" % self.max_unresolved_per_port, n, now, port=port)
 
     def open_link(self, port: str) -> int:
+        self._writable()
         try:
             cur = self.db.execute("INSERT INTO links (port, opened) VALUES (?, ?)",
                                   (port, time.time()))
@@ -205,6 +531,7 @@ class Store:
             raise wrap_sql_error(exc, self.path) from None
 
     def close_link(self, link_id: int, nbytes: int) -> None:
+        self._writable()
         try:
             self.db.execute("UPDATE links SET closed = ?, bytes = ? WHERE id = ?",
                             (time.time(), nbytes, link_id))
@@ -212,64 +539,156 @@ class Store:
             raise wrap_sql_error(exc, self.path) from None
 
     # ---- reading ------------------------------------------------------------------------------
+    def _query(self, sql: str, args=()) -> list:
+        try:
+            return self.db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise wrap_sql_error(exc, self.path) from None
+
+    def _damaged(self, table: str, checks: list, source: str) -> None:
+        """Raise a one-line StoreError naming the first row of `table` that fails a check."""
+        cols = ", ".join("COALESCE(%s, 0)" % sql for _name, sql in checks)
+        cond = " AND ".join("COALESCE(%s, 0)" % sql for _name, sql in checks)
+        row = self._query("SELECT x.id, %s FROM %s WHERE NOT (%s) LIMIT 1"
+                          % (cols, source, cond))
+        if row:
+            bad = [name for (name, _sql), ok in zip(checks, row[0][1:]) if not ok]
+            raise StoreError("database %s: %s row %s is damaged (%s)"
+                             % (self.path, table, row[0][0], ", ".join(bad)))
+
     def profiles(self) -> dict:
-        """fingerprint (hex) -> Profile, each re-validated on load."""
+        """fingerprint (hex) -> Profile, each re-validated on load (ProfileError if a stored
+        profile is not valid or not the one its fingerprint names)."""
         out = {}
-        for fp, doc in self.db.execute("SELECT fingerprint, doc FROM profiles"):
-            out[fp] = profile_loads(doc)
+        for fp, doc in self._query("SELECT fingerprint, doc FROM profiles"):
+            if not isinstance(fp, str) or not isinstance(doc, str):
+                raise StoreError("database %s: profile row %r is damaged (not text)"
+                                 % (self.path, fp))
+            try:
+                prof = profile_loads(doc)
+            except ZealError:
+                raise
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise StoreError("database %s: profile %s is damaged (%s)"
+                                 % (self.path, fp[:16], exc)) from None
+            if prof.fingerprint != fp:
+                raise ProfileError("database %s: the profile stored as %s has fingerprint %s"
+                                   % (self.path, fp[:16], prof.fingerprint[:16]))
+            out[fp] = prof
         return out
 
+    _FRAME_CHECKS = [
+        ("device id", "typeof(d.device_id) = 'blob' AND length(d.device_id) = 8"),
+        ("boot", "typeof(x.boot) = 'integer' AND x.boot >= 0"),
+        ("seq", "typeof(x.seq) = 'integer' AND x.seq >= 0"),
+        ("fingerprint", "typeof(x.fingerprint) = 'text' AND length(x.fingerprint) = 64"),
+        ("count", "typeof(x.count) = 'integer' AND x.count >= 0"),
+        ("payload", "typeof(x.payload) = 'blob'"),
+        ("arrival", "typeof(x.arrival) IN ('real', 'integer')"),
+        ("vector", "typeof(x.vector) = 'integer' AND x.vector IN (0, 1)"),
+    ]
+    _FRAME_CHECKS_2 = [
+        ("nonce", "typeof(x.nonce) = 'blob'"),
+        ("debug", "typeof(x.debug) = 'integer' AND x.debug IN (0, 1)"),
+    ]
+
     def frames(self, *, fingerprint: Optional[str] = None, vector: bool = False) -> List[tuple]:
-        """Rows (device_id, boot, seq, fingerprint, count, payload, arrival), in arrival order;
-        test-mode (vector) frames only when asked."""
+        """Rows (device_id, boot, seq, fingerprint, count, payload, arrival, nonce, debug), in
+        arrival order; test-mode (vector) frames only when asked. nonce is None and debug 0 for
+        a schema-1 file read as it is. StoreError if a row is damaged."""
+        checks = self._FRAME_CHECKS + (self._FRAME_CHECKS_2 if self.schema >= 2 else [])
+        self._damaged("frames", checks,
+                      "frames x LEFT JOIN devices d ON d.id = x.device")
+        extra = "f.nonce, f.debug" if self.schema >= 2 else "NULL, 0"
         sql = ("SELECT d.device_id, f.boot, f.seq, f.fingerprint, f.count, f.payload, "
-               "f.arrival FROM frames f JOIN devices d ON d.id = f.device WHERE f.vector = ?")
+               "f.arrival, %s FROM frames f JOIN devices d ON d.id = f.device "
+               "WHERE f.vector = ?" % extra)
         args = [int(vector)]
         if fingerprint is not None:
             sql += " AND f.fingerprint = ?"
             args.append(fingerprint)
-        return self.db.execute(sql + " ORDER BY f.id", args).fetchall()
+        return self._query(sql + " ORDER BY f.id", args)
+
+    _EVENT_CHECKS = [
+        ("device", "x.device IS NULL OR typeof(d.device_id) = 'blob'"),
+        ("port", "typeof(x.port) IN ('null', 'text')"),
+        ("time", "typeof(x.time) IN ('real', 'integer')"),
+        ("kind", "typeof(x.kind) = 'text'"),
+        ("detail", "typeof(x.detail) = 'text'"),
+        ("count", "typeof(x.count) = 'integer'"),
+    ]
+
+    def _check_events(self) -> None:
+        self._damaged("events", self._EVENT_CHECKS,
+                      "events x LEFT JOIN devices d ON d.id = x.device")
 
     def event_counts(self) -> dict:
         """(device_id or None, kind, detail) -> summed count."""
-        rows = self.db.execute(
+        self._check_events()
+        rows = self._query(
             "SELECT d.device_id, e.kind, e.detail, SUM(e.count) FROM events e "
             "LEFT JOIN devices d ON d.id = e.device GROUP BY d.device_id, e.kind, e.detail")
         return {(dev, kind, detail): n for dev, kind, detail, n in rows}
 
+    def events(self, device_id: Optional[bytes] = None) -> List[dict]:
+        """Every stored event (only `device_id`'s if given) in time order, as dicts: time (unix
+        seconds), device (hex or None), port, kind, detail, count -- for `zeal events`."""
+        self._check_events()
+        sql = ("SELECT e.time, d.device_id, e.port, e.kind, e.detail, e.count FROM events e "
+               "LEFT JOIN devices d ON d.id = e.device")
+        args = []
+        if device_id is not None:
+            sql += " WHERE d.device_id = ?"
+            args.append(bytes(device_id))
+        return [{"time": t, "device": None if dev is None else bytes(dev).hex(), "port": port,
+                 "kind": kind, "detail": detail, "count": n}
+                for t, dev, port, kind, detail, n in self._query(sql + " ORDER BY e.time, e.id",
+                                                                  args)]
+
+    def unresolved(self, port: str) -> List[tuple]:
+        """(id, body, crc, arrival, reason) of the port's unresolved DATA, oldest first."""
+        if self.schema < 2:
+            return []
+        self._damaged("unresolved", [
+            ("body", "typeof(x.body) = 'blob'"),
+            ("crc", "typeof(x.crc) = 'integer' AND x.crc >= 0 AND x.crc < 4294967296"),
+            ("arrival", "typeof(x.arrival) IN ('real', 'integer')"),
+            ("reason", "typeof(x.reason) = 'text'")], "unresolved x")
+        return self._query("SELECT id, body, crc, arrival, reason FROM unresolved "
+                           "WHERE port = ? ORDER BY id", (port,))
+
     def link_bytes(self) -> int:
-        return self.db.execute("SELECT COALESCE(SUM(bytes), 0) FROM links").fetchone()[0]
+        self._damaged("links", [("bytes", "typeof(x.bytes) = 'integer' AND x.bytes >= 0")],
+                      "links x")
+        return self._query("SELECT COALESCE(SUM(bytes), 0) FROM links")[0][0]
 
     def meta(self) -> dict:
-        return {"schema": SCHEMA_VERSION, "path": self.path,
-                "frames": self.db.execute("SELECT COUNT(*) FROM frames").fetchone()[0]}
+        """Figures: schema, path, frames, reports (in frames), devices, events (rows),
+        unresolved (rows), profiles, links, bytes (read on all links)."""
+        one = lambda sql: self._query(sql)[0][0]  # noqa: E731
+        return {"schema": self.schema, "path": self.path,
+                "frames": one("SELECT COUNT(*) FROM frames"),
+                "reports": one("SELECT COALESCE(SUM(count), 0) FROM frames"),
+                "devices": one("SELECT COUNT(*) FROM devices"),
+                "events": one("SELECT COUNT(*) FROM events"),
+                "unresolved": one("SELECT COUNT(*) FROM unresolved") if self.schema >= 2 else 0,
+                "profiles": one("SELECT COUNT(*) FROM profiles"),
+                "links": one("SELECT COUNT(*) FROM links"),
+                "bytes": one("SELECT COALESCE(SUM(bytes), 0) FROM links")}
 
 
-def open_existing(path, *, timeout: float = 5.0) -> Store:
-    """Open a zeal database that must already exist; never creates or converts a file
-    (`Store()` adds the zeal schema to any new or empty SQLite file)."""
+def open_existing(path, *, timeout: float = 5.0, readonly: bool = True) -> Store:
+    """Open a zeal database that must already exist; never creates a file. Read-only by
+    default (`mode=ro`: no write, no PRAGMA journal_mode, works on a read-only file)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreError("database %s does not exist" % path)
     if not os.path.isfile(path):
         raise StoreError("database %s is not a file" % path)
-    uri = "file:%s?mode=ro" % quote(os.path.abspath(path))
-    try:  # look first, read-only
-        probe = sqlite3.connect(uri, uri=True, timeout=timeout)
-        try:
-            version = probe.execute("PRAGMA user_version").fetchone()[0]
-            has_frames = probe.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                                       "AND name = 'frames'").fetchone() is not None
-        finally:
-            probe.close()
-    except sqlite3.Error as exc:
-        raise wrap_sql_error(exc, path) from None
-    if version == 0 or not has_frames:
-        raise StoreError("%s is not a zeal database" % path)
-    if version > SCHEMA_VERSION:
-        raise StoreError("database %s has schema %d; this zeal reads up to %d"
-                         % (path, version, SCHEMA_VERSION))
-    return Store(path, timeout=timeout)
+    if not readonly:
+        probe = Store(path, timeout=timeout, readonly=True)  # refuse before converting
+        probe.close()
+    return Store(path, timeout=timeout, readonly=readonly)
 
 
 def profile_doc(profile: Profile) -> dict:
