@@ -5,8 +5,12 @@
 # (target "host") are answered (False, "host only"). Bytes come from zealfw.frames.Sender
 # writing into an io.BytesIO, exactly as it writes to a UART. Bad fields make the Sender
 # raise ValueError; that is the expected "refused" answer of the encode-invalid cases.
-# DATA's CRC is seeded by the session (device id, fingerprint, boot): every op builds its
-# Sender from those fields, so "data" cases get the session the vector names.
+# DATA's CRC is seeded by the session (device id, fingerprint, boot, nonce: protocol 2): every
+# op builds its Sender from those fields, so "data" cases get the session the vector names.
+# Fields read (all optional but the ones an op needs): flags (VECTOR 0x10, DEBUG 0x20),
+# firmware, device_id, fingerprint, boot, nonce (16 hex digits), bits, batch, hello_every,
+# seq (u32; the wire carries its low 16 bits, HELLO next_seq all 32), reports, and for STATUS
+# code, ticks, frames_dropped, replaced, clamped, message.
 import binascii
 import io
 
@@ -19,31 +23,44 @@ def _hex(data):
 
 def _flags(f):
     flags = f.get("flags", 0)
-    if not isinstance(flags, int) or flags & ~frames.FLAG_VECTOR:
-        raise ValueError("flags: only VECTOR (0x10) may be set")
-    return bool(flags & frames.FLAG_VECTOR)
+    if not isinstance(flags, int) or flags & ~(frames.FLAG_VECTOR | frames.FLAG_DEBUG):
+        raise ValueError("flags: only VECTOR (0x10) and DEBUG (0x20) may be set")
+    return flags
 
 
 def _sender(out, f, bits, batch, hello_every=0):
     dev = f.get("device_id")
+    nonce = f.get("nonce")
+    flags = _flags(f)
     return frames.Sender(out, bits, batch=batch,
                          device_id=binascii.unhexlify(dev) if dev else None,
                          fingerprint=f.get("fingerprint"), boot=f.get("boot", 0),
+                         nonce=binascii.unhexlify(nonce) if nonce else None,
                          firmware=tuple(f.get("firmware", frames.FIRMWARE)),
-                         hello_every=hello_every, vector=_flags(f))
+                         hello_every=hello_every, vector=bool(flags & frames.FLAG_VECTOR),
+                         debug=bool(flags & frames.FLAG_DEBUG))
 
 
 def _seq(f):
     seq = f.get("seq", 0)
-    if not isinstance(seq, int) or seq < 0 or seq > 0xFFFF:
-        raise ValueError("seq must be in [0, 65535]")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or seq > 0xFFFFFFFF:
+        raise ValueError("seq must be in [0, 2^32)")
     return seq
 
 
 def _reports(s, values):
     for v in values:
-        s.add(v)
+        s.add(v)   # a full batch is sent by the next add or the final flush
     s.flush()
+
+
+def _status(s, st):
+    dropped = st.get("frames_dropped", 0)
+    if not isinstance(dropped, int) or isinstance(dropped, bool) or dropped < 0:
+        raise ValueError("counters are non-negative integers")
+    s.frames_dropped = dropped
+    s.status(st["code"], st.get("message", ""), ticks=st.get("ticks", 0),
+             replaced=st.get("replaced", 0), clamped=st.get("clamped", 0))
 
 
 def handle(request):
@@ -52,22 +69,15 @@ def handle(request):
     out = io.BytesIO()
     try:
         if op == "hello":
-            _sender(out, f, f["bits"], f["batch"]).hello()
+            s = _sender(out, f, f["bits"], f["batch"])
+            s.seq = _seq({"seq": f.get("next_seq", 0)})
+            s.hello()
         elif op == "data":
             s = _sender(out, f, f["bits"], f["batch"])
             s.seq = _seq(f)
             _reports(s, f["reports"])
         elif op == "status":
-            s = _sender(out, f, 0, 1)
-            sent = f.get("sent", 0)
-            if not isinstance(sent, int) or sent < 0:
-                raise ValueError("sent must be a non-negative integer")
-            s.sent = sent
-            dropped, clamped = f.get("dropped", 0), f.get("clamped", 0)
-            if not isinstance(dropped, int) or not isinstance(clamped, int) \
-                    or dropped < 0 or clamped < 0:
-                raise ValueError("counters are non-negative integers")
-            s.status(f["code"], dropped, clamped, f.get("message", ""))
+            _status(_sender(out, f, 0, 1), f)
         elif op == "session":
             s = _sender(out, f, f["bits"], f["batch"], f.get("hello_every", 16))
             s.seq = _seq(f)
@@ -75,8 +85,7 @@ def handle(request):
             _reports(s, f["reports"])
             st = f.get("status")
             if st:
-                s.status(st["code"], st.get("dropped", 0), st.get("clamped", 0),
-                         st.get("message", ""))
+                _status(s, st)
         elif op == "decode":
             return False, "host only: devices do not parse frames"
         else:
