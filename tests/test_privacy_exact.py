@@ -101,3 +101,122 @@ def test_two_cells_is_duchis_mechanism():
     assert grid.distribution(grid.lo) == {0: q, 1: 1 - q}
     assert grid.distribution(grid.hi) == {0: 1 - q, 1: q}
     assert math.isclose(float(q / (1 - q)), math.e, rel_tol=1e-15)
+
+
+# ---- issue 7 item 2: a profile that is not private is refused by host and device ------------
+def _device_profile_module():
+    import os
+    import sys
+    from conftest import ROOT
+    firmware = os.path.join(ROOT, "firmware")
+    if firmware not in sys.path:
+        sys.path.insert(0, firmware)
+    from zealfw import profile as FP
+    return FP
+
+
+def _hand_made(eps_bits, n, nc, t, bits=None, lo=0.0, hi=1.0, exponent=0):
+    """A profile file built by hand, fingerprint recomputed: only the value checks can refuse it."""
+    import json
+    from test_profile import rehashed
+    from zeal.floatbits import float64_to_bits, hex64
+    doc = {"format": P.FORMAT, "lo": hex64(float64_to_bits(lo)), "hi": hex64(float64_to_bits(hi)),
+           "epsilon": hex64(eps_bits), "exponent": exponent,
+           "bits": n.bit_length() if bits is None else bits,
+           "n_cells": n, "n_window": nc, "threshold": t}
+    return json.dumps(rehashed(doc))
+
+
+def test_issue_profile_at_eps_1e6_loses_242_eps_and_is_refused():
+    from zeal.floatbits import float64_to_bits
+    eps = 1e-6
+    n, nc = 4502511373889014, 1
+    FP = _device_profile_module()
+    s, d = FP.exp_lower_bound(*Fraction(eps).as_integer_ratio())
+    t = FP.threshold(n, nc, *Fraction(eps).as_integer_ratio())   # the device's own formula
+    assert t == P.threshold(n, nc, Fraction(eps)) == 4096
+    w = 2 ** 64
+    p_hi, p_lo = Fraction(t, w) / nc, Fraction(w - t, w) / (n - nc)
+    assert p_hi / p_lo <= Fraction(s, d)              # the only condition the device checked
+    assert p_lo > p_hi                                # ... but the window is the rarer cell
+    loss = p_lo / p_hi
+    assert loss == Fraction(1501199875790165, 1500837124629671)
+    assert loss > Fraction(s, d)                      # not eps-LDP: the loss exceeds e^eps
+    # ln(loss)/eps = 241.670014199552497..., to 40 digits from the exact ratio
+    ln = Context(prec=40).ln(Decimal(loss.numerator) / Decimal(loss.denominator))
+    assert abs(ln / Decimal(eps) - Decimal("241.6700141995525")) < Decimal("1e-12")
+    text = _hand_made(float64_to_bits(eps), n, nc, t)
+    with pytest.raises(FP.ProfileError) as dev:
+        FP.loads(text)
+    assert dev.value.reason == "privacy"
+    with pytest.raises(P.ProfileError) as host:
+        P.loads(text)
+    assert host.value.reason == "privacy"
+    assert not P.is_private(n, nc, t, eps)
+
+
+def test_equality_p_hi_p_lo_is_refused():
+    """L = 1 (eps = 2^-1074: the Taylor sum stops at 1), N = 2, Nc = 1: T = 2^63 and
+    T*No == (2^64 - T)*Nc. The slope s is 0: no information, and the estimator divides by 0.
+    The old host check (>=) let it through; strict on both sides now."""
+    FP = _device_profile_module()
+    t = FP.threshold(2, 1, 1, 2 ** 1074)
+    assert t == 2 ** 63 and t * 1 == (2 ** 64 - t) * 1
+    text = _hand_made(1, 2, 1, t)
+    for mod in (FP, P):
+        with pytest.raises(mod.ProfileError) as info:
+            mod.loads(text)
+        assert info.value.reason == "privacy"
+
+
+def test_every_built_profile_passes_the_device_privacy_checks():
+    FP = _device_profile_module()
+    for eps, bits in CASES:
+        prof = P.from_bits(*HUMIDITY, eps, bits)
+        dev = FP.loads(prof.to_json())
+        assert (dev.n_cells, dev.n_window, dev.threshold) == (prof.n_cells, prof.n_window,
+                                                             prof.threshold)
+        assert P.is_private(prof.n_cells, prof.n_window, prof.threshold, prof.epsilon)
+
+
+# ---- issue 7 item 3: the guarantee holds for the decimal epsilon as typed ---------------------
+TYPED = ("0.05", "0.1", "0.3", "1", "2.2", "1e-6")
+
+
+@pytest.mark.parametrize("typed", TYPED)
+def test_privacy_ratio_is_below_e_to_the_typed_decimal(typed):
+    exact = Fraction(typed)
+    stored = P.epsilon_at_most(typed)
+    assert Fraction(stored) <= exact                                  # rounded down
+    assert math.nextafter(stored, math.inf) > exact or Fraction(stored) == exact  # the largest
+    bound = P.exp_lower_bound(exact)                                  # certified, <= e^typed
+    lo, hi = HUMIDITY if typed != "1e-6" else (0.0, 1.0)
+    m_min, m_max = P.bits_range(lo, hi, typed)
+    for bits in sorted({m_min, min(m_min + 2, m_max), 8 if m_min <= 8 <= m_max else m_max,
+                        m_max}):
+        prof = P.from_bits(lo, hi, typed, bits)
+        assert prof.epsilon == stored
+        grid = ExactGrid(prof)
+        assert 1 < grid.privacy_ratio <= bound
+    # the other exact forms give the same float
+    assert P.epsilon_at_most(Decimal(typed)) == P.epsilon_at_most(exact) == stored
+
+
+@pytest.mark.parametrize("typed", ["0.05", "0.1", "2.2"])
+def test_the_nearest_float_broke_the_typed_guarantee(typed):
+    """Before: the profile stored float(typed), which is above the decimal for these."""
+    assert Fraction(float(typed)) > Fraction(typed)
+    bound = P.exp_lower_bound(Fraction(typed))
+    for bits in (2, 4, 8, 16):
+        old = P.from_bits(*HUMIDITY, float(typed), bits)       # a float is taken as it is
+        assert ExactGrid(old).privacy_ratio > bound             # above e^typed (certified)
+        new = P.from_bits(*HUMIDITY, typed, bits)
+        assert ExactGrid(new).privacy_ratio <= bound
+
+
+def test_typed_epsilon_errors():
+    for bad in ("abc", "nan", "inf", "-0.1", "0", "20.0000001", "1" * 101, "1e-999999999"):
+        with pytest.raises(P.ProfileError, match="epsilon"):
+            P.from_bits(*HUMIDITY, bad, 4)
+    assert P.epsilon_at_most("20") == 20.0
+    assert P.epsilon_at_most("1e-999999999") == 0.0          # refused, without a huge integer

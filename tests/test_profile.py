@@ -1,4 +1,5 @@
 """Profiles: hand-derived grids, validation, canonical form and fingerprint (all exact)."""
+import hashlib
 import json
 import math
 from decimal import Decimal, getcontext
@@ -77,33 +78,60 @@ def test_canonical_form_round_trip_and_fingerprint():
     core = {k: v for k, v in doc.items() if k != "fingerprint"}
     assert all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in core.values())
     canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
-    import hashlib
     assert doc["fingerprint"] == hashlib.sha256(canon).hexdigest()
     assert P.loads(prof.to_json()) == prof
     other = P.from_bits(23.5, 83.9, 1.0, 5)
     assert other.fingerprint != prof.fingerprint
 
 
-def _tampered(prof, **changes):
+def rehashed(doc: dict) -> dict:
+    """doc with its fingerprint recomputed as a device does: the canonical bytes of every key
+    but the fingerprint, calibrations reduced, strings verbatim. A tampered profile built with
+    it passes the fingerprint check, so the check under test is the one that refuses it."""
+    core = {k: v for k, v in doc.items() if k != "fingerprint"}
+    for key in ("cal_gain", "cal_offset"):
+        if isinstance(core.get(key), str):
+            try:
+                core[key] = str(Fraction(core[key]))
+            except (ValueError, ZeroDivisionError):
+                pass
+    canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
+    return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
+
+
+def _tampered(prof, rehash=False, **changes):
     doc = json.loads(prof.to_json())
     doc.update(changes)
-    return json.dumps(doc)
+    return json.dumps(rehashed(doc) if rehash else doc)
 
 
-@pytest.mark.parametrize("changes, fragment", [
-    (dict(threshold=12345), "threshold"),
-    (dict(n_cells=14), "n_cells"),
-    (dict(fingerprint="0" * 64), "fingerprint does not match"),
-    (dict(format="zeal-profile/0"), "format"),
-    (dict(extra=1), "unknown keys"),
-    (dict(lo="0x40"), "64-bit pattern"),
-    (dict(exponent="56"), "integer"),
-    (dict(cal_gain="1/0", cal_offset="0"), "cal_gain"),
+@pytest.mark.parametrize("changes, rehash, reason, fragment", [
+    (dict(threshold=12345), True, "derived", "threshold"),
+    (dict(threshold=12345), False, "fingerprint", "fingerprint does not match"),
+    (dict(n_cells=14), True, "derived", "threshold"),   # T is re-derived from N first
+    (dict(fingerprint="0" * 64), False, "fingerprint", "fingerprint does not match"),
+    (dict(format="zeal-profile/0"), True, "format", "format"),
+    (dict(extra=1), True, "unknown", "unknown keys"),
+    (dict(lo="0x40"), True, "type", "64-bit pattern"),
+    (dict(exponent="56"), True, "type", "integer"),
+    (dict(cal_gain="1/0", cal_offset="0"), True, "value", "cal_gain"),
 ])
-def test_tampered_profiles_are_rejected(changes, fragment):
+def test_tampered_profiles_are_rejected(changes, rehash, reason, fragment):
     prof = P.from_bits(23.5, 83.9, 1.0, 4)
-    with pytest.raises(ProfileError, match=fragment):
-        P.loads(_tampered(prof, **changes))
+    with pytest.raises(ProfileError, match=fragment) as info:
+        P.loads(_tampered(prof, rehash, **changes))
+    assert info.value.reason == reason
+
+
+def test_n_cells_edited_consistently_is_refused_by_the_host_only():
+    """N, Nc and E are the host's to derive (utility, not privacy): a profile whose integers
+    are consistent with each other but not with lo, hi, epsilon is refused as "derived"."""
+    prof = P.from_bits(23.5, 83.9, 1.0, 4)
+    n = prof.n_cells - 1
+    t = P.threshold(n, prof.n_window, Fraction(prof.epsilon))
+    with pytest.raises(ProfileError, match="n_cells is 14 but the parameters give 15") as info:
+        P.loads(_tampered(prof, True, n_cells=n, threshold=t))
+    assert info.value.reason == "derived"
 
 
 def test_edited_parameter_breaks_fingerprint():

@@ -4,24 +4,41 @@ The device never parses a JSON float into a parameter (its floats are 32-bit): t
 canonical form holds only ints and ASCII strings, and floats are float64 bit patterns as
 "0x" + 16 hex digits, decoded here to exact rationals with integers.
 
-Checks, in order, each a ProfileError with a reason code (vectors/profiles.json):
+The file is read with the profile file grammar (profile.md), not with `json`: MicroPython's
+json accepts "04", missing commas and colons, trailing commas and "\\x" escapes that CPython
+refuses, so host and device would disagree on what a valid file is. The host's loader
+(host/zeal/profile.py) runs the same grammar and the same checks, in the same order, with the
+same reason codes: the profile-check list of profile.md. Each failure is a ProfileError:
+  size         the file is longer than _MAX_FILE (502) bytes, the longest profile the schema
+               allows as `zeal profile -o` writes it
+  json         not the grammar: a byte outside printable ASCII/space/tab/CR/LF, not one flat
+               object, a backslash escape, a duplicated key, a malformed number, extra data
+  type         a value that is not a string or an integer (float, true/false/null, array,
+               object)
   format       the "format" string is not "zeal-profile/1" (or absent)
   missing      a required key is absent, or only one of cal_gain/cal_offset is present
   unknown      a key the schema does not know
-  type         a value of the wrong JSON type: ints must be ints (not bool, not float),
-               strings only from [A-Za-z0-9+-./], hex patterns exactly "0x" + 16 lowercase
-               hex digits, the fingerprint 64 lowercase hex digits
-  value        a calibration that is not an exact decimal or p/q
+  type         ints must be ints (not bool, not float), strings only from [A-Za-z0-9+-./],
+               hex patterns exactly "0x" + 16 lowercase hex digits, the fingerprint 64
+               lowercase hex digits
+  value        a calibration that is not an exact decimal or p/q of at most 64 characters
+               with a decimal exponent within +-64
   fingerprint  SHA-256 of the canonical bytes (rebuilt here by hand) differs
-  value        lo/hi not finite or lo >= hi, epsilon not in (0, 20], exponent outside the
-               float64 range, N < 2 or N > 2^52 - 1, Nc not in [1, N - 1], T not in (0, 2^64)
-  derived      bits != bit_length(N), or T is not the largest integer with
-               T*No <= L*(2^64 - T)*Nc for the certified lower bound L of e^eps (the same
-               Taylor partial sum as the host). This alone guarantees P_hi/P_lo <= e^eps,
-               so a device refuses any profile that would not be eps-LDP; only N and Nc
-               (utility, not privacy) are left to the host, which needs exp to 60 digits.
+  value        lo/hi not finite or lo >= hi, epsilon not finite or not in (0, 20], exponent
+               outside [-1022, 1023], N not in [2, 2^52 - 1], Nc not in [1, N - 1],
+               T not in (0, 2^64)
+  derived      bits != bit_length(N) (every k then fits the announced m bits), or T is not
+               the largest integer with T*No <= L*(2^64 - T)*Nc for the certified lower
+               bound L of e^eps (the same Taylor partial sum as the host): P_hi/P_lo <= L
+  privacy      not T*No > (2^64 - T)*Nc, i.e. not P_hi > P_lo. Without it the ratio that
+               bounds the loss is P_lo/P_hi, which nothing bounds by e^eps (a profile at
+               eps = 1e-6, N = 4502511373889014, Nc = 1 has loss ~242 eps); with equality
+               the slope s is 0 and the estimator is undefined.
   missing_file the file does not exist (the main loop reports NO_PROFILE)
-  io / json / size  unreadable, not JSON, or implausibly large
+  io           unreadable
+Together these make the device refuse every profile that is not eps-LDP or whose reports
+would leave the announced grid. N, Nc and E (utility, not privacy) are left to the host, which
+needs exp to 60 digits: a profile that differs from the host's only there is private.
 """
 import hashlib
 from binascii import hexlify
@@ -37,7 +54,11 @@ except ImportError:  # CPython: the conformance runner also runs there
 FORMAT = "zeal-profile/1"
 DEFAULT_PATH = "zeal_profile.json"
 
-_MAX_FILE = const(4096)
+# The longest file the schema allows, as the host writes it (json.dumps(indent=1) + "\n"):
+# 12 keys, ints at their widest (exponent -1022, bits 52, N and Nc 16 digits, T 20 digits),
+# three hex patterns, both calibrations at 64 characters, the fingerprint. 502 bytes;
+# tests/test_profile_agreement.py recomputes it.
+_MAX_FILE = const(502)
 _MAX_RATIONAL = const(64)     # characters in cal_gain / cal_offset
 _MAX_EXP10 = const(64)        # |e| in a decimal like "1e-3"
 _K_HI = const((1 << 52) - 2)
@@ -211,37 +232,162 @@ def threshold(n, nc, en, ed):
 
 # ---- loading ---------------------------------------------------------------------------------
 def load(path=DEFAULT_PATH):
-    """The checked profile from a file on the device filesystem."""
+    """The checked profile from a file on the device filesystem. Reads at most _MAX_FILE + 1
+    bytes into one buffer (one more than a profile can be, to tell "too long")."""
     try:
         fh = open(path, "rb")
     except OSError as exc:
         if exc.args and exc.args[0] == _ENOENT:
             raise ProfileError("missing_file", "no profile file %s" % path)
         raise ProfileError("io", "cannot open %s" % path)
+    buf = bytearray(_MAX_FILE + 1)
+    n = 0
     try:
-        data = fh.read(_MAX_FILE + 1)
+        while n < _MAX_FILE + 1:
+            got = fh.readinto(memoryview(buf)[n:])
+            if not got:
+                break
+            n += got
     except OSError:
         raise ProfileError("io", "cannot read %s" % path)
     finally:
         fh.close()
-    if len(data) > _MAX_FILE:
-        raise ProfileError("size", "profile file is larger than %d bytes" % _MAX_FILE)
-    return loads(data)
+    return _load_buffer(buf, n)
 
 
 def loads(text):
-    import json
+    """The checked profile from the file's bytes (or its text)."""
+    if isinstance(text, str):
+        text = text.encode()  # a non-ASCII character becomes bytes >= 0x80: "json"
+    return _load_buffer(text, len(text))
 
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeError:
-            raise ProfileError("json", "profile is not UTF-8 text")
-    try:
-        doc = json.loads(text)
-    except (ValueError, TypeError, IndexError):
-        raise ProfileError("json", "profile is not valid JSON")
-    return from_doc(doc)
+
+def _load_buffer(buf, n):
+    if n > _MAX_FILE:
+        raise ProfileError("size", "profile file is larger than %d bytes" % _MAX_FILE)
+    return from_doc(parse(buf, n))
+
+
+# ---- the profile file grammar (profile.md): one flat JSON object of ints and strings --------
+# ws = *(space | tab | LF | CR); file = ws "{" ws [member *(ws "," ws member)] ws "}" ws
+# member = string ws ":" ws value; value = string | int (a float, literal, array or object is
+# "type"); string = '"' *(printable ASCII but '"' and backslash) '"'; int = ["-"] ("0" | [1-9]
+# *digit). Keys must be distinct. Everything else, and any other byte, is "json".
+_QUOTE = const(0x22)
+
+
+def _json_error(what):
+    return ProfileError("json", "profile is not valid JSON for a profile (%s)" % what)
+
+
+def _ws(buf, i, n):
+    while i < n and buf[i] in (0x20, 0x09, 0x0A, 0x0D):
+        i += 1
+    return i
+
+
+def _string(buf, i, n):
+    if i >= n or buf[i] != _QUOTE:
+        raise _json_error("a string was expected")
+    j = i + 1
+    while j < n and buf[j] != _QUOTE:
+        if buf[j] == 0x5C:
+            raise _json_error("a backslash escape")
+        j += 1
+    if j >= n:
+        raise _json_error("an unterminated string")
+    return str(buf[i + 1:j], "ascii"), j + 1
+
+
+def _number_kind(tok):
+    # 1: a JSON integer; 2: a JSON number that is not an integer; 0: not a JSON number
+    n = len(tok)
+    i = 1 if n and tok[0] == 0x2D else 0
+    if i >= n or not 0x30 <= tok[i] <= 0x39:
+        return 0
+    if tok[i] == 0x30:
+        i += 1
+    else:
+        while i < n and 0x30 <= tok[i] <= 0x39:
+            i += 1
+    if i == n:
+        return 1
+    if tok[i] == 0x2E:  # "." digits
+        i += 1
+        if i >= n or not 0x30 <= tok[i] <= 0x39:
+            return 0
+        while i < n and 0x30 <= tok[i] <= 0x39:
+            i += 1
+    if i < n and tok[i] in (0x45, 0x65):  # "e" ["+" | "-"] digits
+        i += 1
+        if i < n and tok[i] in (0x2B, 0x2D):
+            i += 1
+        if i >= n or not 0x30 <= tok[i] <= 0x39:
+            return 0
+        while i < n and 0x30 <= tok[i] <= 0x39:
+            i += 1
+    return 2 if i == n else 0
+
+
+def _value(buf, i, n):
+    c = buf[i] if i < n else 0
+    if c == _QUOTE:
+        return _string(buf, i, n)
+    if c == 0x2D or 0x30 <= c <= 0x39:
+        j = i
+        while j < n and buf[j] in b"0123456789+-.eE":
+            j += 1
+        tok = buf[i:j]
+        kind = _number_kind(tok)
+        if kind == 1:
+            return int(str(tok, "ascii")), j
+        if kind == 2:
+            raise ProfileError("type", "a JSON float where an integer or string belongs")
+        raise _json_error("a malformed number")
+    for word in (b"true", b"false", b"null"):
+        if buf[i:i + len(word)] == word:
+            raise ProfileError("type", "a JSON literal where an integer or string belongs")
+    if c in (0x5B, 0x7B):
+        raise ProfileError("type", "a nested array or object")
+    raise _json_error("a value was expected")
+
+
+def parse(buf, n):
+    """The object of a profile file's first n bytes, by the grammar above (ProfileError)."""
+    for i in range(n):
+        c = buf[i]
+        if c > 0x7E or (c < 0x20 and c not in (0x09, 0x0A, 0x0D)):
+            raise _json_error("a byte outside printable ASCII")
+    i = _ws(buf, 0, n)
+    if i >= n:
+        raise _json_error("empty")
+    if buf[i] != 0x7B:
+        raise _json_error("an object was expected")
+    doc = {}
+    i = _ws(buf, i + 1, n)
+    if i < n and buf[i] == 0x7D:
+        i += 1
+    else:
+        while True:
+            key, i = _string(buf, i, n)
+            i = _ws(buf, i, n)
+            if i >= n or buf[i] != 0x3A:
+                raise _json_error("':' was expected")
+            value, i = _value(buf, _ws(buf, i + 1, n), n)
+            if key in doc:
+                raise _json_error("a duplicated key")
+            doc[key] = value
+            i = _ws(buf, i, n)
+            if i < n and buf[i] == 0x2C:
+                i = _ws(buf, i + 1, n)
+                continue
+            if i < n and buf[i] == 0x7D:
+                i += 1
+                break
+            raise _json_error("',' or '}' was expected")
+    if _ws(buf, i, n) != n:
+        raise _json_error("data after the object")
+    return doc
 
 
 def _check_string(key, value):
@@ -341,6 +487,8 @@ def from_doc(doc):
         raise ProfileError("derived", "bits must be the bit length of n_cells")
     if t != threshold(n, nc, eps[0], eps[1]):
         raise ProfileError("derived", "threshold is not the certified one for epsilon")
+    if not t * (n - nc) > (_WORD - t) * nc:
+        raise ProfileError("privacy", "P_hi > P_lo fails: epsilon is too small for this grid")
     p.lo = lo
     p.hi = hi
     p.epsilon = eps

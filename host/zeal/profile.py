@@ -196,13 +196,63 @@ class Profile:
         return hashlib.sha256(self.canonical_bytes()).hexdigest()
 
     def to_json(self) -> str:
+        """The profile file; refused if longer than a device reads (MAX_FILE bytes)."""
         doc = dict(self.canonical())
         doc["fingerprint"] = self.fingerprint
-        return json.dumps(doc, sort_keys=True, indent=1) + "\n"
+        text = json.dumps(doc, sort_keys=True, indent=1) + "\n"
+        if len(text) > MAX_FILE:
+            raise ProfileError("the profile file would be %d bytes; a device reads at most %d"
+                               % (len(text), MAX_FILE))
+        return text
 
 
 # ---- construction ---------------------------------------------------------------------------
-def _check_parameters(lo, hi, epsilon) -> None:
+def epsilon_at_most(value) -> float:
+    """The float64 epsilon a profile stores for the budget the user gave.
+
+    A float is taken as it is (its value is exact). A decimal string ("0.1"), Decimal or
+    Fraction is exact too, but its nearest float64 may lie above it (float64(0.1) exceeds
+    1/10 by about 5.6e-18): the profile then stores the largest float64 <= the exact value,
+    so the certified threshold, and the guarantee, hold for a budget <= the one typed.
+    """
+    if isinstance(value, bool):
+        raise ProfileError("epsilon must be a number, got %r" % (value,))
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > 100:
+            raise ProfileError("epsilon must be a decimal number of at most 100 characters")
+        try:
+            value = Decimal(text)
+        except ArithmeticError:
+            raise ProfileError("epsilon must be a decimal number, got %r" % (value,)) from None
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ProfileError("epsilon must be finite, got %s" % value)
+        # below the smallest subnormal the largest float64 under it is 0 (refused below); the
+        # bound also keeps "1e-999999999" from becoming a huge integer
+        if value.adjusted() < -400 or value.adjusted() > 400:
+            return 0.0 if value.adjusted() < -400 else math.inf
+        value = Fraction(value)
+    if not isinstance(value, Fraction):
+        raise ProfileError("epsilon must be a number, got %r" % (value,))
+    try:
+        f = float(value)  # correctly rounded to nearest
+    except OverflowError:
+        return math.inf
+    if Fraction(f) > value:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _parameters(lo, hi, epsilon) -> tuple:
+    """(lo, hi, epsilon) as floats, epsilon rounded down from an exact decimal; ProfileError
+    for anything a profile cannot hold."""
+    epsilon = epsilon_at_most(epsilon)
     for name, value in (("lo", lo), ("hi", hi), ("epsilon", epsilon)):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ProfileError("%s must be a number, got %r" % (name, value))
@@ -214,6 +264,15 @@ def _check_parameters(lo, hi, epsilon) -> None:
         raise ProfileError("epsilon must be in (0, %g], got %r" % (EPSILON_MAX, epsilon))
     if not math.isfinite(hi - lo):
         raise ProfileError("range [%r, %r] is too wide for float64" % (lo, hi))
+    return float(lo), float(hi), epsilon
+
+
+def is_private(n: int, nc: int, t: int, eps) -> bool:
+    """The device's privacy conditions on the integers (profile.md, the profile-check list):
+    1 <= Nc < N, 0 < T < 2^64, T the certified threshold for eps (P_hi/P_lo <= L <= e^eps)
+    and T*No > (2^64 - T)*Nc strictly (P_hi > P_lo)."""
+    return (1 <= nc < n and 0 < t < WORD and t == threshold(n, nc, Fraction(eps))
+            and t * (n - nc) > (WORD - t) * nc)
 
 
 def exponent_range(cont: Continuous) -> tuple:
@@ -237,15 +296,20 @@ def _build(lo, hi, epsilon, exponent, calibration) -> Profile:
                            "%d (E_U^enc) to %d" % (exponent, e_min, e_max))
     n, nc = _grid_or_error(cont, exponent)
     t = threshold(n, nc, Fraction(epsilon))
-    if t * (n - nc) < (WORD - t) * nc:  # P_hi >= P_lo, assumed by the privacy proof
+    if not t * (n - nc) > (WORD - t) * nc:  # P_hi > P_lo, strictly: the proof needs it
         raise ProfileError("epsilon %r is too small for a grid of %d cells" % (epsilon, n))
+    if calibration is not None:
+        for what, value in (("cal_gain", calibration.gain), ("cal_offset", calibration.offset)):
+            if len(str(value)) > MAX_RATIONAL:
+                raise ProfileError("%s reduced is %s: longer than the %d characters a device "
+                                   "reads" % (what, value, MAX_RATIONAL))
     return Profile(lo=float(lo), hi=float(hi), epsilon=float(epsilon), exponent=exponent,
                    bits=n.bit_length(), n_cells=n, n_window=nc, threshold=t,
                    calibration=calibration)
 
 
 def from_exponent(lo, hi, epsilon, exponent, *, calibration=None) -> Profile:
-    _check_parameters(lo, hi, epsilon)
+    lo, hi, epsilon = _parameters(lo, hi, epsilon)
     if isinstance(exponent, bool) or not isinstance(exponent, int):
         raise ProfileError("exponent must be an integer, got %r" % (exponent,))
     return _build(lo, hi, epsilon, exponent, calibration)
@@ -253,7 +317,7 @@ def from_exponent(lo, hi, epsilon, exponent, *, calibration=None) -> Profile:
 
 def bits_range(lo, hi, epsilon) -> tuple:
     """(m_min, m_max) valid for this range and budget."""
-    _check_parameters(lo, hi, epsilon)
+    lo, hi, epsilon = _parameters(lo, hi, epsilon)
     cont = Continuous.of(lo, hi, epsilon)
     e_min, e_max = exponent_range(cont)
     return cont.cells(e_max)[0].bit_length(), cont.cells(e_min)[0].bit_length()
@@ -261,7 +325,7 @@ def bits_range(lo, hi, epsilon) -> tuple:
 
 def from_bits(lo, hi, epsilon, bits, *, calibration=None) -> Profile:
     """The finest grid (smallest E) whose reports fit in `bits` bits."""
-    _check_parameters(lo, hi, epsilon)
+    lo, hi, epsilon = _parameters(lo, hi, epsilon)
     if isinstance(bits, bool) or not isinstance(bits, int):
         raise ProfileError("bits must be an integer, got %r" % (bits,))
     cont = Continuous.of(lo, hi, epsilon)
@@ -280,6 +344,7 @@ def auto(lo, hi, epsilon, *, calibration=None, slack=AUTO_VARIANCE_SLACK) -> Pro
     """Smallest m whose exact variance is <= slack x the continuous PM's at every input."""
     from .analysis import worst_variance_ratio  # analysis imports this module
 
+    epsilon = epsilon_at_most(epsilon)
     m_min, m_max = bits_range(lo, hi, epsilon)
     for m in range(m_min, m_max + 1):
         prof = from_bits(lo, hi, epsilon, m, calibration=calibration)
@@ -300,61 +365,298 @@ def build(lo, hi, epsilon, *, bits="auto", exponent=None, calibration=None) -> P
 
 
 # ---- loading --------------------------------------------------------------------------------
-_INT_KEYS = ("exponent", "bits", "n_cells", "n_window", "threshold")
+# The device's rules (firmware/zealfw/profile.py), ported line for line: the same grammar, the
+# same checks in the same order, the same reason codes (ProfileError.reason). Only the
+# derivation of N, Nc and E from lo, hi, epsilon (exp to 60 digits) is the host's alone; it
+# bears on utility, not on privacy (profile.md, "the profile-check list").
+_INT_KEYS = ("bits", "exponent", "n_cells", "n_window", "threshold")
 _REQUIRED = ("format", "lo", "hi", "epsilon") + _INT_KEYS + ("fingerprint",)
+MAX_FILE = 502      # bytes: the longest profile file the schema allows (profile.md)
+MAX_RATIONAL = 64   # characters in cal_gain / cal_offset
+_MAX_EXP10 = 64
+_N_MAX = (1 << MANTISSA_BITS) - 1
+_HEX_KEYS = ("epsilon", "hi", "lo")
+_CAL_KEYS = ("cal_gain", "cal_offset")
+_SAFE = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./")
+_HEXDIGITS = frozenset("0123456789abcdef")
+_DIGITS = frozenset("0123456789")
+_NUMBER_BYTES = frozenset(b"0123456789+-.eE")
+
+
+def _fail(reason: str, msg: str) -> ProfileError:
+    err = ProfileError(msg)
+    err.reason = reason
+    return err
+
+
+def _json_error(what: str) -> ProfileError:
+    return _fail("json", "profile is not valid JSON for a profile (%s)" % what)
+
+
+def _ws(buf, i, n):
+    while i < n and buf[i] in b" \t\n\r":
+        i += 1
+    return i
+
+
+def _string(buf, i, n):
+    if i >= n or buf[i] != 0x22:
+        raise _json_error("a string was expected")
+    j = i + 1
+    while j < n and buf[j] != 0x22:
+        if buf[j] == 0x5C:
+            raise _json_error("a backslash escape")
+        j += 1
+    if j >= n:
+        raise _json_error("an unterminated string")
+    return buf[i + 1:j].decode("ascii"), j + 1
+
+
+def _number_kind(tok: bytes) -> int:
+    """1: a JSON integer; 2: a JSON number that is not an integer; 0: not a JSON number."""
+    n = len(tok)
+    i = 1 if n and tok[0] == 0x2D else 0
+    if i >= n or tok[i] not in _DIGITS_B:
+        return 0
+    if tok[i] == 0x30:
+        i += 1
+    else:
+        while i < n and tok[i] in _DIGITS_B:
+            i += 1
+    if i == n:
+        return 1
+    if tok[i] == 0x2E:
+        i += 1
+        if i >= n or tok[i] not in _DIGITS_B:
+            return 0
+        while i < n and tok[i] in _DIGITS_B:
+            i += 1
+    if i < n and tok[i] in b"eE":
+        i += 1
+        if i < n and tok[i] in b"+-":
+            i += 1
+        if i >= n or tok[i] not in _DIGITS_B:
+            return 0
+        while i < n and tok[i] in _DIGITS_B:
+            i += 1
+    return 2 if i == n else 0
+
+
+_DIGITS_B = frozenset(b"0123456789")
+
+
+def _value(buf, i, n):
+    c = buf[i] if i < n else 0
+    if c == 0x22:
+        return _string(buf, i, n)
+    if c == 0x2D or c in _DIGITS_B:
+        j = i
+        while j < n and buf[j] in _NUMBER_BYTES:
+            j += 1
+        tok = buf[i:j]
+        kind = _number_kind(tok)
+        if kind == 1:
+            return int(tok.decode("ascii")), j
+        if kind == 2:
+            raise _fail("type", "profile: a JSON float where an integer or string belongs")
+        raise _json_error("a malformed number")
+    for word in (b"true", b"false", b"null"):
+        if buf[i:i + len(word)] == word:
+            raise _fail("type", "profile: a JSON literal where an integer or string belongs")
+    if c in (0x5B, 0x7B):
+        raise _fail("type", "profile: a nested array or object")
+    raise _json_error("a value was expected")
+
+
+def parse(buf: bytes) -> dict:
+    """The object of a profile file, by the grammar of profile.md (the device's parse)."""
+    n = len(buf)
+    for c in buf:
+        if c > 0x7E or (c < 0x20 and c not in (0x09, 0x0A, 0x0D)):
+            raise _json_error("a byte outside printable ASCII")
+    i = _ws(buf, 0, n)
+    if i >= n:
+        raise _json_error("empty")
+    if buf[i] != 0x7B:
+        raise _json_error("an object was expected")
+    doc = {}
+    i = _ws(buf, i + 1, n)
+    if i < n and buf[i] == 0x7D:
+        i += 1
+    else:
+        while True:
+            key, i = _string(buf, i, n)
+            i = _ws(buf, i, n)
+            if i >= n or buf[i] != 0x3A:
+                raise _json_error("':' was expected")
+            value, i = _value(buf, _ws(buf, i + 1, n), n)
+            if key in doc:
+                raise _json_error("a duplicated key")
+            doc[key] = value
+            i = _ws(buf, i, n)
+            if i < n and buf[i] == 0x2C:
+                i = _ws(buf, i + 1, n)
+                continue
+            if i < n and buf[i] == 0x7D:
+                i += 1
+                break
+            raise _json_error("',' or '}' was expected")
+    if _ws(buf, i, n) != n:
+        raise _json_error("data after the object")
+    return doc
+
+
+def _check_string(key, value):
+    if type(value) is not str:
+        raise _fail("type", "profile: %s must be a string" % key)
+    if not set(value) <= _SAFE:
+        raise _fail("type", "profile: %s has a character outside [A-Za-z0-9+-./]" % key)
+
+
+def _check_hex(key, value, ndigits, prefix, what):
+    _check_string(key, value)
+    body = value[len(prefix):] if value.startswith(prefix) else None
+    if body is None or len(body) != ndigits or not set(body) <= _HEXDIGITS:
+        raise _fail("type", "profile: %s must be %s (%s and %d lowercase hex digits)"
+                    % (key, what, prefix or "no prefix", ndigits))
+
+
+def parse_rational(text: str, what: str) -> Fraction:
+    """The device's parse_rational: "p/q", "-40", "0.01", "1.5e-3" (what Fraction accepts,
+    minus whitespace and underscores, which the character check refuses first)."""
+    def digits(part):
+        if not part or not set(part) <= _DIGITS:
+            raise _fail("value", "%s must be an exact decimal or p/q, got %r" % (what, text))
+        return int(part)
+
+    if len(text) > MAX_RATIONAL:
+        raise _fail("value", "%s must be an exact decimal or p/q of at most %d characters"
+                    % (what, MAX_RATIONAL))
+    s, neg = text, False
+    if s and s[0] in "+-":
+        neg, s = s[0] == "-", s[1:]
+    if "/" in s:
+        num_t, _, den_t = s.partition("/")
+        num, den = digits(num_t), digits(den_t)
+        if den == 0:
+            raise _fail("value", "%s has a zero denominator" % what)
+    else:
+        exp = 0
+        cut = s.find("e")
+        if cut < 0:
+            cut = s.find("E")
+        if cut >= 0:
+            tail, sign = s[cut + 1:], 1
+            if tail and tail[0] in "+-":
+                sign, tail = (-1 if tail[0] == "-" else 1), tail[1:]
+            exp = sign * digits(tail)
+            if abs(exp) > _MAX_EXP10:
+                raise _fail("value", "%s: decimal exponent must be within +-%d, got %r"
+                            % (what, _MAX_EXP10, text))
+            s = s[:cut]
+        whole, _, frac = s.partition(".")
+        if not whole and not frac:
+            raise _fail("value", "%s must be an exact decimal or p/q, got %r" % (what, text))
+        num, den = digits(whole + frac), 10 ** len(frac)
+        if exp >= 0:
+            num *= 10 ** exp
+        else:
+            den *= 10 ** -exp
+    value = Fraction(num, den)
+    return -value if neg else value
+
+
+def device_checks(doc) -> dict:
+    """Every check the device makes (firmware/zealfw/profile.py from_doc), in its order and
+    with its reason codes. Returns the decoded fields; ProfileError (with .reason) otherwise."""
+    if type(doc) is not dict:
+        raise _fail("type", "a profile is a JSON object")
+    if doc.get("format") != FORMAT:
+        raise _fail("format", "unsupported profile format %r (this version reads %r)"
+                    % (doc.get("format"), FORMAT))
+    missing = [k for k in _REQUIRED if k not in doc]
+    if missing:
+        raise _fail("missing", "profile is missing %s" % ", ".join(missing))
+    has_cal = _CAL_KEYS[0] in doc
+    if has_cal != (_CAL_KEYS[1] in doc):
+        raise _fail("missing", "profile: cal_gain and cal_offset go together")
+    unknown = sorted(k for k in doc if k not in _REQUIRED and k not in _CAL_KEYS)
+    if unknown:
+        raise _fail("unknown", "profile has unknown keys: %s" % ", ".join(map(str, unknown)))
+    for key in _INT_KEYS:
+        if type(doc[key]) is not int:
+            raise _fail("type", "profile: %s must be an integer" % key)
+    for key in _HEX_KEYS:
+        _check_hex(key, doc[key], 16, "0x", "a 64-bit pattern")
+    _check_hex("fingerprint", doc["fingerprint"], 64, "", "a SHA-256 digest")
+    cal = {}
+    if has_cal:
+        for key in _CAL_KEYS:
+            _check_string(key, doc[key])
+            cal[key] = parse_rational(doc[key], key)
+    canon = {k: (str(cal[k]) if k in cal else v) for k, v in doc.items() if k != "fingerprint"}
+    canonical = json.dumps(canon, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=True).encode("ascii")
+    if hashlib.sha256(canonical).hexdigest() != doc["fingerprint"]:
+        raise _fail("fingerprint", "profile fingerprint does not match its contents "
+                    "(the file was edited or corrupted)")
+    lo, hi, eps = (bits_to_float64(int(doc[k][2:], 16)) for k in ("lo", "hi", "epsilon"))
+    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(eps)):
+        raise _fail("value", "profile: lo, hi and epsilon must be finite")
+    if not lo < hi:
+        raise _fail("value", "profile: lo must be below hi")
+    if not 0 < eps <= EPSILON_MAX:
+        raise _fail("value", "profile: epsilon must be in (0, %g]" % EPSILON_MAX)
+    e, n, nc, t, bits = (doc[k] for k in ("exponent", "n_cells", "n_window", "threshold", "bits"))
+    if not -1022 <= e <= 1023:
+        raise _fail("value", "profile: exponent outside the float64 range")
+    if not 2 <= n <= _N_MAX or not 1 <= nc < n:
+        raise _fail("value", "profile: grid needs 2 <= N < 2^52 and 1 <= Nc < N")
+    if not 0 < t < WORD:
+        raise _fail("value", "profile: threshold must be in (0, 2^64)")
+    if bits != n.bit_length():
+        raise _fail("derived", "profile: bits is %r but n_cells gives %r" % (bits, n.bit_length()))
+    if t != threshold(n, nc, Fraction(eps)):
+        raise _fail("derived", "profile: threshold is %r but the certified one for epsilon is %r"
+                    % (t, threshold(n, nc, Fraction(eps))))
+    if not t * (n - nc) > (WORD - t) * nc:
+        raise _fail("privacy", "profile: P_hi > P_lo fails (T*No <= (2^64 - T)*Nc): epsilon "
+                    "is too small for this grid")
+    return {"lo": lo, "hi": hi, "epsilon": eps, "calibration":
+            Calibration(cal["cal_gain"], cal["cal_offset"]) if has_cal else None}
 
 
 def from_dict(doc) -> Profile:
-    if not isinstance(doc, dict):
-        raise ProfileError("a profile is a JSON object")
-    if doc.get("format") != FORMAT:
-        raise ProfileError("unsupported profile format %r (this version reads %r)"
-                           % (doc.get("format"), FORMAT))
-    missing = [k for k in _REQUIRED if k not in doc]
-    if missing:
-        raise ProfileError("profile is missing %s" % ", ".join(missing))
-    known = set(_REQUIRED) | {"cal_gain", "cal_offset"}
-    unknown = sorted(set(doc) - known)
-    if unknown:
-        raise ProfileError("profile has unknown keys: %s" % ", ".join(unknown))
+    """A checked profile: the device's checks, then the host's derivation of N, Nc and E."""
+    fields = device_checks(doc)
     try:
-        lo, hi, eps = (bits_to_float64(parse_hex64(doc[k])) for k in ("lo", "hi", "epsilon"))
-    except ValueError as exc:
-        raise ProfileError("profile: %s" % exc) from None
-    for key in _INT_KEYS:
-        if isinstance(doc[key], bool) or not isinstance(doc[key], int):
-            raise ProfileError("profile: %s must be an integer" % key)
-    calibration = None
-    if ("cal_gain" in doc) != ("cal_offset" in doc):
-        raise ProfileError("profile: cal_gain and cal_offset go together")
-    if "cal_gain" in doc:
-        calibration = Calibration(Calibration.parse(doc["cal_gain"], "cal_gain"),
-                                  Calibration.parse(doc["cal_offset"], "cal_offset"))
-    rebuilt = from_exponent(lo, hi, eps, doc["exponent"], calibration=calibration)
+        rebuilt = from_exponent(fields["lo"], fields["hi"], fields["epsilon"], doc["exponent"],
+                                calibration=fields["calibration"])
+    except ProfileError as exc:
+        raise _fail("derived", "profile: %s" % exc) from None
     for key in _INT_KEYS:
         if doc[key] != getattr(rebuilt, key):
-            raise ProfileError("profile: %s is %r but the parameters give %r"
-                               % (key, doc[key], getattr(rebuilt, key)))
-    if doc["fingerprint"] != rebuilt.fingerprint:
-        raise ProfileError("profile fingerprint does not match its contents "
-                           "(the file was edited or corrupted)")
+            raise _fail("derived", "profile: %s is %r but the parameters give %r"
+                        % (key, doc[key], getattr(rebuilt, key)))
+    if doc["fingerprint"] != rebuilt.fingerprint:  # implied by the above; kept as a guard
+        raise _fail("fingerprint", "profile fingerprint does not match its contents")
     return rebuilt
 
 
-def loads(text: str) -> Profile:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError("profile is not valid JSON: %s" % exc) from None
-    return from_dict(doc)
+def loads(text) -> Profile:
+    """A checked profile from a file's bytes (or text): the device's grammar and checks."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")  # non-ASCII: bytes >= 0x80, "json"
+    if len(text) > MAX_FILE:
+        raise _fail("size", "profile is longer than %d bytes, the longest a device reads"
+                    % MAX_FILE)
+    return from_dict(parse(bytes(text)))
 
 
 def load(path) -> Profile:
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE + 1)
     except OSError as exc:
         raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
-    except UnicodeDecodeError:
-        raise ProfileError("profile %s is not UTF-8 text" % path) from None
-    return loads(text)
+    return loads(data)
