@@ -461,6 +461,7 @@ class BoardImpl(_LineChannel):
             raise ConformanceError("cannot open %s: %s" % (port, exc)) from None
         try:
             self.t.enter_raw_repl(soft_reset=True)
+            self._probe(port)
             if install:
                 self.installed = self._install()
             self.t.exec_raw_no_follow(_BOARD_START)
@@ -471,6 +472,25 @@ class BoardImpl(_LineChannel):
         except ConformanceError:
             self._abandon()
             raise
+
+    def _probe(self, port):
+        """Before copying anything: can the board write a file, and has it os.urandom? (The
+        runner itself needs only the first; the firmware it tests needs both.) One line
+        instead of an `[Errno 19]` from the copy."""
+        from .deploy import PROBE_CODE, probe_message, probe_problems
+
+        try:
+            out = self.t.exec(PROBE_CODE).decode("utf-8", "replace")
+        except self._TransportError as exc:
+            out = str(getattr(exc, "error_output", exc))
+        problems = probe_problems(out)
+        if problems is None:
+            tail = [line.strip() for line in out.splitlines() if line.strip()]
+            raise ConformanceError("board on %s did not answer the probe: %s"
+                                   % (port, tail[-1] if tail else "no output"))
+        if problems:
+            raise ConformanceError(probe_message(problems, "board on %s cannot run Zeal"
+                                                   % port))
 
     def _install(self):
         """Copy firmware + runner to BOARD_DIR (skipping files whose SHA-256 already

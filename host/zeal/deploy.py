@@ -8,6 +8,8 @@ What lands on the board (paths relative to its working directory, the root of it
     zeal_profile.json  the profile, validated here first, written in canonical form
     zeal_config.json   the device config (keys: firmware/zealfw/main.py), from --config FILE
                        with --sensor SPEC over it
+    zeal_replay.txt    with --replay-file FILE: the readings the replay source reads, one a
+                       line (validated here first; see check_replay_file)
     main.py            firmware/board/main.py: runs zealfw.main.boot() after the reset
 
 How flash talks to the board: one `python -m mpremote` command line (its CLI, not its Python
@@ -24,9 +26,14 @@ matches, and a board that drops off USB on reset. What the CLI lacks is worked a
 `fs mkdir` fails on an existing folder and would end the chain, so PREPARE (a short `exec`)
 creates the folders and clears stale modules; mpremote's failures arrive as text (or a
 traceback) and are mapped to one line. Before mpremote runs, the port is opened with pyserial
-(a missing or busy port is a one-line error) and the line "!stop" is sent: a board streaming
-Zeal frames ignores Ctrl-C, and "!stop" gives its REPL back (a board at the REPL just prints
-a SyntaxError).
+(a missing or busy port is a one-line error) and the board is stopped as `zeal stop` does
+(stop_board): a board streaming Zeal frames ignores Ctrl-C, and the line "!stop" gives its
+REPL back (a board at the REPL just prints a SyntaxError). A board whose watchdog runs cannot
+stop it (a machine.WDT, once started, runs until reset): it sends STATUS STOPPED, then HELD,
+and resets into its REPL, held there by a marker file; stop_board waits for the port to come
+back and for the REPL to answer. Then one small `mpremote exec` (PROBE_CODE) checks that the
+board can write and remove a file and has os.urandom, so a board without either is named in
+one line instead of an `[Errno 19]` half-way through the copy.
 
 .mpy compatibility: bytecode-only .mpy files load on any MicroPython with the same .mpy
 version (v6: MicroPython 1.19 and later; docs.micropython.org reference/mpyfiles). On older
@@ -53,16 +60,32 @@ BOARD_LIB = "lib/zealfw"
 BOARD_PROFILE = "zeal_profile.json"
 BOARD_CONFIG = "zeal_config.json"
 BOARD_MAIN = "main.py"
+BOARD_REPLAY = "zeal_replay.txt"
 STAGE = "STAGE"  # shown in --dry-run for the temporary folder flash() makes
 STOP_LINE = b"\r\n!stop\r\n"
+# STATUS codes stop_board waits for (shared_spec: STOPPED 4; HELD 7 = the board resets into a
+# held REPL after a stop because its watchdog was running). Only Status.code is read, so any
+# wire protocol whose Deframer yields Status objects will do.
+STATUS_STOPPED = 4
+STATUS_HELD = 7
+# RP2040's machine.WDT takes at most 8388 ms (its 24-bit counter at 2 ticks per us); ESP32
+# allows more, but a config that must run on any board keeps to the smaller one.
+WDT_MAX_MS = 8388
+# The longest replay line the device takes (its line buffer, zealfw/sources.py); a longer line
+# is refused on the board, so it is refused here first.
+REPLAY_LINE_MAX = 40
 
 # The device config's keys (firmware/zealfw/main.py _DEFAULTS; a test keeps them equal).
 CONFIG_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "sensor",
                "output", "watchdog_ms", "start_delay_ms", "crash_reset_ms", "profile", "seed",
-               "vector_mode", "vector_key")
+               "vector_mode", "vector_key", "debug", "write_timeout_ms")
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
-             "start_delay_ms", "crash_reset_ms")
-SENSOR_FORMS = "adc:PIN[:ATTEN], replay, callable:MODULE.FUNCTION"
+             "start_delay_ms", "crash_reset_ms", "write_timeout_ms")
+SENSOR_FORMS = "adc:PIN[:ATTEN], rp2040-temp, replay, callable:MODULE.FUNCTION"
+# the RP2040's internal temperature sensor is ADC channel 4 (not a pin)
+RP2040_TEMP = {"kind": "adc", "channel": 4}
+RP2040_TEMP_EXAMPLE = "firmware/examples/rp2040_temp.json"
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 # ESP32 machine.ADC.ATTN_* values; RP2040 has no attenuation (the firmware skips it there)
 _ATTEN_NAMES = {"0db": 0, "2.5db": 1, "2_5db": 1, "6db": 2, "11db": 3}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -112,6 +135,10 @@ def parse_sensor(spec):
         return ZealError("bad --sensor %r: %s (accepted: %s)" % (spec, why, SENSOR_FORMS))
 
     kind, _, rest = (spec or "").strip().partition(":")
+    if kind == "rp2040-temp":
+        if rest:
+            raise bad("rp2040-temp takes no arguments")
+        return dict(RP2040_TEMP)
     if kind == "replay":
         if rest:
             raise bad("replay takes no arguments")
@@ -147,13 +174,37 @@ def _check_sensor(sensor, where):
     if not isinstance(sensor, dict):
         raise ZealError("%s: sensor must be an object like {\"kind\": \"replay\"}" % where)
     kind = sensor.get("kind")
-    need = {"adc": ("pin",), "replay": (), "callable": ("module", "function")}.get(kind)
+    need = {"adc": (), "rp2040_temp": (), "replay": (),
+            "callable": ("module", "function")}.get(kind)
     if need is None:
-        raise ZealError("%s: sensor kind must be adc, replay or callable, not %r"
+        raise ZealError("%s: sensor kind must be adc, rp2040_temp, replay or callable, not %r"
                         % (where, kind))
     missing = [k for k in need if k not in sensor]
     if missing:
         raise ZealError("%s: %s sensor needs %s" % (where, kind, ", ".join(missing)))
+    if kind == "adc" and ("pin" in sensor) == ("channel" in sensor):
+        raise ZealError("%s: adc sensor needs pin (a GPIO) or channel (e.g. 4, the RP2040's "
+                        "temperature sensor), not both" % where)
+    if kind == "adc" and "channel" in sensor:
+        ch = sensor["channel"]
+        if not isinstance(ch, int) or isinstance(ch, bool) or not 0 <= ch <= 15:
+            raise ZealError("%s: adc channel must be an integer 0..15" % where)
+    if kind == "replay" and "file" in sensor:
+        name = sensor["file"]
+        if not isinstance(name, str) or not _FILE_NAME.match(name) or len(name) > 64:
+            raise ZealError("%s: replay file must be a plain file name on the board, like "
+                            "%s" % (where, BOARD_REPLAY))
+
+
+def sensor_kind(cfg):
+    """"adc", "replay", "callable" (the alias rp2040_temp is an adc) for a built config."""
+    kind = cfg.get("sensor", {}).get("kind", "replay")
+    return "adc" if kind == "rp2040_temp" else kind
+
+
+def is_rp2040_temp(sensor):
+    return (sensor.get("kind") == "rp2040_temp"
+            or (sensor.get("kind") == "adc" and sensor.get("channel") == 4))
 
 
 def load_config_file(path):
@@ -170,9 +221,11 @@ def load_config_file(path):
     return doc
 
 
-def build_config(sensor=None, config=None):
+def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None):
     """The device's zeal_config.json as a dict: --config FILE (or a dict) with the --sensor
-    SPEC over it. Keys left out take the firmware's defaults on the board."""
+    SPEC, --watchdog-ms and --replay-file over it. Keys left out take the firmware's defaults
+    on the board. `replay_file` (a local path, checked by the caller) makes the sensor
+    {"kind": "replay", "file": BOARD_REPLAY}."""
     where = "config %s" % config if isinstance(config, str) else "config"
     doc = dict(load_config_file(config) if isinstance(config, str) else (config or {}))
     unknown = sorted(set(doc) - set(CONFIG_KEYS))
@@ -184,6 +237,17 @@ def build_config(sensor=None, config=None):
             v = doc[key]
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ZealError("%s: %s must be a non-negative integer" % (where, key))
+    if watchdog_ms is not None:
+        if not isinstance(watchdog_ms, int) or isinstance(watchdog_ms, bool) or watchdog_ms < 0:
+            raise ZealError("--watchdog-ms must be a non-negative integer")
+        doc["watchdog_ms"] = watchdog_ms
+    if doc.get("watchdog_ms", 0) > WDT_MAX_MS:
+        raise ZealError("%s: watchdog_ms %d is above %d, the RP2040's machine.WDT maximum "
+                        "(the limit on every board): use 1..%d, or 0 for no watchdog"
+                        % ("--watchdog-ms" if watchdog_ms is not None else where,
+                           doc["watchdog_ms"], WDT_MAX_MS, WDT_MAX_MS))
+    if "debug" in doc and not isinstance(doc["debug"], bool):
+        raise ZealError("%s: debug must be true or false" % where)
     if "batch" in doc and not 1 <= doc["batch"] <= 255:
         raise ZealError("%s: batch must be 1..255" % where)
     if doc.get("profile", BOARD_PROFILE) != BOARD_PROFILE:
@@ -201,13 +265,64 @@ def build_config(sensor=None, config=None):
         doc["sensor"] = parse_sensor(sensor)
     elif "sensor" in doc:
         _check_sensor(doc["sensor"], where)
+    if replay_file is not None:
+        if doc.get("sensor", {"kind": "replay"}).get("kind") != "replay":
+            raise ZealError("--replay-file needs the replay sensor, not %s (drop --sensor or "
+                            "give --sensor replay)" % doc["sensor"].get("kind"))
+        doc["sensor"] = {"kind": "replay", "file": BOARD_REPLAY}
     return doc
+
+
+# ---- replay readings from a file on the board ------------------------------------------------
+def check_replay_file(path, calibrated=True):
+    """A --replay-file: (normalised text to copy to the board, number of readings).
+
+    One reading per line, as the device's replay source reads it (zealfw/sources.py): 16 hex
+    digits (a float64 bit pattern), 8 hex digits (a float32 bit pattern), or otherwise a
+    decimal integer (a raw count, e.g. "+12345678" for a count of eight digits). Blank lines
+    are skipped as on the board; a line longer than REPLAY_LINE_MAX characters, anything else,
+    and raw counts under a profile without a calibration are refused with the line number.
+    The copy has "\n" line ends and no blank lines."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ZealError("cannot read replay file %s: %s" % (path, exc.strerror or exc)) from None
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        line = raw.replace(b"\r", b"")  # the device skips CR anywhere
+        where = "replay file %s line %d" % (path, lineno)
+        if len(line) > REPLAY_LINE_MAX:
+            raise ZealError("%s: %d characters, the board takes at most %d"
+                            % (where, len(line), REPLAY_LINE_MAX))
+        try:
+            text = line.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise ZealError("%s: not ASCII" % where) from None
+        if not text:
+            continue
+        if len(text) in (8, 16):
+            if not re.fullmatch(r"[0-9a-fA-F]+", text):
+                raise ZealError("%s: %r: a line of %d characters is a float%d bit pattern in "
+                                "hex (write a raw count of %d digits with a sign, +N)"
+                                % (where, text, len(text), 4 * len(text), len(text)))
+        elif not re.fullmatch(r"[-+]?[0-9]+", text):
+            raise ZealError("%s: %r is not a reading (16 hex digits: float64 bits, 8 hex "
+                            "digits: float32 bits, or a decimal integer: a raw count)"
+                            % (where, text))
+        elif not calibrated:
+            raise ZealError("%s: %r is a raw count, and the profile has no calibration"
+                            % (where, text))
+        out.append(text)
+    if not out:
+        raise ZealError("replay file %s holds no readings" % path)
+    return "\n".join(out) + "\n", len(out)
 
 
 # ---- the plan --------------------------------------------------------------------------------
 @dataclass
 class Step:
-    """One step of `zeal flash`. kind: note | compile | write | port | mpremote."""
+    """One step of `zeal flash`. kind: note | compile | write | port | probe | mpremote."""
     kind: str
     label: str
     argv: list = None         # mpremote: its command line
@@ -217,8 +332,9 @@ class Step:
     path: str = None          # write: the stage file
     data: str = None          # write: its text
     show: bool = False        # write: print the text in --dry-run
-    port: str = None          # port, mpremote
+    port: str = None          # port, probe, mpremote
     files: list = field(default_factory=list)     # mpremote: [(local path, board path)]
+    wait: float = None        # port: seconds to wait for the board's answer to "!stop"
 
     def lines(self):
         """The exact commands or contents of this step, for --dry-run."""
@@ -226,7 +342,7 @@ class Step:
             return [shlex.join(c) for c in self.commands]
         if self.kind == "write" and self.show:
             return self.data.rstrip("\n").splitlines()
-        if self.kind == "mpremote":
+        if self.kind in ("mpremote", "probe"):
             return [shlex.join(self.argv)]
         return []
 
@@ -242,6 +358,76 @@ def _prepare_code(names):
             " if f.rsplit(\".\", 1)[-1] in (\"py\", \"mpy\") and f not in (%s,):\n"
             "  os.remove(%s + f)\n" % (q("lib"), q(BOARD_LIB), q(BOARD_LIB),
                                         ", ".join(q(n) for n in names), q(BOARD_LIB + "/")))
+
+
+# Board-side probe: can the board write and remove a file, and does it have os.urandom? One
+# marker line, e.g. "ZEAL-PROBE ok" or "ZEAL-PROBE fs=19 urandom=AttributeError" (fs=errno of
+# the failed write, as MicroPython's OSError carries it in args[0]). Valid MicroPython.
+PROBE_FILE = "zeal_probe.tmp"
+PROBE_MARK = "ZEAL-PROBE"
+PROBE_CODE = ("import os\n"
+              "r = []\n"
+              "try:\n"
+              " f = open(%(file)s, \"wb\")\n"
+              " try:\n  f.write(b\"zeal\")\n finally:\n  f.close()\n"
+              " os.remove(%(file)s)\n"
+              "except OSError as e:\n"
+              " r.append(\"fs=\" + str(e.args[0] if e.args else \"?\").replace(\" \", \"_\"))\n"
+              "try:\n"
+              " if len(os.urandom(8)) != 8:\n  r.append(\"urandom=short\")\n"
+              "except Exception as e:\n"
+              " r.append(\"urandom=\" + type(e).__name__)\n"
+              "print(%(mark)s, \" \".join(r) or \"ok\")\n"
+              % {"file": json.dumps(PROBE_FILE), "mark": json.dumps(PROBE_MARK)})
+# errno -> (what the probe says, what mpremote_error adds); MicroPython's OSError carries the
+# errno number (OSError: 19, or [Errno 19] ENODEV)
+_ERRNO_TEXT = {
+    "19": ("no filesystem is mounted (OSError 19, ENODEV)",
+           "the board has no filesystem mounted, ENODEV"),
+    "30": ("its filesystem is read-only (OSError 30, EROFS)",
+           "the board's filesystem is read-only, EROFS"),
+    "28": ("its filesystem is full (OSError 28, ENOSPC)", "the board's filesystem is full, ENOSPC"),
+    "13": ("its filesystem refuses writes (OSError 13, EACCES)",
+           "the board's filesystem refuses writes, EACCES"),
+    "5": ("its filesystem gives I/O errors (OSError 5, EIO)",
+          "the board's filesystem gives I/O errors, EIO"),
+}
+
+
+def probe_problems(output):
+    """The problems a PROBE_CODE run reports, as phrases ([] for a board that passes), or
+    None when its output holds no marker line."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith(PROBE_MARK + " "):
+            break
+    else:
+        return None
+    problems = []
+    for token in line[len(PROBE_MARK) + 1:].split():
+        what, _, value = token.partition("=")
+        if what == "fs":
+            problems.append(_ERRNO_TEXT[value][0] if value in _ERRNO_TEXT else
+                            "its filesystem is not writable (OSError %s)" % value)
+        elif what == "urandom":
+            problems.append("its MicroPython has no os.urandom" if value == "AttributeError"
+                            else "os.urandom fails (%s)" % value)
+    return problems
+
+
+def probe_message(problems, what):
+    """One line naming why the board cannot take `what`."""
+    needs = []
+    if any("filesystem" in p for p in problems):
+        needs.append("a writable filesystem")
+    if any("urandom" in p for p in problems):
+        needs.append("os.urandom for its generator key")
+    return "%s: %s (Zeal needs %s; use a MicroPython build that has %s)" % (
+        what, "; ".join(problems), " and ".join(needs), "them" if len(needs) > 1 else "it")
+
+
+def probe_argv(port):
+    return [sys.executable, "-m", "mpremote", "connect", port, "+", "exec", PROBE_CODE]
 
 
 def mpremote_argv(port, pkg_files, root_files):
@@ -266,25 +452,44 @@ def _mpy_cross_version(mpy_cross):
 
 
 def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, stage=STAGE,
-               mpy_cross=None, firmware=None):
+               mpy_cross=None, firmware=None, watchdog_ms=None, replay_file=None,
+               stop_wait=2.0):
     """The steps of `zeal flash`, checked but not run: the profile is loaded and validated
-    first (ProfileError), then the config (ZealError). `stage` is the folder for generated
-    files (flash() passes a temporary one; the default is the placeholder STAGE).
-    `mpy_cross`: an argv prefix, None to look for it, or False to act as if it were missing."""
+    first (ProfileError), then the config and the replay file (ZealError). `stage` is the
+    folder for generated files (flash() passes a temporary one; the default is the
+    placeholder STAGE). `mpy_cross`: an argv prefix, None to look for it, or False to act as
+    if it were missing."""
     from . import profile as P
 
     prof = P.load(profile_path)
-    cfg = build_config(sensor, config)
+    cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file)
+    replay = None
+    if replay_file is not None:
+        replay = check_replay_file(replay_file, calibrated=prof.calibration is not None)
     if not port:
         raise ZealError("give the board's serial port with --port (see `zeal devices`)")
     _, modules, board_main = firmware_files(firmware)
     steps = []
 
-    sensor_kind = cfg.get("sensor", {}).get("kind", "replay")
-    if sensor_kind == "adc" and prof.calibration is None:
+    kind = sensor_kind(cfg)
+    spec = cfg.get("sensor", {"kind": "replay"})
+    if kind == "adc" and prof.calibration is None:
         raise ZealError("sensor adc gives raw counts: the profile needs a calibration "
-                        "(zeal profile ... --cal-gain Q --cal-offset Q -o FILE)")
-    if sensor_kind == "callable" and prof.calibration is None:
+                        "(zeal profile ... --cal-gain Q --cal-offset Q -o FILE%s)"
+                        % ("; the RP2040 temperature sensor's is in %s" % RP2040_TEMP_EXAMPLE
+                           if is_rp2040_temp(spec) else ""))
+    if kind == "replay" and "file" not in spec:
+        steps.append(Step("note", "the replay sensor reads its readings from the serial line "
+                                  "(virtual boards, tests); on a real board give "
+                                  "--replay-file FILE"))
+    elif kind == "replay" and replay is None:
+        steps.append(Step("note", "the replay sensor reads :%s, which must already be on "
+                                  "the board (--replay-file FILE copies one)" % spec["file"]))
+    if cfg.get("watchdog_ms"):
+        steps.append(Step("note", "watchdog_ms %d: a running watchdog cannot be stopped, so "
+                                  "`zeal stop` resets this board into a held REPL"
+                          % cfg["watchdog_ms"]))
+    if kind == "callable" and prof.calibration is None:
         steps.append(Step("note", "the profile has no calibration: the callable sensor must "
                                   "return floats (an int is a raw count)"))
     if cfg.get("vector_mode"):
@@ -318,14 +523,23 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     steps.append(Step("write", "write %s: %d bits, epsilon %g, fingerprint %s" % (
         BOARD_PROFILE, prof.bits, prof.epsilon, prof.fingerprint[:16]),
         path=stage_profile, data=prof.to_json()))
+    shown = "rp2040 temperature (adc channel 4)" if is_rp2040_temp(spec) else kind
     steps.append(Step("write", "write %s: sensor %s%s" % (
-        BOARD_CONFIG, sensor_kind, "" if "sensor" in cfg else " (the firmware's default)"),
+        BOARD_CONFIG, shown, "" if "sensor" in cfg else " (the firmware's default)"),
         path=stage_config, data=json.dumps(cfg, indent=1, sort_keys=True) + "\n", show=True))
-    steps.append(Step("port", "open %s and send \"!stop\" (a board streaming Zeal frames "
-                              "goes back to its REPL)" % port, port=port))
+    root_files = [(stage_profile, BOARD_PROFILE), (stage_config, BOARD_CONFIG)]
+    if replay is not None:
+        stage_replay = os.path.join(stage, BOARD_REPLAY)
+        steps.append(Step("write", "write %s: %d readings from %s" % (
+            BOARD_REPLAY, replay[1], replay_file), path=stage_replay, data=replay[0]))
+        root_files.append((stage_replay, BOARD_REPLAY))
+    steps.append(Step("port", "open %s, send \"!stop\" and wait up to %g s for STOPPED or "
+                              "the REPL (after HELD: for the board to reset into its REPL)"
+                      % (port, stop_wait), port=port, wait=stop_wait))
+    steps.append(Step("probe", "mpremote: check that %s can write a file and has os.urandom"
+                      % port, argv=probe_argv(port), port=port))
     # main.py last: a board reset half-way never starts a new main.py on an old package
-    root_files = [(stage_profile, BOARD_PROFILE), (stage_config, BOARD_CONFIG),
-                  (board_main, BOARD_MAIN)]
+    root_files.append((board_main, BOARD_MAIN))
     files = [(p, "%s/%s" % (BOARD_LIB, os.path.basename(p))) for p in pkg_files] + root_files
     steps.append(Step("mpremote", "mpremote: copy %d files to %s and reset the board"
                       % (len(files), port), argv=mpremote_argv(port, pkg_files, root_files),
@@ -338,30 +552,173 @@ def _is_device_path(port):
     return port.startswith("/") and "://" not in port
 
 
-def check_port(port, stop=True, wait=2.0):
-    """Open `port` (a device path or pyserial URL) once. A missing or unopenable port is a
-    ZealError with one line. With `stop`, send "!stop" and listen up to `wait` s for the REPL
-    prompt: a board at its REPL answers at once (a SyntaxError, then ">>> "); a streaming
-    board sees the line at its next reading, flushes, sends STOPPED and returns to the REPL.
-    Returns True when the prompt was seen."""
-    if _is_device_path(port) and not os.path.exists(port):
-        raise ZealError("no such port %s (`zeal devices` lists connected boards)" % port)
+def _serial_opener(baudrate):
+    def open_port(port):
+        import serial
+
+        return serial.serial_for_url(port, baudrate=baudrate, timeout=0.1, write_timeout=2)
+    return open_port
+
+
+def _port_errors():
     try:
         import serial
     except ImportError:
         raise ZealError("pyserial is missing (pip install pyserial)") from None
-    seen = b""
+    return (serial.SerialException, OSError, ValueError)
+
+
+def _open_once(port, opener):
+    if _is_device_path(port) and not os.path.exists(port):
+        raise ZealError("cannot open %s: no such port (`zeal devices` lists connected boards)"
+                        % port)
+    errors = _port_errors()
     try:
-        with serial.serial_for_url(port, baudrate=115200, timeout=0.1, write_timeout=2) as ser:
-            if stop:
-                ser.write(STOP_LINE)
-                ser.flush()
-                deadline = time.monotonic() + wait
-                while time.monotonic() < deadline and not seen.endswith(b">>> "):
-                    seen = (seen + ser.read(256))[-64:]
-    except (serial.SerialException, OSError, ValueError) as exc:
+        return opener(port)
+    except errors as exc:
         raise ZealError("cannot open %s: %s" % (port, exc)) from None
-    return seen.endswith(b">>> ")
+
+
+PROMPT = b">>> "
+
+
+@dataclass
+class StopResult:
+    """What stop_board saw. state: "stopped" (STATUS STOPPED, then the REPL), "held" (STOPPED
+    and HELD: the board reset into its held REPL, which answered), "repl" (the board was at its
+    REPL already), "silent" (no answer within the wait). codes: STATUS codes seen."""
+    state: str
+    codes: list = field(default_factory=list)
+
+
+def stop_board(port, *, wait=5.0, reappear=10.0, baudrate=115200, opener=None,
+               clock=time.monotonic, sleep=time.sleep, out=None):
+    """Give a board's REPL back, watchdog or not (`zeal stop`, and the first step of flash).
+
+    Sends "!stop" and reads the line through zeal.wire's Deframer (only Status.code is used):
+    a streaming board answers at its next sampling tick with STATUS STOPPED and returns to
+    its REPL (prompt ">>> "); one whose watchdog runs sends STOPPED, then HELD, and resets
+    (a machine.WDT cannot be stopped), coming back held in its REPL. The port vanishes while
+    USB re-enumerates, so after HELD (or a port lost after STOPPED) it is closed at once and
+    reopened every 0.2 s for up to `reappear` s, until the REPL answers a CR. A board already
+    at its REPL prints a SyntaxError and the prompt. `wait` bounds the wait for the first
+    answer: a board reads "!stop" once per sampling tick, so give more than its period_ms.
+    `opener(port)` returns a pyserial-like object (read(n), write(b), flush(), close());
+    tests pass a fake board. Raises ZealError (one line) for an unopenable port, a port lost
+    before STOPPED, or a board that does not come back."""
+    from . import wire
+
+    opener = opener or _serial_opener(baudrate)
+    errors = _port_errors()
+    ser = _open_once(port, opener)
+    deframer = wire.Deframer()
+    codes, tail = [], b""
+    lost = False
+    try:
+        try:
+            ser.write(STOP_LINE)
+            ser.flush()
+        except errors as exc:
+            raise ZealError("cannot write to %s: %s" % (port, exc)) from None
+        deadline = clock() + wait
+        while clock() < deadline:
+            try:
+                chunk = ser.read(256)
+            except errors:
+                if STATUS_STOPPED in codes:  # reset before its HELD frame got out
+                    lost = True
+                    break
+                raise ZealError("lost %s before the board answered \"!stop\"" % port) from None
+            if not chunk:
+                if tail.endswith(PROMPT):  # the prompt, and quiet after it
+                    return StopResult("stopped" if STATUS_STOPPED in codes else "repl", codes)
+                continue
+            tail = (tail + chunk)[-64:]
+            for frame in deframer.feed(chunk):
+                if not isinstance(frame, wire.Status):
+                    continue  # HELLO, sealed DATA
+                codes.append(frame.code)
+                if frame.code == STATUS_STOPPED:
+                    # HELD, if any, follows at once; the REPL's banner and prompt take a moment
+                    deadline = max(deadline, clock() + 3.0)
+            if STATUS_HELD in codes:
+                break
+        else:
+            if STATUS_STOPPED in codes:
+                return StopResult("stopped", codes)  # STOPPED, prompt not seen
+            return StopResult("silent", codes)
+    finally:
+        try:
+            ser.close()  # at once: a port held open keeps its name from the re-enumerated board
+        except errors:
+            pass
+    if out is not None:
+        print("      %s: the watchdog was running; waiting for %s to reset into its REPL"
+              % ("HELD" if not lost else "STOPPED and the port went away", port), file=out,
+              flush=True)
+    deadline = clock() + reappear
+    while clock() < deadline:
+        sleep(0.2)
+        try:
+            ser = opener(port)
+        except errors:
+            continue
+        try:
+            ser.write(b"\r")
+            ser.flush()
+            seen, until = b"", clock() + 1.0
+            while clock() < until and not seen.endswith(PROMPT):
+                seen = (seen + ser.read(64))[-64:]
+            if seen.endswith(PROMPT):
+                return StopResult("held", codes)
+        except errors:
+            pass  # still the old device going away, or the new one not ready
+        finally:
+            try:
+                ser.close()
+            except errors:
+                pass
+    raise ZealError("%s reset after STOPPED (its watchdog was running) but its REPL did not "
+                    "answer within %g s" % (port, reappear))
+
+
+def check_port(port, stop=True, wait=2.0):
+    """Open `port` (a device path or pyserial URL) once. A missing or unopenable port is a
+    ZealError with one line. With `stop`, stop the board as stop_board does (waiting up to
+    `wait` s for an answer); returns True when its REPL answered."""
+    if not stop:
+        _open_once(port, _serial_opener(115200)).close()
+        return False
+    return stop_board(port, wait=wait).state != "silent"
+
+
+def _stop_text(result, port, wait):
+    return {"stopped": "STOPPED: the board is at its REPL",
+            "held": "STOPPED, HELD: the board reset (its watchdog was running) and is held "
+                    "at its REPL",
+            "repl": "the board is at its REPL",
+            "silent": "no answer within %g s; carrying on" % wait}[result.state]
+
+
+def run_probe(argv, port, timeout=60):
+    """Run the PROBE_CODE mpremote command; ZealError (one line) if it fails or the board
+    lacks a writable filesystem or os.urandom."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace",
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ZealError("mpremote did not finish on %s within %d s" % (port, timeout)) from None
+    except OSError as exc:
+        raise ZealError("cannot run mpremote: %s" % exc) from None
+    if done.returncode != 0:
+        raise ZealError(mpremote_error(done.stdout, port))
+    problems = probe_problems(done.stdout)
+    if problems is None:
+        raise ZealError("mpremote on %s: the board did not answer the probe (output: %s)"
+                        % (port, " | ".join(done.stdout.split("\n")[-3:]).strip() or "none"))
+    if problems:
+        raise ZealError(probe_message(problems, "the board on %s cannot run Zeal" % port))
 
 
 def _have_mpremote():
@@ -388,6 +745,9 @@ def mpremote_error(output, port):
             break
     if msg is None:
         msg = lines[-1] if lines else "no output"
+    m = re.search(r"\[Errno (\d+)\]|OSError: (\d+)\b", msg)
+    if m and (m.group(1) or m.group(2)) in _ERRNO_TEXT:
+        msg += " (%s)" % _ERRNO_TEXT[m.group(1) or m.group(2)][1]
     if "could not enter raw repl" in msg:
         msg += (" (is it running MicroPython? A board streaming Zeal frames with a long "
                 "period_ms: `zeal stop --port PORT`, wait one period, flash again)")
@@ -425,7 +785,8 @@ def run_mpremote(argv, port, out, timeout=300, stage=None):
 
 
 def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run=False,
-          out=None, mpy_cross=None, firmware=None, timeout=300, stop_wait=2.0):
+          out=None, mpy_cross=None, firmware=None, timeout=300, stop_wait=2.0,
+          watchdog_ms=None, replay_file=None):
     """Compile, stage and copy the firmware, profile and config to the board on `port`, then
     reset it. With dry_run, print every step and command and touch no board. Returns the
     steps (with the real stage folder when not a dry run)."""
@@ -434,7 +795,8 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
     out = out or sys.stdout
     if dry_run:
         steps = plan_flash(port, profile_path, sensor, config, compile, mpy_cross=mpy_cross,
-                           firmware=firmware)
+                           firmware=firmware, watchdog_ms=watchdog_ms, replay_file=replay_file,
+                           stop_wait=stop_wait)
         print("zeal flash --dry-run: nothing is sent to %s" % port, file=out)
         if _is_device_path(port) and not os.path.exists(port):
             print("note: %s does not exist now" % port, file=out)
@@ -452,7 +814,8 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                         "(or pip install 'zeal-mcu[deploy]')")
     with tempfile.TemporaryDirectory(prefix="zeal-flash-") as stage:
         steps = plan_flash(port, profile_path, sensor, config, compile, stage=stage,
-                           mpy_cross=mpy_cross, firmware=firmware)
+                           mpy_cross=mpy_cross, firmware=firmware, watchdog_ms=watchdog_ms,
+                           replay_file=replay_file, stop_wait=stop_wait)
         if _is_device_path(port) and not os.path.exists(port):  # before any work
             raise ZealError("no such port %s (`zeal devices` lists connected boards)" % port)
         work = [s for s in steps if s.kind != "note"]
@@ -470,10 +833,11 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                 with open(step.path, "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(step.data)
             elif step.kind == "port":
-                if check_port(step.port, stop=True, wait=stop_wait):
-                    print("      the board is at its REPL", file=out)
-                else:
-                    print("      no REPL prompt within %g s; carrying on" % stop_wait, file=out)
+                print("      " + _stop_text(stop_board(step.port, wait=step.wait, out=out),
+                                            step.port, step.wait), file=out, flush=True)
+            elif step.kind == "probe":
+                run_probe(step.argv, step.port, timeout=timeout)
+                print("      the board can write files and has os.urandom", file=out)
             elif step.kind == "mpremote":
                 run_mpremote(step.argv, step.port, out, timeout=timeout, stage=stage)
         print("flashed %s: %d files; the board resets and runs main.py"
@@ -544,8 +908,59 @@ def list_devices(all_ports=False):
 # ---- command line ----------------------------------------------------------------------------
 def cmd_flash(args):
     flash(args.port, args.profile, sensor=args.sensor, config=args.config,
-          compile=not args.no_compile, dry_run=args.dry_run)
+          compile=not args.no_compile, dry_run=args.dry_run, watchdog_ms=args.watchdog_ms,
+          replay_file=args.replay_file, stop_wait=args.stop_wait)
     return 0
+
+
+def cmd_stop(args):
+    """`zeal stop`: one line for what happened; ZealError (exit 1) when the board is silent."""
+    result = stop_board(args.port, wait=args.wait, baudrate=args.baud)
+    if result.state == "silent":
+        raise ZealError("no answer from %s within %g s (a streaming board reads \"!stop\" at "
+                        "its next sampling tick: give --wait longer than its period_ms)"
+                        % (args.port, args.wait))
+    print({"stopped": "%s: STOPPED; the board is at its REPL",
+           "held": "%s: STOPPED, then HELD: its watchdog was running, so the board reset and is "
+                   "held at its REPL (it runs main.py again at its next reset)",
+           "repl": "%s: the board is at its REPL (it was not streaming)"}[result.state]
+          % args.port)
+    return 0
+
+
+def register_stop(subparsers):
+    """Add `zeal stop` (cli.py calls this in place of its own stop command)."""
+    p = subparsers.add_parser(
+        "stop", help="stop a streaming board and give its REPL back",
+        description="Send the line !stop to a board streaming Zeal frames and wait for its "
+                    "STOPPED status and REPL prompt. A board whose watchdog runs cannot stop "
+                    "it: it sends HELD and resets into a held REPL, which this waits for.")
+    p.add_argument("--port", required=True, metavar="PORT", help="serial port or pyserial URL")
+    p.add_argument("--baud", type=int, default=115200)
+    p.add_argument("--wait", type=_seconds, default=5.0, metavar="S",
+                   help="seconds to wait for the board's answer (default 5; a board reads "
+                        "!stop once per sampling tick, so give more than its period)")
+    p.set_defaults(func=cmd_stop)
+
+
+def _seconds(text):
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("give seconds, 0..3600")
+    return value
+
+
+def _non_negative_int(text):
+    import argparse
+
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("give a non-negative integer (milliseconds)")
+    return int(text)
 
 
 def cmd_devices(args):
@@ -583,11 +998,23 @@ def register(subparsers):
                    help="profile made by `zeal profile -o FILE`")
     p.add_argument("--sensor", metavar="SPEC",
                    help="adc:PIN[:ATTEN] (raw counts; the profile needs a calibration), "
-                        "replay (readings sent by the host; the firmware's default), or "
-                        "callable:MODULE.FUNCTION (a driver on the board)")
+                        "rp2040-temp (the RP2040's internal temperature sensor, ADC channel "
+                        "4; profile: firmware/examples/rp2040_temp.json), replay (readings "
+                        "from --replay-file, or sent over the line; the firmware's default), "
+                        "or callable:MODULE.FUNCTION (a driver on the board)")
     p.add_argument("--config", metavar="FILE",
                    help="device config JSON (keys: see firmware/zealfw/main.py); --sensor "
                         "overrides its sensor")
+    p.add_argument("--watchdog-ms", type=_non_negative_int, metavar="MS",
+                   help="machine.WDT timeout on the board, 1..%d (the RP2040's maximum), 0 for "
+                        "none; overrides the config's watchdog_ms" % WDT_MAX_MS)
+    p.add_argument("--replay-file", metavar="FILE",
+                   help="readings for the replay sensor, one a line (16 hex digits: float64 "
+                        "bits, 8: float32 bits, or a decimal raw count), copied to :%s; the "
+                        "board replays them once, then stops" % BOARD_REPLAY)
+    p.add_argument("--stop-wait", type=_seconds, default=2.0, metavar="S",
+                   help="seconds to wait for a streaming board to answer !stop (default 2; "
+                        "it reads the line once per sampling tick)")
     p.add_argument("--no-compile", action="store_true",
                    help="copy .py sources instead of .mpy (MicroPython older than 1.19)")
     p.add_argument("--dry-run", action="store_true",
