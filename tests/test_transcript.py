@@ -1,0 +1,293 @@
+"""The whole device transcript is private per reading (shared_spec/mechanism.md, "The whole
+transcript"; DESIGN.md section 5).
+
+The real firmware loop (`zealfw.main.run`) runs in vector mode (a given key, so a run is
+reproducible) on two reading streams that differ in one reading, the second one holding a
+reading that cannot be privatised (NaN, infinity, a bad line, an overlong line, a raw count
+without calibration, a sensor error, a value of the wrong type) or an out-of-range one. The
+two transcripts must be identical in every byte except that one report's m bits (and the
+CRC of its DATA frame, a function of them): the same frames in the same order, the same
+lengths, sequence numbers, HELLO and STATUS bodies, and each frame written at the same
+sampling tick. The loop runs under CPython (importing zealfw, with a recording output) and
+under the MicroPython unix port (stdout compared the same way, and equal to CPython's).
+
+Then, exactly (Fractions): the replaced reading's report is the mechanism's report at the
+public midpoint (lo + hi)/2 word for word, so its distribution is the mechanism's there, and
+every report distribution, replaced or not, is within the profile's ratio P_hi/P_lo <= e^eps
+of any other — the factor that bounds the whole transcript's ratio.
+"""
+import hashlib
+import io
+import json
+import math
+import os
+import struct
+import sys
+import types
+from fractions import Fraction
+
+import pytest
+
+from zeal import profile as P
+from zeal.analysis import ExactGrid
+from zeal.mechanism import ExactZeal
+from zeal.words import CounterWords
+
+from conftest import HUMIDITY, ROOT
+from test_firmware_loop import (KEY, Data, Hello, Status, Text, f64, midpoint, parse_output,
+                                run_device)
+
+FIRMWARE = os.path.join(ROOT, "firmware")
+if FIRMWARE not in sys.path:
+    sys.path.insert(0, FIRMWARE)
+
+from zealfw import main as fw_main  # noqa: E402  (CPython import of the device package)
+
+BATCH = 4
+# a schedule with every kind of frame: DATA, HELLO every 3 DATA frames, STATUS every 2,
+# a HELLO asked for by the host mid-stream, the short flush at the end
+CONFIG = {"batch": BATCH, "hello_every": 3, "status_every": 2, "period_ms": 0,
+          "start_delay_ms": 0, "vector_mode": True, "vector_key": KEY.hex()}
+N = 30
+AT = 13  # the reading that differs (not at a batch edge: its frame is in the middle)
+# H boot, D D S, D H (hello_every), D S, D H (the "!hello"), D S, D, short D H, S STOPPED
+SCHEDULE = "HDDSDHDSDHDSDDHS"
+
+
+def base_lines(prof):
+    span = Fraction(prof.hi) - Fraction(prof.lo)
+    xs = [float(Fraction(prof.lo) + span * ((7 * i) % N) / N) for i in range(N)]
+    lines = [f64(x) for x in xs]
+    lines.insert(21, "!hello")   # a host request between readings: a HELLO at the next tick
+    return lines
+
+
+def variant(lines, at, line):
+    out = list(lines)
+    out[at] = line
+    return out
+
+
+UNPRIVATISABLE = {
+    "nan": f64(float("nan")),
+    "inf": f64(float("inf")),
+    "-inf": f64(float("-inf")),
+    "nan32": "7fc00000",
+    "bad-line": "zz",
+    "overlong": "0" * 38 + "405",        # must not be cut to 40 characters and parsed
+    "raw-without-calibration": "1234",
+}
+OUT_OF_RANGE = {"above": f64(1e6), "below": f64(-40.0), "huge": f64(1e300),
+                "long-raw": "0" * 30 + "405"}
+
+
+# ---- the loop under CPython, with the tick of every write recorded ---------------------------
+class _Input(io.BytesIO):
+    """The replay input; counts the lines the device has taken (= its sampling ticks, bar
+    control lines, which the test places itself)."""
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.lines = 0
+
+    def readinto(self, b):
+        n = super().readinto(b)
+        if n and b[0] == 10:
+            self.lines += 1
+        return n
+
+
+class _Output:
+    def __init__(self, inp):
+        self.inp = inp
+        self.writes = []   # (lines taken when written, bytes)
+
+    def write(self, buf):
+        self.writes.append((self.inp.lines, bytes(buf)))
+        return len(buf)
+
+    def stream(self):
+        return b"".join(b for _, b in self.writes)
+
+    def frames_at(self):
+        """(tick, frame bytes) per frame: a frame is written whole by one write here."""
+        return [(t, b) for t, b in self.writes]
+
+
+def run_cpython(tmp_path, prof, lines, config=CONFIG):
+    (tmp_path / "zeal_profile.json").write_text(prof.to_json())
+    cfg = dict(config, profile=str(tmp_path / "zeal_profile.json"),
+               seed=str(tmp_path / "zeal_seed.bin"))
+    (tmp_path / "zeal_config.json").write_text(json.dumps(cfg))
+    inp = _Input(("\n".join(lines) + "\n").encode())
+    out = _Output(inp)
+    fw_main.run(str(tmp_path / "zeal_config.json"), out=out, inp=inp)
+    return out
+
+
+def assert_differ_in_one_report(a_items, b_items, index):
+    """Two parsed transcripts: equal item by item, but for the report at `index` (counted
+    over all DATA frames) whose m bits may differ."""
+    assert [type(i) for i in a_items] == [type(i) for i in b_items]
+    assert not [i for i in a_items if isinstance(i, Text)]
+    seen = 0
+    for x, y in zip(a_items, b_items):
+        if isinstance(x, Data):
+            assert (x.flags, x.seq, x.count, len(x.raw)) == (y.flags, y.seq, y.count, len(y.raw))
+            for k, (u, v) in enumerate(zip(x.lows, y.lows)):
+                if seen + k != index:
+                    assert u == v, "report %d differs" % (seen + k)
+            seen += x.count
+        else:
+            assert x.raw == y.raw      # HELLO and STATUS bodies, byte for byte
+
+
+def reading_index(lines, at):
+    """The report index of line `at` (control lines make no report)."""
+    return sum(1 for ln in lines[:at] if not ln.startswith("!"))
+
+
+@pytest.fixture(scope="module")
+def prof():
+    return P.from_bits(*HUMIDITY, 1.0, 4)
+
+
+@pytest.mark.parametrize("name", sorted(UNPRIVATISABLE) + sorted(OUT_OF_RANGE))
+def test_cpython_transcripts_differ_only_in_that_report(tmp_path, prof, name):
+    lines = base_lines(prof)
+    line = UNPRIVATISABLE.get(name) or OUT_OF_RANGE[name]
+    a = run_cpython(tmp_path, prof, lines)
+    b = run_cpython(tmp_path, prof, variant(lines, AT, line))
+    ai, bi = parse_output(a.stream()), parse_output(b.stream())
+    assert_differ_in_one_report(ai, bi, reading_index(lines, AT))
+    # every frame leaves at the same sampling tick, with the same length
+    fa, fb = a.frames_at(), b.frames_at()
+    assert [(t, len(x)) for t, x in fa] == [(t, len(x)) for t, x in fb]
+    # and the schedule is the one the config says: 30 readings, batch 4 -> 7 full frames and
+    # a short one; HELLO at boot, after DATA 3 and 6, and on request; STATUS after DATA 2,4,6
+    kinds = [type(i).__name__[0] for i in ai]
+    assert "".join(kinds) == SCHEDULE
+    assert kinds.count("D") == 8 and kinds.count("H") == 4 and kinds.count("S") == 4
+    assert sum(i.count for i in ai if isinstance(i, Data)) == N
+    assert [i.ticks for i in ai if isinstance(i, Status)][-1] == N
+
+
+def test_replaced_report_is_the_midpoint_report(tmp_path, prof):
+    """The device's report for an unprivatisable reading is, word for word, the reference
+    mechanism's report at (lo + hi)/2: the same function of the same words."""
+    lines = base_lines(prof)
+    out = run_cpython(tmp_path, prof, variant(lines, AT, UNPRIVATISABLE["nan"]))
+    got = [v for i in parse_output(out.stream()) if isinstance(i, Data) for v in i.lows]
+    mech = ExactZeal(profile=prof, words=CounterWords(KEY))
+    readings = [ln for ln in variant(lines, AT, UNPRIVATISABLE["nan"]) if not ln.startswith("!")]
+    want = []
+    for ln in readings:
+        x = struct.unpack("<d", struct.pack("<Q", int(ln, 16)))[0]
+        want.append(mech.sample_offset(Fraction(x) if math.isfinite(x) else midpoint(prof)))
+    mask = (1 << prof.bits) - 1
+    assert got == [(prof.k_lo + j) & mask for j in want]
+
+
+def test_a_sensor_error_is_a_replaced_reading(tmp_path, prof, monkeypatch):
+    """The callable source: a driver's exception or a value of the wrong type makes the
+    same transcript as a normal reading but for that report."""
+    values = [Fraction(prof.lo) + (Fraction(prof.hi) - Fraction(prof.lo)) * i / 20
+              for i in range(20)]
+
+    def make(bad):
+        calls = [0]
+
+        def read():
+            i = calls[0]
+            calls[0] += 1
+            if i == AT and bad == "error":
+                raise OSError("i2c timeout")
+            if i == AT and bad == "type":
+                return "21.5"
+            return float(values[i % 20])   # a float: packed to float32 by the source
+        return read, calls
+
+    transcripts = []
+    for bad in (None, "error", "type"):
+        read, calls = make(bad)
+        monkeypatch.setitem(sys.modules, "fakesensor", types.SimpleNamespace(read=read))
+        cfg = dict(CONFIG, max_reports=20,
+                   sensor={"kind": "callable", "module": "fakesensor", "function": "read"})
+        (tmp_path / "zeal_profile.json").write_text(prof.to_json())
+        cfg.update(profile=str(tmp_path / "zeal_profile.json"))
+        (tmp_path / "zeal_config.json").write_text(json.dumps(cfg))
+        writes = []
+
+        class Out:
+            def write(self, buf):
+                writes.append((calls[0], bytes(buf)))
+                return len(buf)
+
+        fw_main.run(str(tmp_path / "zeal_config.json"), out=Out(), inp=None)
+        transcripts.append(writes)
+    base = parse_output(b"".join(b for _, b in transcripts[0]))
+    for other in transcripts[1:]:
+        assert [(t, len(b)) for t, b in other] == [(t, len(b)) for t, b in transcripts[0]]
+        assert_differ_in_one_report(base, parse_output(b"".join(b for _, b in other)), AT)
+
+
+@pytest.mark.parametrize("name", ["nan", "overlong", "raw-without-calibration", "above"])
+def test_micropython_transcripts_differ_only_in_that_report(tmp_path, prof, name):
+    """The same on the MicroPython unix port, whose bytes also equal CPython's."""
+    lines = base_lines(prof)
+    line = UNPRIVATISABLE.get(name) or OUT_OF_RANGE[name]
+    cfg = {k: v for k, v in CONFIG.items()}
+    outs = []
+    for ls in (lines, variant(lines, AT, line)):
+        outs.append(run_device(tmp_path, ls, prof=prof, config=cfg))
+    assert_differ_in_one_report(parse_output(outs[0]), parse_output(outs[1]),
+                                reading_index(lines, AT))
+    cpy = run_cpython(tmp_path, prof, variant(lines, AT, line)).stream()
+    assert outs[1] == cpy
+
+
+def test_public_parts_do_not_depend_on_the_readings(tmp_path, prof):
+    """HELLO and STATUS bodies of two runs with entirely different readings are equal byte
+    for byte (nonce, next_seq, ticks, frames_dropped, zero counters)."""
+    lines = base_lines(prof)
+    other = [UNPRIVATISABLE["nan"] if not ln.startswith("!") else ln for ln in lines]
+    a = parse_output(run_cpython(tmp_path, prof, lines).stream())
+    b = parse_output(run_cpython(tmp_path, prof, other).stream())
+    pick = lambda items: [i.raw for i in items if isinstance(i, (Hello, Status))]  # noqa: E731
+    assert pick(a) == pick(b) and len(pick(a)) == 8
+    h = [i for i in a if isinstance(i, Hello)]
+    assert h[0].nonce == hashlib.sha256(b"zeal-nonce" + KEY).digest()[:8]
+    assert [x.next_seq for x in h] == [0, 3, 5, 8]
+    assert all(s.replaced == 0 and s.clamped == 0 for s in a if isinstance(s, Status))
+
+
+# ---- exact: the replaced report's law, and the per-report factor ------------------------------
+@pytest.mark.parametrize("bits", [2, 3, 4])
+def test_replaced_report_law_is_the_mechanism_at_the_midpoint(tmp_path, bits):
+    """For 64 keys the device's report for NaN equals the reference's report at the midpoint
+    with the same words (a coupling: equal as random variables, so equal in law). That law,
+    exactly, is ExactGrid.distribution(mid); against every input x of a fine grid over and
+    beyond [lo, hi] each column's ratio is at most P_hi/P_lo, and P_hi/P_lo is below the
+    certified lower bound of e^eps."""
+    prof = P.from_bits(*HUMIDITY, 1.0, bits)
+    mid = midpoint(prof)
+    cfg = dict(CONFIG, batch=1, hello_every=0, status_every=0)
+    for seed in range(64):
+        key = hashlib.sha256(b"transcript:%d" % seed).digest()
+        out = run_cpython(tmp_path, prof, [f64(float("nan"))], dict(cfg, vector_key=key.hex()))
+        got = [v for i in parse_output(out.stream()) if isinstance(i, Data) for v in i.lows]
+        j = ExactZeal(profile=prof, words=CounterWords(key)).sample_offset(mid)
+        assert got == [(prof.k_lo + j) & ((1 << bits) - 1)]
+    g = ExactGrid(prof)
+    law = g.distribution(mid)
+    assert sum(law.values()) == 1
+    assert all(g.p_lo <= p <= g.p_hi for p in law.values())
+    lo, hi = Fraction(prof.lo), Fraction(prof.hi)
+    worst = Fraction(1)
+    for i in range(-8, 73):
+        x = lo + (hi - lo) * i / 64          # includes readings clamped below and above
+        other = g.distribution(x)
+        for j in law:
+            worst = max(worst, law[j] / other[j], other[j] / law[j])
+    assert worst <= g.privacy_ratio
+    assert g.privacy_ratio <= P.exp_lower_bound(Fraction(prof.epsilon))
