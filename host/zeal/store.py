@@ -263,7 +263,7 @@ class Store:
         tables = {}
         for name in names:
             tables[name] = {r[1] for r in self.db.execute(
-                "SELECT * FROM pragma_table_info(?)", (name,))}
+                'PRAGMA table_info("%s")' % name.replace('"', '""'))}
         return version, tables
 
     def _refuse_foreign(self, version: int, tables: dict) -> None:
