@@ -25,29 +25,31 @@ from zeal.wire_conformance import decode_stream, encode_case  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors", "wire.json")
 PROFILES = os.path.join(ROOT, "shared_spec", "vectors", "profiles.json")
-VERSION = 1
+VERSION = 2  # protocol 2: 40-byte HELLO (nonce, next_seq), 18-byte STATUS header
 
-# ---- hand-derived: DATA seq=1, m=4, reports [5, 10] -----------------------------------------
+# ---- hand-derived: DATA seq=1, m = 4, reports [5, 10] ---------------------------------------
 #   session = 01 02 03 04 05 06 07 08      device id
 #             cd 5b 49 17 58 3d 31 22      fingerprint of profiles.json "hand" (first 8 bytes)
 #             01 00 00 00                  boot 1
-#            (the HELLO of vector "hello-hand", bytes 5..24)
+#             a1 a2 a3 a4 a5 a6 a7 a8      nonce
+#            (the HELLO of vector "hello-hand", bytes 5..32)
 #   body    = 02            type DATA, no flags
-#             01 00         seq 1, little-endian
+#             01 00         seq 1 (the low 16 bits of the u32 sequence number), little-endian
 #             02            count 2
 #             a5            report 0 = 5 = 0101b in bits 0-3, report 1 = 10 = 1010b in bits 4-7
 #   CRC     = crc32(body, crc32(session)) = crc32(session || body)
-#           = crc32(02 01 00 02 a5, 0x5c934f7a) = 0x099a5209 -> little-endian: 09 52 9a 09
-#   COBS of 02 01 00 02 a5 09 52 9a 09 (one zero, at index 2):
+#           = crc32(02 01 00 02 a5, 0xbe17a7d4) = 0x5f32381b -> little-endian: 1b 38 32 5f
+#   COBS of 02 01 00 02 a5 1b 38 32 5f (one zero, at index 2):
 #             block "02 01" closed by the zero  -> code 03
-#             block "02 a5 09 52 9a 09" to the end -> code 07
-#   frame   = 03 02 01 07 02 a5 09 52 9a 09 00                        (11 bytes)
-HAND_SESSION = bytes.fromhex("0102030405060708" "cd5b4917583d3122" "01000000")
-HAND_SESSION_CRC = 0x5C934F7A
+#             block "02 a5 1b 38 32 5f" to the end -> code 07
+#   frame   = 03 02 01 07 02 a5 1b 38 32 5f 00                        (11 bytes)
+HAND_SESSION = bytes.fromhex("0102030405060708" "cd5b4917583d3122" "01000000"
+                             "a1a2a3a4a5a6a7a8")
+HAND_SESSION_CRC = 0xBE17A7D4
 HAND_BODY = bytes([0x02, 0x01, 0x00, 0x02, 0xA5])
-HAND_CRC = 0x099A5209
-HAND_FRAME = "0302010702a509529a0900"
-HAND_DEVICE, HAND_BOOT = "0102030405060708", 1  # the session's parts, for the vectors
+HAND_CRC = 0x5F32381B
+HAND_FRAME = "0302010702a51b38325f00"
+HAND_DEVICE, HAND_BOOT, HAND_NONCE = "0102030405060708", 1, "a1a2a3a4a5a6a7a8"
 
 TRACEBACK = (b"Traceback (most recent call last):\r\n"
              b"  File \"main.py\", line 42, in <module>\r\n"
@@ -70,7 +72,7 @@ def crc32_bitwise(data: bytes) -> int:
 
 
 def check_hand(hand) -> None:
-    session = wire.session_bytes(HAND_DEVICE, fp8(hand), HAND_BOOT)
+    session = wire.session_bytes(HAND_DEVICE, fp8(hand), HAND_BOOT, HAND_NONCE)
     if session != HAND_SESSION:
         raise SystemExit("hand case: session %s, hand gives %s" % (session.hex(),
                                                                  HAND_SESSION.hex()))
@@ -136,29 +138,39 @@ def build_cases(profiles: dict) -> list:
     # -- HELLO --
     def hello_case(cid, comment, **f):
         fields = {"flags": 0, "firmware": [0, 1, 0], "device_id": "0102030405060708",
-                  "fingerprint": "00" * 8, "boot": 0, "bits": 0, "batch": 64}
+                  "fingerprint": "00" * 8, "boot": 0, "nonce": HAND_NONCE, "next_seq": 0,
+                  "bits": 0, "batch": 64}
         fields.update(f)
         frame = wire.encode_hello(**fields)
         add({"id": cid, "comment": comment, "result": "valid", "target": "both", "op": "hello",
              "fields": fields, "frame": frame.hex()})
 
-    hello_case("hello-hand", "HELLO for the hand profile (m = 4), boot 1; written as 0x00, "
-               "COBS(body || CRC), 0x00", fingerprint=fp8(hand), boot=1, bits=4)
-    hello_case("hello-vector-zeros", "VECTOR HELLO, all-zero device id (COBS codes for every "
-               "zero), m = 52, batch 255", flags=wire.FLAG_VECTOR, device_id="00" * 8,
-               fingerprint=fp8(profiles["hum-e1-m52"]), boot=0, bits=52, batch=255)
+    hello_case("hello-hand", "HELLO for the hand profile (m = 4), boot 1, nonce a1..a8, "
+               "next_seq 0 (the boot HELLO); written as 0x00, COBS(body || CRC), 0x00",
+               fingerprint=fp8(hand), boot=1, bits=4)
+    hello_case("hello-periodic", "a periodic HELLO of the hand boot: next_seq 70000 (beyond "
+               "u16: the host anchors the u32 sequence there)", fingerprint=fp8(hand), boot=1,
+               bits=4, next_seq=70000)
+    hello_case("hello-vector-zeros", "VECTOR HELLO, all-zero device id and nonce (COBS codes "
+               "for every zero), m = 52, batch 255", flags=wire.FLAG_VECTOR, device_id="00" * 8,
+               fingerprint=fp8(profiles["hum-e1-m52"]), boot=0, nonce="00" * 8, bits=52,
+               batch=255)
     hello_case("hello-no-profile", "no valid profile: fingerprint zero, m = 0; boot counter "
-               "at its maximum", firmware=[1, 2, 3], device_id="e66138528b6e2f2a",
-               boot=0xFFFFFFFF, bits=0, batch=64)
+               "and next_seq at their maximum", firmware=[1, 2, 3], device_id="e66138528b6e2f2a",
+               boot=0xFFFFFFFF, next_seq=0xFFFFFFFF, bits=0, batch=64)
+    hello_case("hello-debug", "DEBUG flag (0x20): a non-private debug build", flags=wire.FLAG_DEBUG,
+               fingerprint=fp8(hand), boot=7, nonce="0011223344556677", bits=4, batch=1)
 
     # -- DATA --
     def data_case(cid, comment, pid, bits, lows, seq=0, batch=None, flags=0):
-        """DATA of a boot whose HELLO would be: device 0102030405060708, boot 1, the
-        fingerprint of profile `pid` (zero for None); that session seeds the CRC."""
+        """DATA of a boot whose HELLO would be: device 0102030405060708, boot 1, nonce
+        a1..a8, the fingerprint of profile `pid` (zero for None); that session seeds the CRC.
+        `seq` is the u32 of the first frame; its low 16 bits travel."""
         batch = batch or max(1, min(len(lows), wire.MAX_COUNT))
         fields = {"flags": flags, "device_id": HAND_DEVICE,
                   "fingerprint": fp8(profiles[pid]) if pid else "00" * 8, "boot": HAND_BOOT,
-                  "seq": seq, "bits": bits, "batch": batch, "reports": lows}
+                  "nonce": HAND_NONCE, "seq": seq, "bits": bits, "batch": batch,
+                  "reports": lows}
         case = {"id": cid, "comment": comment, "result": "valid", "target": "both",
                 "op": "data", "fields": fields,
                 "frame": encode_case("data", fields).hex(), "profile": pid}
@@ -197,7 +209,8 @@ def build_cases(profiles: dict) -> list:
         while True:  # a salt that leaves no zero byte in the CRC either
             lows = grid_lows(m8, "m8-%d-%d" % (count, k), count, nonzero_bytes=True)
             frame = wire.encode_data(seq=0x0101, bits=8, reports=lows,
-                                     session=wire.session_bytes(HAND_DEVICE, fp8(m8), HAND_BOOT))
+                                     session=wire.session_bytes(HAND_DEVICE, fp8(m8), HAND_BOOT,
+                                                                HAND_NONCE))
             if len(frame) == wire.max_encoded_length(count + 8) + 1:  # no zero anywhere
                 break
             k += 1
@@ -213,45 +226,78 @@ def build_cases(profiles: dict) -> list:
               "hum-e1-m16", 16, grid_lows(m16, "split", 130), seq=40, batch=64)
     data_case("data-vector", "VECTOR flag on DATA (never stored by a host)", "hand", 4,
               grid_lows(hand, "vector", 3), seq=7, flags=wire.FLAG_VECTOR)
+    data_case("data-debug", "DEBUG flag on DATA (a debug build: decoded, never called "
+              "private)", "hand", 4, grid_lows(hand, "debug", 3), seq=8, flags=wire.FLAG_DEBUG)
+    data_case("data-seq-u32", "two frames from the u32 sequence number 0x1fffe: the wire "
+              "carries fffe, then ffff", "hand", 4, grid_lows(hand, "u32", 2), seq=0x1FFFE,
+              batch=1)
+    data_case("data-seq-u32-wrap", "two frames from 0xffffffff: the u32 wraps to 0 (the wire "
+              "carries ffff, then 0000)", "hand", 4, grid_lows(hand, "u32w", 2),
+              seq=0xFFFFFFFF, batch=1)
 
     # -- STATUS --
     def status_case(cid, comment, **f):
-        fields = {"flags": 0, "code": 0, "dropped": 0, "clamped": 0, "sent": 0, "message": ""}
+        fields = {"flags": 0, "code": 0, "ticks": 0, "frames_dropped": 0, "replaced": 0,
+                  "clamped": 0, "message": ""}
         fields.update(f)
         add({"id": cid, "comment": comment, "result": "valid", "target": "both",
              "op": "status", "fields": fields, "frame": wire.encode_status(**fields).hex()})
 
     status_case("status-heartbeat", "OK heartbeat, zero counters, empty message")
-    status_case("status-sensor", "SENSOR with counters and a message", code=3, dropped=1,
-                clamped=256, sent=65536, message="i2c timeout")
-    status_case("status-max", "STOPPED, counters at 2^32 - 1, a 200-byte message", code=4,
-                dropped=0xFFFFFFFF, clamped=0xFFFFFFFF, sent=0xFFFFFFFF, message="z" * 200)
-    status_case("status-wrap", "counters beyond u32 wrap modulo 2^32", code=0,
-                dropped=(1 << 32) + 5, clamped=1 << 32, sent=(1 << 33) + 7)
+    status_case("status-ticks", "OK with ticks and frames_dropped (public counters), "
+                "replaced = clamped = 0 as in every private build", ticks=65536,
+                frames_dropped=3)
+    status_case("status-debug-sensor", "DEBUG build: SENSOR with the replaced and clamped "
+                "counters and a message", flags=wire.FLAG_DEBUG, code=wire.SENSOR, ticks=300,
+                replaced=1, clamped=256, message="i2c timeout")
+    status_case("status-max", "STOPPED, counters at 2^32 - 1, a 200-byte message",
+                code=wire.STOPPED, ticks=0xFFFFFFFF, frames_dropped=0xFFFFFFFF,
+                flags=wire.FLAG_DEBUG, replaced=0xFFFFFFFF, clamped=0xFFFFFFFF,
+                message="z" * 200)
+    status_case("status-wrap", "counters beyond u32 wrap modulo 2^32", code=wire.OK,
+                ticks=(1 << 33) + 7, frames_dropped=(1 << 32) + 5)
     status_case("status-utf8-cut", "CONFIG, message of 201 UTF-8 bytes: cut to 199 at the "
-                "character boundary, never inside 'é'", code=5, message="x" * 199 + "é")
-    status_case("status-vector", "VECTOR STATUS", flags=wire.FLAG_VECTOR, code=1,
-                message="no profile")
+                "character boundary, never inside 'é'", code=wire.CONFIG,
+                message="x" * 199 + "é")
+    status_case("status-held", "HELD (7): reset into a held REPL after a stop",
+                code=wire.HELD, ticks=12, message="watchdog running: held")
+    status_case("status-crash", "CRASH in a private build: the exception's type name only",
+                code=wire.CRASH, ticks=5, message="ValueError")
+    status_case("status-vector", "VECTOR STATUS", flags=wire.FLAG_VECTOR,
+                code=wire.NO_PROFILE, message="no profile")
 
     # -- a whole session through a Sender --
     sess = {"flags": 0, "firmware": [0, 1, 0], "device_id": b"zeal-dev".hex(),
-            "fingerprint": fp8(hand), "boot": 3, "bits": 4, "batch": 4, "hello_every": 2,
-            "seq": 0, "reports": grid_lows(hand, "session", 11),
-            "status": {"code": 4, "dropped": 2, "clamped": 1, "message": "bye"}}
-    hello = wire.encode_hello(flags=0, firmware=sess["firmware"], device_id=sess["device_id"],
-                              fingerprint=sess["fingerprint"], boot=3, bits=4, batch=4)
+            "fingerprint": fp8(hand), "boot": 3, "nonce": "5a5b5c5d5e5f6061", "bits": 4,
+            "batch": 4, "hello_every": 2, "seq": 0, "reports": grid_lows(hand, "session", 11),
+            "status": {"code": wire.STOPPED, "ticks": 11, "message": "bye"}}
+    ss = wire.session_bytes(sess["device_id"], sess["fingerprint"], sess["boot"],
+                            sess["nonce"])
+
+    def sess_hello(n):
+        return wire.encode_hello(flags=0, firmware=sess["firmware"],
+                                 device_id=sess["device_id"], fingerprint=sess["fingerprint"],
+                                 boot=3, nonce=sess["nonce"], next_seq=n, bits=4, batch=4)
+
     r = sess["reports"]
-    ss = wire.session_bytes(sess["device_id"], sess["fingerprint"], sess["boot"])
-    stream = (hello + wire.encode_data(seq=0, bits=4, reports=r[0:4], session=ss)
-              + wire.encode_data(seq=1, bits=4, reports=r[4:8], session=ss) + hello
+    stream = (sess_hello(0) + wire.encode_data(seq=0, bits=4, reports=r[0:4], session=ss)
+              + wire.encode_data(seq=1, bits=4, reports=r[4:8], session=ss) + sess_hello(2)
               + wire.encode_data(seq=2, bits=4, reports=r[8:11], session=ss)
-              + wire.encode_status(code=4, dropped=2, clamped=1, sent=11, message="bye"))
+              + wire.encode_status(code=wire.STOPPED, ticks=11, message="bye"))
     if encode_case("session", sess) != stream:
         raise SystemExit("session: encode_case disagrees with the frame-by-frame stream")
-    add({"id": "session-hand", "comment": "Sender: HELLO, 11 reports at batch 4 with a HELLO "
-         "after every 2 DATA frames, flush of the short batch, then STATUS STOPPED (sent = 11)",
+    add({"id": "session-hand", "comment": "Sender: HELLO (next_seq 0), 11 reports at batch 4 "
+         "with a HELLO after every 2 DATA frames (next_seq 2), flush of the short batch, then "
+         "STATUS STOPPED (ticks 11)",
          "result": "valid", "target": "both", "op": "session", "fields": sess,
          "frame": stream.hex(), "profile": "hand", "values": values_hex(hand, sess["reports"])})
+    late = {k: v for k, v in sess.items() if k != "status"}
+    late.update(seq=65534, reports=grid_lows(hand, "session-late", 12))
+    add({"id": "session-late", "comment": "Sender from u32 sequence number 65534 (a board "
+         "that ran a while): HELLO next_seq 65534, DATA 65534, 65535, HELLO next_seq 65536, "
+         "DATA 65536 (wire 0000)", "result": "valid", "target": "both", "op": "session",
+         "fields": late, "frame": encode_case("session", late).hex(), "profile": "hand",
+         "values": values_hex(hand, late["reports"])})
 
     # -- encoding refused (device: handle() answers not ok) --
     def refuse(cid, comment, op, fields):
@@ -268,85 +314,142 @@ def build_cases(profiles: dict) -> list:
            {"flags": 0, "seq": 0, "bits": 0, "batch": 1, "reports": [0]})
     refuse("encode-batch-256", "a batch above 255", "data",
            {"flags": 0, "seq": 0, "bits": 4, "batch": 256, "reports": [1]})
-    refuse("encode-hello-boot-2^32", "boot counter beyond u32", "hello",
-           {"flags": 0, "firmware": [0, 1, 0], "device_id": "0102030405060708",
-            "fingerprint": fp8(hand), "boot": 1 << 32, "bits": 4, "batch": 64})
+    hf = {"flags": 0, "firmware": [0, 1, 0], "device_id": "0102030405060708",
+          "fingerprint": fp8(hand), "boot": 1, "nonce": HAND_NONCE, "next_seq": 0, "bits": 4,
+          "batch": 64}
+    refuse("encode-hello-boot-2^32", "boot counter beyond u32", "hello", dict(hf, boot=1 << 32))
+    refuse("encode-hello-next-seq-2^32", "next_seq beyond u32", "hello",
+           dict(hf, next_seq=1 << 32))
+    refuse("encode-hello-nonce-short", "a nonce of 7 bytes", "hello",
+           dict(hf, nonce="a1a2a3a4a5a6a7"))
+    refuse("encode-hello-flag-0x40", "reserved flag bit 6", "hello", dict(hf, flags=0x40))
+    refuse("encode-data-flag-0x80", "reserved flag bit 7", "data",
+           {"flags": 0x80, "seq": 0, "bits": 4, "batch": 1, "reports": [1]})
+    refuse("encode-data-seq-2^32", "a sequence number beyond u32", "data",
+           {"flags": 0, "seq": 1 << 32, "bits": 4, "batch": 1, "reports": [1]})
+    refuse("encode-status-flag-0x40", "reserved flag bit 6 on STATUS", "status",
+           {"flags": 0x40, "code": 0, "ticks": 0, "frames_dropped": 0, "replaced": 0,
+            "clamped": 0, "message": ""})
 
     # -- decode: must-reject and stream rules (host only) --
-    def HS(device=HAND_DEVICE, fingerprint=fp8(hand), boot=1, bits=4):
+    def HS(device=HAND_DEVICE, fingerprint=fp8(hand), boot=1, bits=4, nonce=HAND_NONCE,
+           next_seq=0, flags=0):
         """A HELLO (batch 64) and the session that seeds the CRC of its boot's DATA."""
         return (wire.encode_hello(device_id=device, fingerprint=fingerprint, boot=boot,
-                                  bits=bits, batch=64),
-                wire.session_bytes(device, fingerprint, boot))
+                                  nonce=nonce, next_seq=next_seq, bits=bits, batch=64,
+                                  flags=flags),
+                wire.session_bytes(device, fingerprint, boot, nonce))
 
-    H, S = HS()  # the session of every D() unless told: 0102030405060708, hand, boot 1
+    S = HS()[1]  # the session of every D() unless told: 0102030405060708, hand, boot 1, a1..a8
+
+    def H(next_seq):
+        return HS(next_seq=next_seq)[0]
 
     def D(seq, flags=0, lows=(3, 4, 5), session=S):
         return wire.encode_data(seq=seq, bits=4, reports=list(lows), flags=flags,
                                 session=session)
+
+    def hbody40():  # the body of H(0), built field by field
+        return (bytes.fromhex("01" "02" "000100" + HAND_DEVICE) + bytes.fromhex(fp8(hand))
+                + struct.pack("<I", 1) + bytes.fromhex(HAND_NONCE)
+                + struct.pack("<IBH", 0, 4, 64))
 
     def DB(body, crc_delta=0):  # a hand-made DATA body, CRC under S
         return body_frame(body, crc_delta, session=S)
 
     def decode_case(cid, comment, stream, reason=None, vectors=False):
         expect = decode_stream(stream, vectors=vectors, profiles=list(profiles.values()))
-        rejected = expect["rejected"]
-        if reason is not None and rejected.get(reason, 0) < 1:
-            raise SystemExit("decode case %s: reference did not reject for %s (%r)"
-                             % (cid, reason, rejected))
-        if reason is None and any(k not in ("cobs", "crc") for k in rejected):
-            raise SystemExit("decode case %s: unexpected rejections %r" % (cid, rejected))
+        counted = dict(expect["rejected"])
+        for k, v in expect["unresolved"].items():
+            counted[k] = counted.get(k, 0) + v
+        if reason is not None and counted.get(reason, 0) < 1:
+            raise SystemExit("decode case %s: reference did not count %s (%r)"
+                             % (cid, reason, counted))
+        if reason is None and any(k not in ("cobs", "crc") for k in expect["rejected"]):
+            raise SystemExit("decode case %s: unexpected rejections %r" % (cid, counted))
         case = {"id": cid, "comment": comment, "result": "invalid" if reason else "valid",
                 "target": "host", "op": "decode", "vectors": vectors, "stream": stream.hex(),
                 "expect": expect}
         if reason:
             case["reason"] = reason
         add(case)
+        return expect
 
     bad_crc = DB(bytes([2, 2, 0, 3, 0x43, 0x05]), crc_delta=1)
-    decode_case("reject-crc", "DATA seq 2 with its CRC off by one: rejected, counted as 1 lost",
-                H + D(1) + bad_crc + D(3), "crc")
+    decode_case("reject-crc", "DATA seq 2 with its CRC off by one: Unresolved (crc), kept by a "
+                "collector but never opened; counted as 1 lost", H(1) + D(1) + bad_crc + D(3),
+                "crc")
     flipped = bytearray(D(2))
     flipped[5] ^= 0x01  # a data byte of the second COBS block, not a code byte
-    decode_case("reject-bit-flip", "one bit flipped inside DATA seq 2", H + D(1) + bytes(flipped)
-                + D(3), "crc")
+    decode_case("reject-bit-flip", "one bit flipped inside DATA seq 2", H(1) + D(1)
+                + bytes(flipped) + D(3), "crc")
     cut = D(2)[:-4] + b"\x00"
     decode_case("reject-truncated", "DATA seq 2 with its last 3 bytes lost: a COBS code points "
-                "past the end", H + D(1) + cut + D(3), "cobs")
+                "past the end", H(1) + D(1) + cut + D(3), "cobs")
     decode_case("reject-short", "three bytes of a frame: fewer than type + CRC",
-                H + D(2)[:3] + b"\x00" + D(3), "short")
+                H(2) + D(2)[:3] + b"\x00" + D(3), "short")
     decode_case("reject-bad-cobs", "code 0x05 with only two bytes after it",
-                H + bytes([5, 1, 2, 0]) + D(3), "cobs")
-    decode_case("reject-reserved-flag", "DATA with reserved flag bit 5 set, CRC valid",
-                H + DB(bytes([0x22, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
+                H(3) + bytes([5, 1, 2, 0]) + D(3), "cobs")
+    decode_case("reject-reserved-flag-6", "DATA with reserved flag bit 6 (0x40) set, CRC valid",
+                H(2) + DB(bytes([0x42, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
     decode_case("reject-reserved-flag-7", "DATA with reserved bit 7 set and VECTOR, CRC valid",
-                H + DB(bytes([0x92, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
-    decode_case("reject-type-4", "unknown type 4", H + body_frame(bytes([4, 1, 2, 3])) + D(3),
+                H(2) + DB(bytes([0x92, 2, 0, 3, 0x43, 0x05])) + D(3), "reserved_flags")
+    decode_case("reject-reserved-flag-hello", "HELLO with reserved flag bit 6: refused, so the "
+                "DATA after it has no session (Unresolved no_hello)",
+                b"\x00" + body_frame(bytes([0x41]) + hbody40()[1:]) + D(0),
+                "reserved_flags")
+    decode_case("decode-debug-flag", "DEBUG (0x20) on HELLO and DATA: accepted (Batch.debug)",
+                HS(flags=wire.FLAG_DEBUG)[0] + D(0, flags=wire.FLAG_DEBUG)
+                + D(1, flags=wire.FLAG_DEBUG))
+    decode_case("reject-type-4", "unknown type 4",
+                H(3) + body_frame(bytes([4, 1, 2, 3])) + D(3), "type")
+    decode_case("reject-type-0", "type 0", H(3) + body_frame(bytes([0, 0, 0, 0, 0])) + D(3),
                 "type")
-    decode_case("reject-type-0", "type 0", H + body_frame(bytes([0, 0, 0, 0, 0])) + D(3), "type")
     decode_case("reject-padding", "m = 4, one report 5 with padding nibble 1",
-                H + DB(bytes([2, 2, 0, 1, 0x15])) + D(3), "padding")
-    decode_case("reject-count-0", "DATA with a count of 0", H + DB(bytes([2, 2, 0, 0]))
+                H(2) + DB(bytes([2, 2, 0, 1, 0x15])) + D(3), "padding")
+    decode_case("reject-count-0", "DATA with a count of 0", H(2) + DB(bytes([2, 2, 0, 0]))
                 + D(3), "malformed")
     decode_case("reject-data-too-long", "DATA count 1 with 8 payload bytes (more than m = 52 "
-                "needs)", H + DB(bytes([2, 2, 0, 1]) + b"\x01" * 8) + D(3), "malformed")
+                "needs)", H(2) + DB(bytes([2, 2, 0, 1]) + b"\x01" * 8) + D(3), "malformed")
     decode_case("reject-data-length", "DATA count 3 at m = 4 with 1 payload byte (needs 2)",
-                H + DB(bytes([2, 2, 0, 3, 0x43])) + D(3), "length")
+                H(2) + DB(bytes([2, 2, 0, 3, 0x43])) + D(3), "length")
     decode_case("reject-overlong", "a run of MAX_ENCODED + 1 non-zero bytes is dropped unread",
-                H + D(1) + b"\x5a" * (wire.MAX_ENCODED + 1) + b"\x00" + D(2), "overlong")
-    hbody = bytes.fromhex("01" "01" "000100" "0102030405060708") + bytes.fromhex(fp8(hand)) \
-        + struct.pack("<IBH", 1, 4, 64)
-    decode_case("reject-hello-short", "HELLO of 27 bytes", body_frame(hbody[:27]) + D(0),
+                H(1) + D(1) + b"\x5a" * (wire.MAX_ENCODED + 1) + b"\x00" + D(2), "overlong")
+    hbody = hbody40()
+    if body_frame(hbody, 0) != H(0)[1:]:
+        raise SystemExit("hand-built HELLO body disagrees with encode_hello")
+    decode_case("reject-hello-short", "HELLO of 39 bytes", body_frame(hbody[:39]) + D(0),
                 "malformed")
-    decode_case("reject-hello-version", "HELLO with protocol version 2",
-                body_frame(hbody[:1] + b"\x02" + hbody[2:]) + D(0), "version")
-    sbody = struct.pack("<BBIII", 3, 0, 0, 0, 0)
+    decode_case("reject-hello-long", "HELLO of 41 bytes", body_frame(hbody + b"\x00") + D(0),
+                "malformed")
+    v1 = (bytes.fromhex("01" "01" "000100" "0102030405060708") + bytes.fromhex(fp8(hand))
+          + struct.pack("<IBH", 1, 4, 64))
+    decode_case("reject-hello-version-1", "a protocol 1 HELLO (28 bytes): refused as version; "
+                "the DATA after it stays Unresolved (no_hello)", b"\x00" + body_frame(v1)
+                + D(0), "version")
+    decode_case("reject-hello-version-3", "HELLO with protocol version 3",
+                body_frame(hbody[:1] + b"\x03" + hbody[2:]) + D(0), "version")
+    sbody = struct.pack("<BBIIII", 3, 0, 0, 0, 0, 0)
     decode_case("reject-status-long", "STATUS with a 201-byte message",
-                H + body_frame(sbody + b"m" * 201) + D(0), "malformed")
+                H(0) + body_frame(sbody + b"m" * 201) + D(0), "malformed")
+    decode_case("reject-status-short", "STATUS of 17 bytes (a protocol 1 header is 14)",
+                H(0) + body_frame(sbody[:17]) + D(0), "malformed")
     decode_case("reject-grid", "m = 4 report 15: k = 2^52 - 1 is above k_hi",
-                H + D(0, lows=(3, 15, 4)) + D(1), "grid")
-    decode_case("reject-no-hello", "DATA before any HELLO: never rebuilt", D(0) + D(1) + H + D(2),
-                "no_hello")
+                H(0) + D(0, lows=(3, 15, 4)) + D(1), "grid")
+    # -- late attach: Unresolved, then resolved at the HELLO --
+    decode_case("attach-no-hello", "DATA 0, 1 before any HELLO: Unresolved (no_hello); the "
+                "HELLO (next_seq 2) resolves them as 0 and 1; nothing lost",
+                D(0) + D(1) + H(2) + D(2), "no_hello")
+    decode_case("attach-late", "a collector attaching at u32 70037: DATA 70037-70039 "
+                "Unresolved, the periodic HELLO (next_seq 70040) resolves them (largest u32 "
+                "below 70040 with those low 16 bits); nothing before the attach is lost",
+                D(70037) + D(70038) + D(70039) + H(70040) + D(70040) + D(70041), "no_hello")
+    decode_case("attach-late-gap", "late attach with DATA 38 lost between the kept 37 and 39: "
+                "lost 1, counted once the pool is resolved",
+                D(37) + D(39) + H(40) + D(40), "no_hello")
+    decode_case("attach-other-session", "DATA of a boot that ended before the first HELLO "
+                "came (its HELLO never seen): Unresolved and never resolved (null)",
+                D(5, session=HS(boot=9)[1]) + H(0) + D(0), "no_hello")
     h_ff, s_ff = HS(fingerprint="ff" * 8)
     decode_case("reject-unknown-profile", "HELLO with a fingerprint no profile has; DATA of "
                 "its session (CRC good) is not rebuilt", h_ff + D(0, session=s_ff),
@@ -357,47 +460,65 @@ def build_cases(profiles: dict) -> list:
     decode_case("reject-hello-bits", "HELLO with the hand fingerprint but m = 5: its DATA is "
                 "not rebuilt", HS(bits=5)[0] + D(0), "bad_hello")
     decode_case("reject-duplicate", "DATA seq 5 twice: the copy is dropped",
-                H + D(5) + D(5) + D(6), "duplicate")
-    h2, s2 = HS(fingerprint=fp8(profiles["hum-e1-m4"]), boot=2)
-    decode_case("reject-other-session", "boot 1 (hand, m = 4) at seq 40000, 40001; reboot as "
-                "boot 2 with profile hum-e1-m4 (m = 4 too), its HELLO lost: its DATA seq 0-2 "
-                "fail their CRC under boot 1's session (3 crc, never rebuilt); its periodic "
-                "HELLO, then seq 3: one reboot, 3 frames lost",
-                H + D(40000) + D(40001) + D(0, session=s2) + D(1, session=s2)
-                + D(2, session=s2) + h2 + D(3, session=s2), "crc")
-    decode_case("decode-seq-restart", "seq 10 then 3, 4 in the same session (a device that "
-                "restarted without a new session, e.g. vector mode's boot 0): the frames are "
-                "rebuilt (same session, same profile), frames 0-2 counted lost",
-                H + D(10) + D(3) + D(4) + H + D(5))
+                H(5) + D(5) + D(5) + D(6), "duplicate")
+    h2, s2 = HS(fingerprint=fp8(profiles["hum-e1-m4"]), boot=2, nonce="b1b2b3b4b5b6b7b8",
+                next_seq=3)
+    decode_case("reject-other-session", "boot 1 (hand, m = 4) at 40000, 40001; reboot as "
+                "boot 2 with profile hum-e1-m4 (m = 4 too), its boot HELLO lost: its DATA 0-2 "
+                "fail their CRC under boot 1's session (Unresolved crc, never rebuilt under "
+                "boot 1); its periodic HELLO (next_seq 3) resolves them as 0, 1, 2: one reboot, "
+                "nothing lost", H(40000) + D(40000) + D(40001) + D(0, session=s2)
+                + D(1, session=s2) + D(2, session=s2) + h2 + D(3, session=s2), "crc")
+    decode_case("decode-reboot-hello-and-data-lost", "as above, but DATA 0 of boot 2 lost "
+                "too: the line was listening to the device, so frame 0 counts as lost",
+                H(40000) + D(40000) + D(1, session=s2) + D(2, session=s2) + h2
+                + D(3, session=s2), "crc")
+    h_n, s_n = HS(nonce="c1c2c3c4c5c6c7c8", next_seq=2)
+    decode_case("reject-nonce-only", "a lost seed file: the board reboots with the same id, "
+                "profile and boot counter (1) but a fresh nonce, its boot HELLO lost: its "
+                "DATA fails the old session's CRC (Unresolved crc) until its HELLO "
+                "(next_seq 2): a reboot, resolved as 0, 1, not merged with boot 1's 0, 1",
+                H(0) + D(0) + D(1) + D(0, session=s_n) + D(1, session=s_n) + h_n
+                + D(2, session=s_n), "crc")
+    decode_case("decode-seq-restart", "vector mode (the nonce follows from the key): the same "
+                "session sends its boot HELLO again (next_seq 0) after 0-2: one restart, the "
+                "new 0, 1 are rebuilt", H(0) + D(0) + D(1) + D(2) + H(0) + D(0) + D(1))
     decode_case("reject-vector-data", "VECTOR DATA on a collecting host: counted, not returned",
-                H + D(1, flags=wire.FLAG_VECTOR) + D(2), "vector")
+                H(1) + D(1, flags=wire.FLAG_VECTOR) + D(2), "vector")
     decode_case("decode-vector-data", "the same with vectors accepted (conformance mode)",
-                H + D(1, flags=wire.FLAG_VECTOR) + D(2), vectors=True)
-    decode_case("decode-gap", "seq 1 then 4: 2 frames lost", H + D(1) + D(4))
-    decode_case("decode-wrap", "seq 65534, 65535, 0, 1: the wrap loses nothing",
-                H + D(65534) + D(65535) + D(0) + D(1))
-    decode_case("decode-wrap-gap", "seq 65535 then 1: frame 0 lost", H + D(65535) + D(1))
-    h_b2, s_b2 = HS(boot=2)
-    decode_case("decode-reboot", "boot 1 seq 5, 6; HELLO boot 2; seq 0: one reboot, no loss",
-                H + D(5) + D(6) + h_b2 + D(0, session=s_b2))
-    decode_case("decode-reboot-gap", "boot 1 seq 5; HELLO boot 2; seq 2: the new boot's "
-                "sequence started at 0, so frames 0 and 1 are lost",
-                H + D(5) + h_b2 + D(2, session=s_b2))
-    h_dev, s_dev = HS(device="0807060504030201")
-    decode_case("decode-new-device", "another device id on the line is a reboot too; its "
-                "sequence is taken as it comes (seq 7: no loss)",
-                H + D(7) + h_dev + D(7, session=s_dev))
+                H(1) + D(1, flags=wire.FLAG_VECTOR) + D(2), vectors=True)
+    decode_case("decode-gap", "seq 1 then 4: 2 frames lost", H(1) + D(1) + D(4))
+    decode_case("decode-wrap", "wire seq ffff, 0, 1 after HELLO next_seq 65535: u32 65535, "
+                "65536, 65537, nothing lost", H(65535) + D(65535) + D(65536) + D(65537))
+    decode_case("decode-wrap-gap", "u32 65535 then 65537 (wire ffff, 0001): 65536 lost",
+                H(65535) + D(65535) + D(65537))
+    decode_case("decode-hello-gap", "DATA 10, 11; 12-16 and the HELLO after 15 lost; HELLO "
+                "next_seq 17 then DATA 17: 5 lost, exactly", H(10) + D(10) + D(11) + H(17)
+                + D(17))
+    decode_case("decode-gap-2^16", "DATA 10, then 65536 frames lost, HELLO next_seq 65547, "
+                "DATA 65547 (wire 000b, as 11): the HELLO tells the gap, not a duplicate",
+                H(10) + D(10) + H(65547) + D(65547))
+    h_b2, s_b2 = HS(boot=2, nonce="d1d2d3d4d5d6d7d8")
+    decode_case("decode-reboot", "boot 1 5, 6; HELLO boot 2 (next_seq 0); 0: one reboot, "
+                "no loss", H(5) + D(5) + D(6) + h_b2 + D(0, session=s_b2))
+    decode_case("decode-reboot-gap", "boot 1 5; HELLO boot 2 (next_seq 0); 2: frames 0 and 1 "
+                "of boot 2 lost", H(5) + D(5) + h_b2 + D(2, session=s_b2))
+    h_dev, s_dev = HS(device="0807060504030201", nonce="e1e2e3e4e5e6e7e8", next_seq=7)
+    decode_case("decode-new-device", "another device id on the line is a reboot too; the line "
+                "answers for it from its HELLO (next_seq 7: no loss)",
+                H(7) + D(7) + h_dev + D(7, session=s_dev))
     decode_case("decode-periodic-hello", "a repeated HELLO of the same boot keeps the sequence",
-                H + D(1) + H + D(2) + H + D(3))
+                H(1) + D(1) + H(2) + D(2) + H(3) + D(3))
     decode_case("decode-status-first", "STATUS needs no HELLO", wire.encode_status(
-        code=1, dropped=0, clamped=0, sent=0, message="no profile") + H + D(0))
+        code=wire.NO_PROFILE, message="no profile") + H(0) + D(0))
     decode_case("decode-boot-log", "boot log before the first HELLO: the HELLO's leading 0x00 "
-                "ends the garbage run, nothing else is lost", BOOT_LOG + H + D(0) + D(1))
+                "ends the garbage run, nothing else is lost", BOOT_LOG + H(0) + D(0) + D(1))
     decode_case("decode-traceback", "a MicroPython traceback between frames swallows the next "
                 "DATA frame (no leading 0x00): one run refused, one frame lost, the rest kept",
-                H + D(0) + TRACEBACK + D(1) + D(2) + BOOT_LOG + H + D(3))
-    decode_case("decode-session", "the session-hand stream", bytes.fromhex(
-        [c for c in cases if c["id"] == "session-hand"][0]["frame"]))
+                H(0) + D(0) + TRACEBACK + D(1) + D(2) + BOOT_LOG + H(3) + D(3))
+    for sid in ("session-hand", "session-late"):
+        decode_case("decode-" + sid, "the %s stream" % sid, bytes.fromhex(
+            [c for c in cases if c["id"] == sid][0]["frame"]))
     return cases
 
 
@@ -409,19 +530,27 @@ def render() -> dict:
     if len(set(ids)) != len(ids):
         raise SystemExit("duplicate case ids")
     return {"schema": "zeal-vectors/wire", "version": VERSION, "count": len(cases),
-            "notes": "Frames of wire_format.md v1 as hex. target 'both': op hello/data/status/"
-                     "session gives fields and the exact bytes a device writes ('frame'; "
-                     "HELLO and STATUS include their leading 0x00; data: full batches then a "
-                     "short one, seq +1 each, the CRC of DATA seeded by the session of the "
-                     "fields device_id, fingerprint, boot (defaults: zero, zero, 0); session: "
-                     "a Sender's whole output), and a host "
-                     "decodes them ('values': the 64-bit patterns under 'profile' of "
-                     "profiles.json); result 'invalid' with reason 'encode': the encoder must "
-                     "refuse the fields. target 'host': op decode feeds 'stream' to one "
-                     "Decoder knowing every valid profile of profiles.json (VECTOR DATA "
-                     "returned only if 'vectors'), which must end with exactly 'expect': "
-                     "rejected counts by reason, seq of the batches returned, lost frames, "
-                     "reboots, HELLO and STATUS frames seen.",
+            "notes": "Frames of wire_format.md protocol 2 as hex. target 'both': op "
+                     "hello/data/status/session gives fields and the exact bytes a device "
+                     "writes ('frame'; HELLO and STATUS include their leading 0x00). hello: "
+                     "flags, firmware, device_id, fingerprint, boot, nonce (8 bytes hex), "
+                     "next_seq (u32), bits, batch. data: seq is the u32 sequence number of the "
+                     "first frame (its low 16 bits travel), +1 per frame, full batches then a "
+                     "short one, the CRC seeded by the session of device_id, fingerprint, "
+                     "boot, nonce (defaults: zero, zero, 0, zero). status: code, ticks, "
+                     "frames_dropped, replaced, clamped, message. session: a Sender's whole "
+                     "output from u32 seq (each HELLO carries next_seq = the Sender's seq "
+                     "then; the final STATUS takes code, ticks, replaced, clamped, message "
+                     "from 'status', frames_dropped 0). A host decodes them ('values': the "
+                     "64-bit patterns under 'profile' of profiles.json); result 'invalid' "
+                     "with reason 'encode': the encoder must refuse the fields. target "
+                     "'host': op decode feeds 'stream' to one Decoder knowing every valid "
+                     "profile of profiles.json (VECTOR DATA returned only if 'vectors'), then "
+                     "passes every Unresolved it returned to one resolve call; it must end "
+                     "with exactly 'expect': rejected and unresolved counts by reason, u32 "
+                     "seq of the batches returned by feed, the resolve answers in order (u32 "
+                     "seq of a Batch, false: refused, null: kept), lost frames (read after "
+                     "resolve), reboots, HELLO and STATUS frames seen.",
             "cases": cases}
 
 

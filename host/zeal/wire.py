@@ -1,8 +1,9 @@
-"""Wire frames from a device (shared_spec/wire_format.md): COBS(body || CRC-32) || 0x00.
+"""Wire frames from a device, protocol 2 (shared_spec/wire_format.md): COBS(body || CRC-32) || 0x00.
 
 HELLO and STATUS carry the plain CRC-32 of their body; DATA carries the CRC-32 of its body
-seeded by its session (the 20 bytes device id || fingerprint || boot of the HELLO that
-announced it), so DATA is only ever readable under the HELLO it belongs to.
+seeded by its session (the 28 bytes device id || fingerprint || boot || nonce of the HELLO
+that announced it), so DATA is only ever readable under the HELLO it belongs to, and the
+random per-boot nonce keeps two boots apart even when id, profile and boot counter agree.
 
 Three layers, each usable alone:
 
@@ -15,17 +16,21 @@ Three layers, each usable alone:
   resynchronises at every 0x00, drops over-long runs without buffering them and counts every
   rejected run and byte by reason; nothing raises out of `feed`. It checks the CRC of HELLO
   and STATUS; DATA comes out sealed (CRC unchecked): only the line's Decoder knows its session;
-- `Decoder`: one serial line. It keeps the latest HELLO, opens DATA with that HELLO's session
-  (DATA of any other session fails its CRC), rebuilds it only under a known profile, tracks
-  sequence numbers (gaps, wrap, duplicates, reboots) and returns `Batch`es of offsets and
-  float64 values. Every loss is counted.
+- `Decoder`: one serial line. It keeps the sessions announced on the line, opens DATA with
+  the latest HELLO's session, rebuilds it only under a known profile, extends the u16
+  sequence number on the wire to the session's u32 (anchored by HELLO.next_seq), and returns
+  `Batch`es. DATA it cannot open yet (before any HELLO, or failing its CRC under the latest
+  session) comes out as `Unresolved`, for the caller to keep and pass to `Decoder.resolve`
+  when a HELLO arrives (late attach, a reboot whose boot HELLO was lost). Every loss is
+  counted.
 
 COBS comes from the `cobs` package (maintained, C-accelerated, the canonical encoding the
 spec names); CRC-32 from `zlib.crc32`. The bit unpacking is vectorised with numpy.
 """
+import bisect
 import struct
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Tuple, Union
 
@@ -36,40 +41,54 @@ from . import reports
 from .errors import ReportError, ZealError
 from .profile import Profile
 
-PROTOCOL = 1
+PROTOCOL = 2
 TYPE_HELLO, TYPE_DATA, TYPE_STATUS = 1, 2, 3
 TYPE_NAMES = {TYPE_HELLO: "HELLO", TYPE_DATA: "DATA", TYPE_STATUS: "STATUS"}
-FLAG_VECTOR = 0x10
+FLAG_VECTOR = 0x10  # made in vector/test mode with a given key: never real data
+FLAG_DEBUG = 0x20   # from a non-private debug build: never call its data private
 TYPE_MASK = 0x0F
-RESERVED_MASK = 0xE0
+RESERVED_MASK = 0xC0
 
 CRC_LEN = 4
-SESSION_LEN = 20  # device id (8) || fingerprint (8) || boot (u32 LE): HELLO bytes 5..24
-HELLO_LEN = 28
+NONCE_LEN = 8
+# device id (8) || fingerprint (8) || boot (u32 LE) || nonce (8): HELLO bytes 5..32
+SESSION_LEN = 28
+HELLO_LEN = 40
 DATA_HEADER = 4
-STATUS_HEADER = 14
+STATUS_HEADER = 18
 MAX_MESSAGE = 200
 MAX_COUNT = 255
 MAX_BITS = 52
-MAX_SEQ = 0xFFFF
+MAX_SEQ = 0xFFFF          # the sequence number on the wire: the low 16 bits
+MAX_SEQ32 = 0xFFFFFFFF    # the session's full sequence number (HELLO.next_seq, Batch.seq)
 MIN_RUN_BODY = 1  # a body has at least its type byte
 MAX_BODY = DATA_HEADER + (MAX_COUNT * MAX_BITS + 7) // 8  # 1662
 
-STATUS_CODES = {0: "OK", 1: "NO_PROFILE", 2: "BAD_PROFILE", 3: "SENSOR", 4: "STOPPED",
-                5: "CONFIG", 6: "CRASH"}
+# Host -> device control lines (ASCII, on the device's input line)
+HELLO_REQUEST = b"!hello\n"  # the device sends a HELLO at its next sampling tick
+STOP_REQUEST = b"!stop\n"    # the device stops streaming (STATUS STOPPED)
+
+OK, NO_PROFILE, BAD_PROFILE, SENSOR, STOPPED, CONFIG, CRASH, HELD = range(8)
+STATUS_CODES = {OK: "OK", NO_PROFILE: "NO_PROFILE", BAD_PROFILE: "BAD_PROFILE",
+                SENSOR: "SENSOR", STOPPED: "STOPPED", CONFIG: "CONFIG", CRASH: "CRASH",
+                HELD: "HELD"}
+ERROR_CODES = frozenset((NO_PROFILE, BAD_PROFILE, CONFIG, CRASH))  # the device sends no data
 
 # Why a run or frame was refused. Deframer (one run between delimiters): ---------------------
 #   cobs, short, crc, reserved_flags, type, malformed, version, overlong
-#   (for DATA, crc, reserved_flags and malformed are found by the Decoder when it opens the
-#   sealed frame with the session of the line's latest HELLO)
+#   (for DATA, reserved_flags and malformed are found by the Decoder when it opens the sealed
+#   frame with a session; DATA failing its CRC is not refused but Unresolved)
 # Decoder (a well-formed frame that cannot be used): ------------------------------------------
-#   no_hello, unknown_profile, bad_hello, length, padding, grid, duplicate,
-#   vector (VECTOR data while vectors are not accepted), internal (a bug: never expected)
+#   unknown_profile, bad_hello, length, padding, grid, duplicate, sequence (resolve: no u32
+#   below the HELLO's next_seq fits), vector (VECTOR data while vectors are not accepted),
+#   internal (a bug: never expected)
 DEFRAMER_REASONS = ("cobs", "short", "crc", "reserved_flags", "type", "malformed", "version",
                     "overlong")
-DECODER_REASONS = ("no_hello", "unknown_profile", "bad_hello", "length", "padding", "grid",
-                   "duplicate", "vector", "internal")
+DECODER_REASONS = ("unknown_profile", "bad_hello", "length", "padding", "grid", "duplicate",
+                   "sequence", "vector", "internal")
 REASONS = DEFRAMER_REASONS + DECODER_REASONS
+# Why a DATA frame came out Unresolved (Decoder.unresolved counts them)
+UNRESOLVED_REASONS = ("no_hello", "crc")
 
 
 class FrameError(ZealError):
@@ -117,11 +136,13 @@ def crc32(data: bytes, seed: int = 0) -> int:
     return zlib.crc32(data, seed) & 0xFFFFFFFF
 
 
-def session_bytes(device_id, fingerprint, boot: int) -> bytes:
-    """The session that seeds DATA's CRC: HELLO bytes 5..24, i.e. device id (8 bytes),
-    profile fingerprint (8 bytes), boot counter (u32 LE). Ids as bytes or hex."""
+def session_bytes(device_id, fingerprint, boot: int, nonce=bytes(NONCE_LEN)) -> bytes:
+    """The session that seeds DATA's CRC: HELLO bytes 5..32, i.e. device id (8 bytes),
+    profile fingerprint (8 bytes), boot counter (u32 LE), nonce (8 bytes). Ids as bytes or
+    hex."""
     return (_bytes8("device_id", device_id) + _bytes8("fingerprint", fingerprint)
-            + struct.pack("<I", _check_int("boot", boot, 0, 0xFFFFFFFF)))
+            + struct.pack("<I", _check_int("boot", boot, 0, MAX_SEQ32))
+            + _bytes8("nonce", nonce))
 
 
 def frame_body(body: bytes, *, leading: bool = False, seed: int = 0) -> bytes:
@@ -141,6 +162,8 @@ class Hello:
     device_id: bytes
     fingerprint: bytes  # first 8 bytes of the profile's SHA-256; all zero: no valid profile
     boot: int
+    nonce: bytes        # 8 bytes, fresh every boot
+    next_seq: int       # u32 sequence number of this boot's next DATA frame
     bits: int
     batch: int
 
@@ -149,19 +172,24 @@ class Hello:
         return bool(self.flags & FLAG_VECTOR)
 
     @property
+    def debug(self) -> bool:
+        return bool(self.flags & FLAG_DEBUG)
+
+    @property
     def has_profile(self) -> bool:
         return any(self.fingerprint)
 
     @property
     def session(self) -> bytes:
-        """The 20 bytes (device id, fingerprint, boot) that seed the CRC of this boot's DATA."""
-        return self.device_id + self.fingerprint + struct.pack("<I", self.boot)
+        """The 28 bytes (device id, fingerprint, boot, nonce) that seed the CRC of this
+        boot's DATA: HELLO bytes 5..32."""
+        return self.device_id + self.fingerprint + struct.pack("<I", self.boot) + self.nonce
 
 
 @dataclass(frozen=True)
 class Data:
     flags: int
-    seq: int
+    seq: int  # the u16 on the wire
     count: int
     payload: bytes
 
@@ -169,14 +197,19 @@ class Data:
     def vector(self) -> bool:
         return bool(self.flags & FLAG_VECTOR)
 
+    @property
+    def debug(self) -> bool:
+        return bool(self.flags & FLAG_DEBUG)
+
 
 @dataclass(frozen=True)
 class Status:
     flags: int
     code: int
-    dropped: int
-    clamped: int
-    sent: int
+    ticks: int           # sampling ticks since boot (public)
+    frames_dropped: int  # frames the output would not take in time (public)
+    replaced: int        # readings replaced by the public value: 0 unless DEBUG
+    clamped: int         # readings clamped to [lo, hi]: 0 unless DEBUG
     message: str
 
     @property
@@ -184,8 +217,17 @@ class Status:
         return bool(self.flags & FLAG_VECTOR)
 
     @property
+    def debug(self) -> bool:
+        return bool(self.flags & FLAG_DEBUG)
+
+    @property
     def code_name(self) -> str:
         return STATUS_CODES.get(self.code, "CODE_%d" % self.code)
+
+    @property
+    def is_error(self) -> bool:
+        """The device reports it cannot sample (NO_PROFILE, BAD_PROFILE, CONFIG, CRASH)."""
+        return self.code in ERROR_CODES
 
 
 @dataclass(frozen=True)
@@ -197,7 +239,7 @@ class SealedData:
     crc: int  # as stored after the body
 
     def open(self, session: bytes) -> Data:
-        """The Data, if its CRC matches under `session` (20 bytes, `Hello.session`); else
+        """The Data, if its CRC matches under `session` (28 bytes, `Hello.session`); else
         FrameError 'crc' — a corrupted frame and a frame of another session look the same —
         then, as for any frame, 'reserved_flags' or 'malformed'."""
         if crc32(self.body, crc32(session)) != self.crc:
@@ -227,16 +269,17 @@ def parse_body(body: bytes) -> Frame:
         raise FrameError("reserved_flags", "reserved flag bits 0x%02x set" % (head & RESERVED_MASK))
     n = len(body)
     if kind == TYPE_HELLO:
-        if n != HELLO_LEN:
-            raise FrameError("malformed", "HELLO of %d bytes (expected %d)" % (n, HELLO_LEN))
-        if body[1] != PROTOCOL:
+        # the version first: a HELLO of another protocol has another length too
+        if n >= 2 and body[1] != PROTOCOL:
             raise FrameError("version", "protocol version %d (this host reads %d)"
                              % (body[1], PROTOCOL))
+        if n != HELLO_LEN:
+            raise FrameError("malformed", "HELLO of %d bytes (expected %d)" % (n, HELLO_LEN))
         boot, = struct.unpack_from("<I", body, 21)
-        batch, = struct.unpack_from("<H", body, 26)
+        next_seq, bits, batch = struct.unpack_from("<IBH", body, 33)
         return Hello(flags=flags, protocol=body[1], firmware=tuple(body[2:5]),
                      device_id=bytes(body[5:13]), fingerprint=bytes(body[13:21]), boot=boot,
-                     bits=body[25], batch=batch)
+                     nonce=bytes(body[25:33]), next_seq=next_seq, bits=bits, batch=batch)
     if kind == TYPE_DATA:
         if n < DATA_HEADER:
             raise FrameError("malformed", "DATA of %d bytes has no header" % n)
@@ -252,10 +295,10 @@ def parse_body(body: bytes) -> Frame:
             raise FrameError("malformed", "STATUS of %d bytes (expected %d to %d)"
                              % (n, STATUS_HEADER, STATUS_HEADER + MAX_MESSAGE))
         code = body[1]
-        dropped, clamped, sent = struct.unpack_from("<III", body, 2)
+        ticks, frames_dropped, replaced, clamped = struct.unpack_from("<IIII", body, 2)
         message = bytes(body[STATUS_HEADER:]).decode("utf-8", errors="replace")
-        return Status(flags=flags, code=code, dropped=dropped, clamped=clamped, sent=sent,
-                      message=message)
+        return Status(flags=flags, code=code, ticks=ticks, frames_dropped=frames_dropped,
+                      replaced=replaced, clamped=clamped, message=message)
     raise FrameError("type", "unknown frame type %d" % kind)
 
 
@@ -282,8 +325,8 @@ def _check_int(name, value, lo, hi):
 
 def _check_flags(flags):
     _check_int("flags", flags, 0, 0xFF)
-    if flags & ~FLAG_VECTOR:
-        raise FrameError("encode", "only the VECTOR flag (0x10) may be set")
+    if flags & ~(FLAG_VECTOR | FLAG_DEBUG):
+        raise FrameError("encode", "only the VECTOR (0x10) and DEBUG (0x20) flags may be set")
     return flags
 
 
@@ -311,18 +354,21 @@ def pack_reports(values: Iterable[int], bits: int) -> bytes:
 
 
 def encode_hello(*, device_id, fingerprint, boot: int, bits: int, batch: int,
-                 firmware=(0, 1, 0), flags: int = 0, protocol: int = PROTOCOL) -> bytes:
-    """A HELLO as written by a device: 0x00, COBS(body || CRC), 0x00."""
+                 nonce=bytes(NONCE_LEN), next_seq: int = 0, firmware=(0, 1, 0),
+                 flags: int = 0, protocol: int = PROTOCOL) -> bytes:
+    """A HELLO as written by a device: 0x00, COBS(body || CRC), 0x00. `next_seq`: the u32
+    sequence number of the boot's next DATA frame (= DATA frames sent so far this boot)."""
     _check_flags(flags)
     fw = tuple(firmware)
     if len(fw) != 3:
         raise FrameError("encode", "firmware is (major, minor, patch)")
     for part in fw:
         _check_int("firmware", part, 0, 255)
-    body = struct.pack("<BB3B8s8sIBH", TYPE_HELLO | flags,
+    body = struct.pack("<BB3B8s8sI8sIBH", TYPE_HELLO | flags,
                        _check_int("protocol", protocol, 0, 255), *fw,
                        _bytes8("device_id", device_id), _bytes8("fingerprint", fingerprint),
-                       _check_int("boot", boot, 0, 0xFFFFFFFF),
+                       _check_int("boot", boot, 0, MAX_SEQ32), _bytes8("nonce", nonce),
+                       _check_int("next_seq", next_seq, 0, MAX_SEQ32),
                        _check_int("bits", bits, 0, MAX_BITS),
                        _check_int("batch", batch, 1, MAX_COUNT))
     return frame_body(body, leading=True)
@@ -330,15 +376,17 @@ def encode_hello(*, device_id, fingerprint, boot: int, bits: int, batch: int,
 
 def encode_data(*, seq: int, bits: int, reports: List[int], session: bytes,
                 flags: int = 0) -> bytes:
-    """One DATA frame (no leading delimiter), its CRC seeded by `session` (20 bytes:
-    `session_bytes(...)` or `Hello.session` of the boot that sends it)."""
+    """One DATA frame (no leading delimiter) with the u32 sequence number `seq` (its low 16
+    bits travel), its CRC seeded by `session` (28 bytes: `session_bytes(...)` or
+    `Hello.session` of the boot that sends it)."""
     _check_flags(flags)
     session = bytes(session)
     if len(session) != SESSION_LEN:
         raise FrameError("encode", "a session is %d bytes, got %d" % (SESSION_LEN, len(session)))
     values = list(reports)
     _check_int("count", len(values), 1, MAX_COUNT)
-    body = struct.pack("<BHB", TYPE_DATA | flags, _check_int("seq", seq, 0, MAX_SEQ),
+    body = struct.pack("<BHB", TYPE_DATA | flags,
+                       _check_int("seq", seq, 0, MAX_SEQ32) & MAX_SEQ,
                        len(values)) + pack_reports(values, bits)
     return frame_body(body, seed=crc32(session))
 
@@ -353,17 +401,20 @@ def truncate_utf8(data: bytes, limit: int) -> bytes:
     return data[:cut]
 
 
-def encode_status(*, code: int, dropped: int, clamped: int, sent: int, message="",
-                  flags: int = 0) -> bytes:
+def encode_status(*, code: int, ticks: int = 0, frames_dropped: int = 0, replaced: int = 0,
+                  clamped: int = 0, message="", flags: int = 0) -> bytes:
     """A STATUS as written by a device (leading 0x00); counters wrap at 2^32, the message is
-    cut to 200 bytes at a character boundary, as the device does."""
+    cut to 200 bytes at a character boundary, as the device does. (A private build sends
+    replaced = clamped = 0; the encoder does not enforce it, the vectors pin both.)"""
     _check_flags(flags)
     msg = message.encode("utf-8") if isinstance(message, str) else bytes(message)
-    for name, v in (("dropped", dropped), ("clamped", clamped), ("sent", sent)):
+    counters = (("ticks", ticks), ("frames_dropped", frames_dropped), ("replaced", replaced),
+                ("clamped", clamped))
+    for name, v in counters:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise FrameError("encode", "%s must be a non-negative integer" % name)
-    body = struct.pack("<BBIII", TYPE_STATUS | flags, _check_int("code", code, 0, 255),
-                       dropped & 0xFFFFFFFF, clamped & 0xFFFFFFFF, sent & 0xFFFFFFFF)
+    body = struct.pack("<BBIIII", TYPE_STATUS | flags, _check_int("code", code, 0, 255),
+                       *(v & MAX_SEQ32 for _, v in counters))
     return frame_body(body + truncate_utf8(msg, MAX_MESSAGE), leading=True)
 
 
@@ -461,22 +512,29 @@ class Deframer:
 # ---- stream: decoder ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Batch:
-    """The reports of one accepted DATA frame, rebuilt under the profile its line announced."""
+    """The reports of one accepted DATA frame, rebuilt under the profile its session announced."""
 
     device_id: bytes
     boot: int
-    seq: int
+    nonce: bytes                             # the session's 8-byte nonce (fresh every boot)
+    seq: int                                 # the FULL u32 sequence number in the session
     profile: Profile
     lows: np.ndarray = field(repr=False)     # uint64, the m bits as sent
     offsets: np.ndarray = field(repr=False)  # int64, j = k - k_lo
     vector: bool = False                     # made in vector mode: never store
-    lost_before: int = 0                     # DATA frames missing just before this one
+    debug: bool = False                      # from a non-private debug build
+    lost_before: int = 0                     # frames of the session missing just before it
     payload: bytes = field(default=b"", repr=False)  # the packed m-bit payload as received
     crc: int = 0                             # the frame's stored (session-seeded) CRC-32
 
     @property
     def fingerprint(self) -> str:
         return self.profile.fingerprint
+
+    @property
+    def session(self) -> bytes:
+        """The 28 bytes that seed this frame's CRC (`Hello.session` of its boot)."""
+        return session_bytes(self.device_id, self.fingerprint, self.boot, self.nonce)
 
     @property
     def values(self) -> np.ndarray:
@@ -487,25 +545,134 @@ class Batch:
         return len(self.offsets)
 
 
+@dataclass(frozen=True)
+class Unresolved:
+    """A DATA frame the Decoder cannot open now: `reason` "no_hello" (no HELLO yet on this
+    line) or "crc" (fails its CRC under the latest session: corrupted, or of a session whose
+    HELLO has not arrived). Keep it raw and pass it (or anything with `.body` and `.crc`)
+    to `Decoder.resolve` when a HELLO arrives."""
+
+    body: bytes = field(repr=False)
+    crc: int
+    reason: str
+
+
 def fingerprint_key(profile: Profile) -> bytes:
     return bytes.fromhex(profile.fingerprint)[:8]
 
 
+class _Track:
+    """Sequence bookkeeping of one session on one line: which u32 numbers came in intact.
+
+    `runs` are the disjoint, sorted intervals [start, end) of numbers received intact (by feed
+    or resolve); `lo` is the first number this line is answerable for (0 if the line was
+    listening to the same device when the session began, else the lowest of the first HELLO's
+    next_seq and every number received), `top` one past the highest number known sent (a
+    frame received, or a HELLO's next_seq). Lost = numbers in [lo, top) not received.
+    Intervals that resolve can no longer reach (below the latest next_seq - 2^16) are folded
+    into `folded` when there are many, so memory stays bounded on a lossy line."""
+
+    MAX_RUNS = 1024
+
+    def __init__(self, hello: "Hello", attached: bool):
+        self.hello = hello
+        self.seed = crc32(hello.session)
+        self.profile = None
+        self.attached = attached
+        self.reset(hello)
+
+    def reset(self, hello: "Hello") -> None:
+        self.hello = hello
+        self.lo = 0 if self.attached else hello.next_seq
+        self.top = hello.next_seq
+        self.next = hello.next_seq  # expected number of the next DATA frame by feed
+        self.starts: List[int] = []
+        self.ends: List[int] = []
+        self.received = 0  # numbers inside runs
+        self.last_gap = 0  # numbers missing just before the one added last
+        self.folded = 0    # numbers received in runs folded away
+        self.floor = 0     # numbers below this are settled (their runs folded)
+
+    def anchor(self, hello: "Hello") -> None:
+        """A HELLO of this session: frames below next_seq were sent; the next DATA is next_seq."""
+        self.hello = hello
+        self.top = max(self.top, hello.next_seq)
+        self.next = max(self.next, hello.next_seq)
+
+    def lost(self) -> int:
+        return (self.top - self.lo) - (self.received + self.folded)
+
+    def seen(self, u: int) -> bool:
+        i = bisect.bisect_right(self.starts, u) - 1
+        return i >= 0 and u < self.ends[i]
+
+    def add(self, u: int) -> int:
+        """Record number u as received; return how many numbers just before it are missing."""
+        if not self.attached and u < self.lo:
+            self.lo = u
+        self.top = max(self.top, u + 1)
+        starts, ends = self.starts, self.ends
+        i = bisect.bisect_right(starts, u) - 1  # the run starting at or before u
+        gap = u - max(ends[i] if i >= 0 else self.lo, self.lo, self.floor)
+        joins_left = i >= 0 and ends[i] == u
+        joins_right = i + 1 < len(starts) and starts[i + 1] == u + 1
+        if joins_left and joins_right:
+            ends[i] = ends[i + 1]
+            del starts[i + 1], ends[i + 1]
+        elif joins_left:
+            ends[i] = u + 1
+        elif joins_right:
+            starts[i + 1] = u
+        else:
+            starts.insert(i + 1, u)
+            ends.insert(i + 1, u + 1)
+        self.received += 1
+        if len(starts) > self.MAX_RUNS:
+            self._fold()
+        return max(gap, 0)
+
+    def _fold(self) -> None:
+        limit = self.hello.next_seq - (1 << 16)
+        k = 0
+        while k < len(self.starts) and self.ends[k] <= limit:
+            k += 1
+        if k < len(self.starts) // 2:  # no periodic HELLO moved the window: fold half anyway
+            k = len(self.starts) // 2
+        n = sum(e - s for s, e in zip(self.starts[:k], self.ends[:k]))
+        self.folded += n
+        self.received -= n
+        self.floor = max(self.floor, self.ends[k - 1])
+        del self.starts[:k], self.ends[:k]
+
+
 class Decoder:
-    """One serial line: frames -> events (Hello, Status, Batch). Never raises from `feed`.
+    """One serial line: frames -> events (Hello, Status, Batch, Unresolved). Never raises
+    from `feed` or `resolve`.
 
     profiles: the profiles the host knows (Profile objects or a mapping with Profile values);
     vectors: return VECTOR-flagged DATA (flagged) instead of dropping it — conformance only.
-    Counters: `rejected` (framer and decoder reasons together), `lost` (DATA frames missing
-    from the sequence, whatever the cause), `reboots` (HELLOs of a new session after the
-    first), `restarts` (sequence restarts inside one session), `batches`, `reports`.
 
-    DATA is opened with the session of the latest HELLO: DATA of any other session (a reboot
-    whose HELLO was lost) fails its CRC and is refused as 'crc', never rebuilt.
+    DATA is opened with the session of the latest HELLO. DATA before any HELLO, or failing
+    its CRC under the latest session (corrupted, or of a boot whose HELLO has not come yet),
+    is returned as `Unresolved` and counted in `unresolved` (by reason), not in `rejected`:
+    the caller keeps it and passes it to `resolve` when a HELLO arrives.
+
+    Sequence numbers: `Batch.seq` is the session's u32. A HELLO anchors it (the next DATA is
+    HELLO.next_seq); each DATA frame by feed is the first number at or after the expected one
+    whose low 16 bits match (a frame matching a number already received is a `duplicate`);
+    a frame opened by `resolve` is the largest number below the HELLO's next_seq whose low 16
+    bits match (it came before that HELLO).
+
+    Counters: `rejected` (framer and decoder reasons together), `unresolved` (by reason),
+    `lost` (see there), `reboots` (HELLOs of a new session after the first), `restarts`
+    (a HELLO whose next_seq is below what its session already sent: only a device that
+    restarted without a new session, i.e. vector mode, whose nonce follows from its key),
+    `batches`, `reports`, `hellos`, `statuses`, `resolved` (frames opened by resolve).
     """
 
     SEQ_MOD = 1 << 16
-    SEQ_BACK = 1 << 15  # a jump of at least this is backwards: the sequence restarted
+    SEQ_BACK = 1 << 15  # a step of at least this from the expected number looks backwards
+    MAX_SESSIONS = 8    # sessions of this line that resolve still tries (latest first)
 
     def __init__(self, profiles=(), *, vectors: bool = False):
         self.deframer = Deframer()
@@ -516,15 +683,17 @@ class Decoder:
             self.add_profile(prof)
         self.hello: Optional[Hello] = None
         self.profile: Optional[Profile] = None
-        self._last_seq: Optional[int] = None
+        self._tracks: "OrderedDict[bytes, _Track]" = OrderedDict()  # latest session last
+        self._retired_lost = 0
         self._rejected = Counter()
-        self.lost = 0
+        self.unresolved = Counter()
         self.reboots = 0
         self.restarts = 0
         self.batches = 0
         self.reports = 0
         self.hellos = 0
         self.statuses = 0
+        self.resolved = 0
         self.last_error = None
 
     def add_profile(self, profile: Profile) -> None:
@@ -535,6 +704,23 @@ class Decoder:
     @property
     def rejected(self) -> Counter:
         return self.deframer.rejected + self._rejected
+
+    @property
+    def lost(self) -> int:
+        """DATA frames this line is answerable for that never came out intact — neither as a
+        Batch nor as a refused frame (counted in `rejected`) — by feed or by resolve.
+
+        Per session, the line answers for the numbers from `lo` up to the highest number
+        known sent (a frame received, or a HELLO's next_seq): `lo` is 0 when the line was
+        listening to the same device as the session began (a reboot, its boot HELLO lost or
+        not: every frame of the new boot was sent while we listened), else (the first session
+        on the line: a late attach or a restarted collector; another device) the lowest of
+        the first HELLO's next_seq and every number received — frames sent before the attach
+        are not losses. So a caller that keeps every Unresolved and resolves it at the next
+        HELLO ends with `lost` = the frames truly never received intact since the attach.
+        `lost` can go down: a frame resolved later stops being lost (and one resolved below
+        `lo` extends the attach window). Read it after resolving."""
+        return self._retired_lost + sum(t.lost() for t in self._tracks.values())
 
     def _reject(self, reason: str, message: str = "") -> None:
         self._rejected[reason] += 1
@@ -552,6 +738,23 @@ class Decoder:
                 events.append(ev)
         return events
 
+    def resolve(self, items) -> list:
+        """Open kept Unresolved frames (anything with `.body` and `.crc`) under the sessions
+        announced on this line, the latest first. One answer per item, in order:
+        a Batch (opened and rebuilt: store it; its seq is the largest u32 below its session's
+        latest HELLO.next_seq with the low 16 bits on the wire), False (opened under a session
+        but refused: length, padding, grid, vector, unknown profile, duplicate, sequence, or
+        a malformed body; counted in `rejected`: delete it), or None (of no session this
+        line has announced: keep it)."""
+        out = []
+        for item in items:
+            try:
+                out.append(self._resolve_one(item))
+            except Exception as exc:  # a bug (or a strange item) must not lose the others
+                self._reject("internal", repr(exc))
+                out.append(None)
+        return out
+
     def _on_frame(self, frame):
         if isinstance(frame, Hello):
             return self._on_hello(frame)
@@ -563,55 +766,139 @@ class Decoder:
     def _on_hello(self, h: Hello) -> Hello:
         self.hellos += 1
         old = self.hello
-        new_session = old is None or old.session != h.session
-        if new_session and old is not None:
+        if old is not None and old.session != h.session:
             self.reboots += 1
-        if new_session or old.bits != h.bits:
-            # A new session of the same device is a reboot: its sequence restarted at 0, so
-            # DATA of it before this HELLO (its boot HELLO lost) counts as lost. Otherwise (the
-            # first HELLO seen, another device) the sequence starts at the next DATA frame.
-            rebooted = old is not None and new_session and old.device_id == h.device_id
-            self._last_seq = MAX_SEQ if rebooted else None
+        track = self._tracks.get(h.session)
+        if track is None:
+            # The same device under a new session while we listened: a reboot, so every
+            # frame of it was sent after the attach. Otherwise (first HELLO on the line,
+            # another device) the line answers from this HELLO on (and from frames resolved).
+            attached = old is not None and old.device_id == h.device_id
+            track = _Track(h, attached)
+            self._tracks[h.session] = track
+            while len(self._tracks) > self.MAX_SESSIONS:
+                _, gone = self._tracks.popitem(last=False)
+                self._retired_lost += gone.lost()
+        else:
+            self._tracks.move_to_end(h.session)
+            if h.next_seq < track.next:
+                # the sequence went back inside one session: vector mode's restart (same
+                # key, same nonce). Settle what was counted and start again from here.
+                self.restarts += 1
+                self._retired_lost += track.lost()
+                track.attached = True
+                track.reset(h)
+            else:
+                track.anchor(h)
         self.hello = h
         prof = self._profiles.get(h.fingerprint) if h.has_profile else None
         if prof is not None and prof.bits != h.bits:
             self._reject("bad_hello", "HELLO says %d bits, profile %s has %d"
                          % (h.bits, prof.fingerprint[:16], prof.bits))
             prof = None
+        track.profile = prof
         self.profile = prof
         return h
 
     def _on_data(self, sealed: SealedData):
         if self.hello is None:
-            self._reject("no_hello", "DATA before any HELLO (no session to check its CRC)")
-            return None
+            self.unresolved["no_hello"] += 1
+            return Unresolved(body=sealed.body, crc=sealed.crc, reason="no_hello")
+        track = self._tracks[self.hello.session]
+        if crc32(sealed.body, track.seed) != sealed.crc:
+            self.unresolved["crc"] += 1
+            return Unresolved(body=sealed.body, crc=sealed.crc, reason="crc")
+        body = sealed.body
+        u = self._place_next(track, body)
         try:
-            d = sealed.open(self.hello.session)
-        except FrameError as exc:  # crc (corrupted, or another session), reserved_flags, ...
+            d = parse_body(body)  # reserved_flags, malformed
+        except FrameError as exc:
             self._reject(exc.reason, str(exc))
             return None
-        if self.profile is None:
-            self._reject("unknown_profile", "DATA seq %d under fingerprint %s"
-                         % (d.seq, self.hello.fingerprint.hex()))
+        if u is None:
+            self._reject("duplicate", "DATA seq %d repeated" % d.seq)
             return None
-        lost = 0
-        if self._last_seq is not None:
-            step = (d.seq - self._last_seq) % self.SEQ_MOD
-            if step == 0:
-                self._reject("duplicate", "DATA seq %d repeated" % d.seq)
-                return None
-            if step >= self.SEQ_BACK:
-                # Backwards inside one session: the device restarted its sequence without a
-                # new session (vector mode's boot 0, a lost seed file). The profile is part of
-                # the session, so the frame is good; frames 0 .. seq - 1 of the restart are
-                # lost. (A loss of 2^15 or more frames looks the same modulo 2^16.)
-                self.restarts += 1
-                lost = d.seq
-            else:
-                lost = step - 1
-        self._last_seq = d.seq  # a CRC-valid frame's number is real even if refused below
-        self.lost += lost
-        prof = self.profile
+        return self._rebuild(track, d, u, sealed.crc)
+
+    @staticmethod
+    def _wire_seq(body: bytes) -> Optional[int]:
+        """The u16 sequence number of a CRC-valid DATA body, if it has that many bytes (a
+        frame refused as reserved_flags or malformed still used its number)."""
+        return body[1] | body[2] << 8 if len(body) >= 3 else None
+
+    def _place_next(self, track: _Track, body: bytes):
+        """Number a CRC-valid DATA frame read by feed: the first u32 at or after the expected
+        one with its low 16 bits; None for a duplicate, or a body too short to carry one.
+        The number is recorded as received (even if the frame is then refused: it was sent
+        and came in intact, so it is no loss)."""
+        seq = self._wire_seq(body)
+        if seq is None:
+            return None
+        nxt = track.next
+        step = (seq - nxt) % self.SEQ_MOD
+        u = nxt + step
+        if step >= self.SEQ_BACK:
+            back = u - self.SEQ_MOD
+            if back >= 0 and track.seen(back):
+                u = back
+            # else: 2^15 frames or more lost with every HELLO between them (the next HELLO
+            # re-anchors; a session cannot restart, so forward is the only other reading)
+        if track.seen(u):
+            return None
+        track.last_gap = track.add(u)
+        track.next = u + 1
+        return u
+
+    def _place_before(self, track: _Track, body: bytes):
+        """Number a DATA frame opened by resolve: the largest u32 below the session's latest
+        next_seq with its low 16 bits. (u or None, reason-if-refused)."""
+        seq = self._wire_seq(body)
+        if seq is None:
+            return None, None
+        n = track.hello.next_seq
+        u = n - 1 - ((n - 1 - seq) % self.SEQ_MOD)
+        if u < 0:
+            return None, "sequence"
+        if track.seen(u):
+            return None, "duplicate"
+        track.last_gap = track.add(u)
+        return u, None
+
+    def _resolve_one(self, item):
+        body, crc = bytes(item.body), int(item.crc)
+        if not body:
+            return None
+        for track in reversed(list(self._tracks.values())):
+            if crc32(body, track.seed) == crc:
+                break
+        else:
+            return None
+        self.resolved += 1
+        if body[0] & TYPE_MASK != TYPE_DATA:  # only DATA is ever Unresolved
+            self._reject("type", "a frame to resolve is not DATA")
+            return False
+        u, why = self._place_before(track, body)
+        try:
+            d = parse_body(body)
+        except FrameError as exc:
+            self._reject(exc.reason, str(exc))
+            return False
+        if why is not None:
+            self._reject(why, "DATA seq %d: %s below next_seq %d"
+                         % (d.seq, "already received" if why == "duplicate"
+                            else "no u32 fits", track.hello.next_seq))
+            return False
+        ev = self._rebuild(track, d, u, crc)
+        return ev if ev is not None else False
+
+    def _rebuild(self, track: _Track, d: Data, u: int, crc: int):
+        prof = track.profile
+        h = track.hello
+        gap = track.last_gap
+        if prof is None:
+            self._reject("unknown_profile", "DATA seq %d under fingerprint %s"
+                         % (u, h.fingerprint.hex()))
+            return None
         try:
             lows = unpack_reports(d.payload, d.count, prof.bits)
         except FrameError as exc:
@@ -623,11 +910,10 @@ class Decoder:
             self._reject("grid", str(exc))
             return None
         if d.vector and not self.vectors:
-            self._reject("vector", "VECTOR DATA seq %d not stored" % d.seq)
+            self._reject("vector", "VECTOR DATA seq %d not stored" % u)
             return None
         self.batches += 1
         self.reports += d.count
-        return Batch(device_id=self.hello.device_id, boot=self.hello.boot, seq=d.seq,
-                     profile=prof, lows=lows, offsets=offsets,
-                     vector=d.vector,
-                     lost_before=lost, payload=d.payload, crc=sealed.crc)
+        return Batch(device_id=h.device_id, boot=h.boot, nonce=h.nonce, seq=u & MAX_SEQ32,
+                     profile=prof, lows=lows, offsets=offsets, vector=d.vector,
+                     debug=d.debug, lost_before=gap, payload=d.payload, crc=crc)

@@ -40,17 +40,19 @@ def _batch(fields) -> int:
 
 def _session(fields) -> bytes:
     """The session that seeds DATA's CRC, from a case's fields; the defaults are a device
-    Sender's (device id and fingerprint zero, boot 0)."""
+    Sender's (device id, fingerprint and nonce zero, boot 0)."""
     return wire.session_bytes(fields.get("device_id") or "00" * 8,
-                              fields.get("fingerprint") or "00" * 8, fields.get("boot", 0))
+                              fields.get("fingerprint") or "00" * 8, fields.get("boot", 0),
+                              fields.get("nonce") or "00" * 8)
 
 
 def _data_frames(seq, bits, batch, lows, flags, session):
+    """Full batches then a short one; `seq` is the u32 of the first frame, +1 per frame."""
     out = []
     for start in range(0, len(lows), batch):
         out.append(wire.encode_data(seq=seq, bits=bits, reports=lows[start:start + batch],
                                     flags=flags, session=session))
-        seq = (seq + 1) & wire.MAX_SEQ
+        seq = (seq + 1) & wire.MAX_SEQ32
     return out
 
 
@@ -68,24 +70,26 @@ def encode_case(op: str, fields: dict) -> bytes:
     if op == "session":
         batch = _batch(f)
         every = f.get("hello_every", 16)
+        seq = f.get("seq", 0)
 
-        def hello():
+        def hello(next_seq):
             return wire.encode_hello(device_id=f["device_id"], fingerprint=f["fingerprint"],
-                                     boot=f["boot"], bits=f["bits"], batch=batch,
+                                     boot=f["boot"], nonce=f.get("nonce") or "00" * 8,
+                                     next_seq=next_seq, bits=f["bits"], batch=batch,
                                      firmware=f.get("firmware", (0, 1, 0)),
                                      flags=f.get("flags", 0))
 
-        out = [hello()]
-        for i, frame in enumerate(_data_frames(f.get("seq", 0), f["bits"], batch,
-                                               list(f["reports"]), f.get("flags", 0),
-                                               _session(f))):
+        out = [hello(seq)]
+        for i, frame in enumerate(_data_frames(seq, f["bits"], batch, list(f["reports"]),
+                                               f.get("flags", 0), _session(f))):
             out.append(frame)
             if every and (i + 1) % every == 0:
-                out.append(hello())
+                out.append(hello((seq + i + 1) & wire.MAX_SEQ32))
         st = f.get("status")
-        if st:
-            out.append(wire.encode_status(code=st["code"], dropped=st.get("dropped", 0),
-                                          clamped=st.get("clamped", 0), sent=len(f["reports"]),
+        if st:  # frames_dropped is the Sender's own count: 0 here
+            out.append(wire.encode_status(code=st["code"], ticks=st.get("ticks", 0),
+                                          replaced=st.get("replaced", 0),
+                                          clamped=st.get("clamped", 0),
                                           message=st.get("message", ""), flags=f.get("flags", 0)))
         return b"".join(out)
     raise wire.FrameError("encode", "unknown op %r" % (op,))
@@ -107,11 +111,17 @@ def _known_profiles():
 
 def decode_stream(stream: bytes, *, vectors: bool = False, profiles=None) -> dict:
     """What a Decoder knowing `profiles` (default: every valid one of profiles.json) makes of
-    a stream, in the shape of a decode case's "expect"."""
+    a stream, in the shape of a decode case's "expect": the stream is fed whole, then every
+    Unresolved it returned is passed to one `resolve` call (as a collector that kept them
+    does at the next HELLO); `lost` is read after that."""
     dec = wire.Decoder(_known_profiles() if profiles is None else profiles, vectors=vectors)
     events = dec.feed(stream)
+    pool = [e for e in events if isinstance(e, wire.Unresolved)]
+    answers = dec.resolve(pool)
     return {"rejected": dict(sorted(dec.rejected.items())),
+            "unresolved": dict(sorted(dec.unresolved.items())),
             "batches": [e.seq for e in events if isinstance(e, wire.Batch)],
+            "resolved": [a.seq if isinstance(a, wire.Batch) else a for a in answers],
             "lost": dec.lost, "reboots": dec.reboots, "hellos": dec.hellos,
             "statuses": dec.statuses}
 
