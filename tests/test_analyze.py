@@ -115,11 +115,11 @@ def test_decode_errors_name_the_frame():
 
 
 # ---- analyze -----------------------------------------------------------------------------------
-def fill(store, prof, device, frames, *, boot=1, first_seq=0, vector=False):
+def fill(store, prof, device, frames, *, boot=1, first_seq=0, vector=False, debug=False):
     store.add_profile(prof)
-    recs = [FrameRecord(device_id=r[0], boot=r[1], seq=r[2], crc=r[2] + 17 * boot,
-                        fingerprint=r[3], count=r[4], payload=r[5], arrival=r[6],
-                        vector=vector)
+    recs = [FrameRecord(device_id=r[0], boot=r[1], nonce=bytes(8), seq=r[2],
+                        crc=r[2] + 17 * boot, fingerprint=r[3], count=r[4], payload=r[5],
+                        arrival=r[6], vector=vector, debug=debug)
             for r in rows_for(prof, frames, device=device, boot=boot, first_seq=first_seq)]
     assert store.write(frames=recs) == len(recs)
 

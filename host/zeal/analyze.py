@@ -7,17 +7,24 @@
   profile's grid is a `DecodeError` naming the frame, never a silently wrong sample.
 - `analyze(store)`: per device, per profile and overall: n, the calibrated mean with its 99%
   Bernstein interval, AVG*, bits, the paper's transmission ratio, wire bits per report, and
-  the losses the collector recorded (rejected frames, gaps, reboots).
+  the losses the collector recorded (rejected frames, gaps, reboots, frames the device
+  dropped); per device, the error STATUS it reported and whether its data came from a DEBUG
+  build (non-private: never called private).
+- `events(store)`: the stored events, filtered (`zeal events`).
 - `export(store, path, fmt)`: one row per report, CSV (stdlib) or Parquet (pyarrow, the
   optional extra `parquet`), written atomically.
-- `register(subparsers)`: `zeal analyze` and `zeal export`.
+- `register(subparsers)`: `zeal analyze`, `zeal export` and `zeal events`; each opens the
+  database read-only.
 
-Rows are `Store.frames()` tuples: (device_id, boot, seq, fingerprint, count, payload, arrival).
+Rows are `Store.frames()` tuples: (device_id, boot, seq, fingerprint, count, payload, arrival,
+nonce, debug).
 """
 import json
 import math
 import os
+import re
 import secrets
+import time
 import sqlite3
 import sys
 from collections import Counter
@@ -38,7 +45,13 @@ CONFIDENCE = 0.99
 EVENT_REJECT, EVENT_GAP, EVENT_REBOOT = "reject", "gap", "reboot"
 EXPORT_COLUMNS = ("device", "boot", "seq", "index", "low", "k", "value", "fingerprint")
 EXPORT_FORMATS = ("csv", "parquet")
-_DEVICE, _BOOT, _SEQ, _FP, _COUNT, _PAYLOAD = range(6)
+_DEVICE, _BOOT, _SEQ, _FP, _COUNT, _PAYLOAD, _ARRIVAL, _NONCE, _DEBUG = range(9)
+# STATUS codes that mean the device cannot sample (wire.ERROR_CODES by name)
+ERROR_STATUSES = ("NO_PROFILE", "BAD_PROFILE", "CONFIG", "CRASH")
+# The collector's status event detail: "<CODE> ticks=T frames_dropped=F[ replaced=R
+# clamped=C debug][ message]"
+_STATUS = re.compile(r"^(\w+) ticks=(\d+) frames_dropped=(\d+)"
+                     r"(?: replaced=(\d+) clamped=(\d+) debug)?(?: (.*))?$", re.S)
 
 
 class DecodeError(ReportError):
@@ -254,6 +267,7 @@ class _Loaded:
             if include_vector:
                 rows = rows + store.frames(vector=True)
             self.events = store.event_counts()
+            self.statuses = [e for e in store.events() if e["kind"] == "status"]
             self.link_bytes = store.link_bytes()
         except sqlite3.Error as exc:
             raise wrap_sql_error(exc, store.path) from None
@@ -356,21 +370,68 @@ def _frame_wire_bytes(rows: Sequence, bits: int) -> int:
                for count, frames in sizes.items())
 
 
+def device_health(statuses: List[dict]) -> Dict[bytes, dict]:
+    """device id -> {"errors": [CODE: message, ...], "frames_dropped": int, "replaced": int,
+    "clamped": int, "debug": bool} from the stored STATUS events (`Store.events()` dicts of kind
+    status, in time order). The counters are cumulative within a boot (ticks only grow), so
+    each boot contributes its last value: a boot ends where ticks go down."""
+    out: Dict[bytes, dict] = {}
+    last: Dict[bytes, list] = {}
+    for e in statuses:
+        if e["device"] is None:
+            continue
+        dev = bytes.fromhex(e["device"])
+        m = _STATUS.match(e["detail"])
+        if m is None:
+            continue
+        code, ticks, dropped = m.group(1), int(m.group(2)), int(m.group(3))
+        replaced, clamped = int(m.group(4) or 0), int(m.group(5) or 0)
+        doc = out.setdefault(dev, {"errors": [], "frames_dropped": 0, "replaced": 0,
+                                   "clamped": 0, "debug": False})
+        if m.group(4) is not None:
+            doc["debug"] = True
+        if code in ERROR_STATUSES:
+            text = code + (": " + m.group(6) if m.group(6) else "")
+            if text not in doc["errors"]:
+                doc["errors"].append(text)
+        prev = last.get(dev)
+        if prev is not None and ticks < prev[0]:  # a new boot: bank the previous one's
+            for i, name in enumerate(("frames_dropped", "replaced", "clamped"), 1):
+                doc[name] += prev[i]
+            prev = None
+        last[dev] = [ticks, dropped, replaced, clamped] if prev is None else \
+            [ticks, max(prev[1], dropped), max(prev[2], replaced), max(prev[3], clamped)]
+    for dev, (_, dropped, replaced, clamped) in last.items():
+        out[dev]["frames_dropped"] += dropped
+        out[dev]["replaced"] += replaced
+        out[dev]["clamped"] += clamped
+    return out
+
+
 def analyze(store: Store, include_vector: bool = False) -> dict:
     """{"overall": {...}, "devices": [...], "profiles": [...]} for the reports in `store`.
 
     Each entry has n, mean_calibrated, ci99 [low, high] (Bernstein, valid at every n),
     ci99_clt, avg_star, bits, transmission_ratio, wire_bits_per_report, rejected_frames, gaps,
-    reboots, fingerprint. Overall wire bits per report = 8 x every byte read on every link /
-    the reports analysed (None when no link recorded bytes); per device and per profile it
-    counts that device's DATA frames only (`data_bits_per_report` overall). Devices that sent
-    no stored report but have events are listed with n = 0. Test-mode (vector) frames are
-    left out unless include_vector. ZealError if there are no reports.
+    reboots, frames_dropped (frames the device could not send: its STATUS counter), errors
+    (the error STATUS it reported: "NO_PROFILE: message", ...), private (False when any of
+    its reports came from a DEBUG build: such data are NOT private), debug_reports, and, for
+    DEBUG devices only, replaced and clamped readings; fingerprint. Overall wire bits per
+    report = 8 x every byte read on every link / the reports analysed (None when no link
+    recorded bytes); per device and per profile it counts that device's DATA frames only
+    (`data_bits_per_report` overall). Devices that sent no stored report but have events are
+    listed with n = 0. Test-mode (vector) frames are left out unless include_vector.
+    ZealError if there are no reports (naming the devices that reported errors, if any).
     """
     data = _Loaded(store, include_vector)
+    health = device_health(data.statuses)
     if not data.rows:
+        failed = ["%s (%s)" % (dev.hex(), "; ".join(h["errors"]))
+                  for dev, h in sorted(health.items()) if h["errors"]]
         raise ZealError("no reports stored in %s" % store.path
-                        + ("" if include_vector else " (test-mode frames not counted)"))
+                        + ("" if include_vector else " (test-mode frames not counted)")
+                        + ("; devices that reported errors: " + ", ".join(failed)
+                           if failed else ""))
     est = _Estimators()
     per_fp = {fp: data.offsets(fp) for fp in data.by_fp}
 
@@ -407,14 +468,28 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
                 "gaps": sum(s[EVENT_GAP] for s in slots),
                 "reboots": sum(s[EVENT_REBOOT] for s in slots)}
 
+    debug_reports: Dict[bytes, int] = {}
+    for r in data.rows:
+        if r[_DEBUG]:
+            dev = bytes(r[_DEVICE])
+            debug_reports[dev] = debug_reports.get(dev, 0) + r[_COUNT]
+
     devices = []
-    for dev in sorted(set(dev_parts) | {d for d in losses if d is not None}):
+    for dev in sorted(set(dev_parts) | {d for d in losses if d is not None} | set(health)):
         if dev in dev_parts:
             doc = summarize(dev_parts[dev], est)
             doc["wire_bits_per_report"] = 8 * dev_wire[dev] / doc["n"]
         else:
             doc = dict(_EMPTY, wire_bits_per_report=None)
         doc.update(loss_doc([losses[dev]] if dev in losses else []))
+        h = health.get(dev, {})
+        doc["frames_dropped"] = h.get("frames_dropped", 0)
+        doc["errors"] = h.get("errors", [])
+        doc["debug_reports"] = debug_reports.get(dev, 0)
+        doc["private"] = not (doc["debug_reports"] or h.get("debug"))
+        if not doc["private"]:
+            doc["replaced"] = h.get("replaced", 0)
+            doc["clamped"] = h.get("clamped", 0)
         devices.append(dict({"device": dev.hex()}, **doc))
 
     profiles = []
@@ -430,6 +505,10 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     overall["wire_bits_per_report"] = 8 * data.link_bytes / n if data.link_bytes else None
     overall["data_bits_per_report"] = 8 * sum(dev_wire.values()) / n
     overall.update(loss_doc(list(losses.values())))
+    overall["frames_dropped"] = sum(d["frames_dropped"] for d in devices)
+    overall["debug_reports"] = sum(debug_reports.values())
+    overall["private"] = overall["debug_reports"] == 0
+    overall["devices_with_errors"] = [d["device"] for d in devices if d["errors"]]
     overall["devices"] = len(dev_parts)
     overall["frames"] = len(data.rows)
     return {"overall": overall, "devices": devices, "profiles": profiles}
@@ -566,6 +645,49 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False) -> int
     return total
 
 
+# ---- events --------------------------------------------------------------------------------------
+def events(store: Store, *, device: Optional[str] = None, kind: Optional[str] = None) -> list:
+    """Stored events (Store.events dicts) in time order, only `device`'s (hex) and/or only of
+    `kind` if given."""
+    dev = None
+    if device is not None:
+        try:
+            dev = bytes.fromhex(device)
+        except ValueError:
+            raise ZealError("--device takes the device id in hex, got %r" % device) from None
+        if not 1 <= len(dev) <= 8:
+            raise ZealError("--device takes 1 to 8 bytes in hex, got %r" % device)
+        dev = dev.ljust(8, b"\0")  # as in HELLO
+    rows = store.events(device_id=dev)
+    if kind is not None:
+        rows = [e for e in rows if e["kind"] == kind]
+    return rows
+
+
+def format_events(rows: list) -> str:
+    lines = []
+    for e in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["time"]))
+        who = e["device"] or "-"
+        count = " x%d" % e["count"] if e["count"] != 1 else ""
+        lines.append("%s  %-16s  %-14s %s%s%s" % (when, who, e["kind"], e["detail"], count,
+                                                  ("  [%s]" % e["port"]) if e["port"] else ""))
+    return "\n".join(lines)
+
+
+def cmd_events(args) -> int:
+    with open_existing(args.db, readonly=True) as store:
+        rows = events(store, device=args.device, kind=args.kind)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    elif rows:
+        print(format_events(rows))
+    else:
+        print("no events%s" % ("" if args.device is None and args.kind is None
+                               else " matching"))
+    return 0
+
+
 # ---- command line --------------------------------------------------------------------------------
 def _num(value, spec="%.6f") -> str:
     if value is None:
@@ -576,18 +698,22 @@ def _num(value, spec="%.6f") -> str:
 
 
 def format_table(doc: dict) -> str:
-    """One line per device, then the overall line."""
-    head = ("%-16s %9s %12s %25s %6s %9s %8s %6s %7s"
+    """One line per device, then the overall line, then what the user must not miss: devices
+    that reported errors, and data from DEBUG builds (NOT private)."""
+    head = ("%-16s %9s %12s %25s %6s %9s %8s %6s %7s %7s"
             % ("device", "n", "mean", "99% interval (Bernstein)", "bits", "wire b/r",
-               "rejected", "gaps", "reboots"))
+               "rejected", "gaps", "reboots", "dropped"))
     lines = [head, "-" * len(head)]
 
     def line(name, d):
         ci = "-" if d["ci99"] is None else "[%.4f, %.4f]" % tuple(d["ci99"])
-        return ("%-16s %9d %12s %25s %6s %9s %8d %6d %7d"
+        text = ("%-16s %9d %12s %25s %6s %9s %8d %6d %7d %7d"
                 % (name, d["n"], _num(d["mean_calibrated"]), ci, _num(d["bits"]),
                    _num(d["wire_bits_per_report"], "%.2f"), d["rejected_frames"], d["gaps"],
-                   d["reboots"]))
+                   d["reboots"], d.get("frames_dropped", 0)))
+        if not d.get("private", True):
+            text += "  DEBUG: NOT PRIVATE"
+        return text
 
     for d in doc["devices"]:
         lines.append(line(d["device"], d))
@@ -599,11 +725,23 @@ def format_table(doc: dict) -> str:
     if isinstance(o["bits"], list):
         lines.append("%d profiles: overall = n-weighted mean of the per-profile calibrated "
                      "means; interval by a union bound" % len(o["bits"]))
+    for d in doc["devices"]:
+        if d.get("errors"):
+            lines.append("device %s reported errors: %s" % (d["device"], "; ".join(d["errors"])))
+    for d in doc["devices"]:
+        if not d.get("private", True):
+            lines.append("device %s runs a DEBUG build: its %d reports are NOT PRIVATE "
+                         "(readings replaced %d, clamped %d)"
+                         % (d["device"], d["debug_reports"], d.get("replaced", 0),
+                            d.get("clamped", 0)))
+    if not o.get("private", True):
+        lines.append("WARNING: %d of the %d reports come from DEBUG builds and are NOT "
+                     "PRIVATE" % (o["debug_reports"], o["n"]))
     return "\n".join(lines)
 
 
 def cmd_analyze(args) -> int:
-    with open_existing(args.db) as store:
+    with open_existing(args.db, readonly=True) as store:
         doc = analyze(store, include_vector=args.include_vector)
         paths = []
         if args.plots:
@@ -625,7 +763,7 @@ def cmd_export(args) -> int:
     out = args.output
     if out is None:
         out = os.path.splitext(args.db)[0] + "." + args.format
-    with open_existing(args.db) as store:
+    with open_existing(args.db, readonly=True) as store:
         n = export(store, out, args.format, include_vector=args.include_vector)
     if out != "-":
         print("%d reports written to %s" % (n, out))
@@ -633,7 +771,7 @@ def cmd_export(args) -> int:
 
 
 def register(subparsers) -> None:
-    """Add `zeal analyze` and `zeal export` to the CLI's sub-command table."""
+    """Add `zeal analyze`, `zeal export` and `zeal events` to the CLI's sub-command table."""
     p = subparsers.add_parser("analyze", help="estimates, losses and wire cost from a "
                               "collector database",
                               description="Decode the stored reports and print, per device "
@@ -660,3 +798,18 @@ def register(subparsers) -> None:
     p.add_argument("--include-vector", action="store_true",
                    help="export test-mode (vector) frames too")
     p.set_defaults(func=cmd_export)
+
+    p = subparsers.add_parser("events", help="list the events the collector stored (status, "
+                              "gaps, rejects, reboots, connects, ...)",
+                              description="Every stored event in time order: device STATUS "
+                              "messages, sessions and reboots, gaps, rejected frames, "
+                              "connects and disconnects, reader errors, duplicate ids. Opens "
+                              "the database read-only.")
+    p.add_argument("--db", required=True, metavar="FILE", help="the collector's database")
+    p.add_argument("--json", action="store_true", help="print a JSON list (time, device, "
+                   "port, kind, detail, count)")
+    p.add_argument("--device", metavar="HEX", help="only this device's events")
+    p.add_argument("--kind", metavar="K", help="only events of this kind (status, gap, "
+                   "reject, reboot, session, connect, disconnect, reader_error, "
+                   "duplicate_id, conflict, ...)")
+    p.set_defaults(func=cmd_events)
