@@ -19,12 +19,25 @@ Word consumption is part of the contract and matches host/zeal/mechanism.py bit 
 one word for the stochastic rounding (more only after a tie), one for the branch, one for the
 uniform (more only after a rejection). Readings are rejected (ReadingError) before any word
 is drawn.
+
+Heap: the sampling path allocates (almost) nothing besides the generator's hash object and
+digest (224 bytes per four words on the 64-bit unix port). A word is never made into an
+int: it is read in place from the digest (`CounterWords.advance()` / `.block`), byte by byte
+for comparisons and as two 32-bit halves for the uniform draw; the reading's position is
+found by a long division whose partial remainders stay below the divisor times 2^8. On the
+unix port (small ints < 2^62) a float32 reading on a profile whose range is a float64 and
+whose grid has up to ~2^20 cells is privatised with small ints only; larger products
+(float64 readings, m near 52, raw counts with a non-dyadic calibration) still work exactly
+with heap ints, only costing some bytes. Each shortcut's exactness argument is in the
+docstring of the function that takes it.
 """
 try:
     from micropython import const
 except ImportError:  # CPython: the conformance runner also runs there
     def const(x):
         return x
+
+import struct
 
 _WORD_BITS = const(64)
 _WORD = const(1 << 64)
@@ -33,6 +46,9 @@ _F64_EXP_MAX = const(0x7FF)
 _F64_BIAS = const(1075)     # 1023 + 52: value = mantissa * 2^(e - 1075)
 _F32_EXP_MAX = const(0xFF)
 _F32_BIAS = const(150)      # 127 + 23
+_M32 = const(0xFFFFFFFF)
+_SMALL_N = const(1 << 30)   # uniform_below's multiply-high path: n * 2^32 < 2^62
+_CHUNK = const(8)           # long division: bits brought down per step (with divisor < 2^54)
 
 
 class ReadingError(ValueError):
@@ -51,8 +67,8 @@ def _dyadic(f, e):
     return f, 1 << -e
 
 
-def _decode_ieee(bits, width, mant_bits, exp_max, bias):
-    # one binary interchange format: sign | biased exponent | fraction
+def _ieee_parts(bits, width, mant_bits, exp_max, bias):
+    # one binary interchange format: sign | biased exponent | fraction -> (f, e), value f*2^e
     if type(bits) is not int or bits < 0 or bits >> width:
         raise ReadingError("type", "float%d pattern must be an int in [0, 2^%d)" % (width, width))
     e = (bits >> mant_bits) & exp_max
@@ -65,7 +81,12 @@ def _decode_ieee(bits, width, mant_bits, exp_max, bias):
         e = 1  # subnormal (or zero): same scale as the smallest normal
     if bits >> (width - 1):
         f = -f
-    return _dyadic(f, e - bias)
+    return f, e - bias
+
+
+def _decode_ieee(bits, width, mant_bits, exp_max, bias):
+    f, e = _ieee_parts(bits, width, mant_bits, exp_max, bias)
+    return _dyadic(f, e)
 
 
 def decode_float64(bits):
@@ -95,13 +116,14 @@ def decode_raw(profile, raw):
     return cal[0] + cal[1] * raw, cal[2]
 
 
-# ---- exact random primitives -----------------------------------------------------------------
+# ---- exact random primitives (reference forms, on a callable word source) ----------------------
 def bernoulli(num, den, words):
     """1 with probability num/den (0 <= num < den), else 0, exactly (mechanism.md BERNOULLI).
 
     Compares U = 0.w1 w2 w3 ... (base 2^64) with num/den digit by digit; always reads at
-    least one word, even when num == 0. The remainder is only formed after a tie
-    (probability 2^-64), which saves divmod's tuple and remainder on every report.
+    least one word, even when num == 0. A tie on a word (probability 2^-64) reads the next
+    one, so the result is 1 exactly when U < num/den, whose probability is num/den. Zeal
+    uses `_bernoulli_frac`, the same comparison in base 2^8.
     """
     rem = num
     while True:
@@ -115,28 +137,192 @@ def bernoulli(num, den, words):
             return 0
 
 
-def _uniform(n, d, words):
-    # d = 2^64 // n: each u < n has exactly d preimage words
+def uniform_below(n, words):
+    """Uniform integer in [0, n), 1 <= n <= 2^64, by rejection (mechanism.md UNIFORM).
+
+    d = 2^64 // n; a word w gives u = w // d, accepted when u < n: each u < n has exactly d
+    preimage words, so the accepted u is exactly uniform. Zeal uses `_Uniform`, which
+    computes the same u from the word's halves.
+    """
+    d = _WORD // n
     while True:
         u = words() // d
         if u < n:
             return u
 
 
-def uniform_below(n, words):
-    """Uniform integer in [0, n), 1 <= n <= 2^64, by rejection (mechanism.md UNIFORM)."""
-    return _uniform(n, _WORD // n, words)
+# ---- the same primitives on a word cursor, with small ints -----------------------------------
+class _CallWords:
+    """A plain callable returning u64 words seen as a cursor (advance()/block), so crafted
+    word lists and bound .next methods drive the same code as CounterWords."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        self.block = bytearray(8)
+
+    def advance(self):
+        struct.pack_into("<Q", self.block, 0, self._fn())
+        return 0
+
+
+def _below(b, o, c):
+    """[word at b[o:o+8] < the constant whose 8 little-endian bytes are c].
+
+    Exact: two 64-bit numbers compare as their base-256 digit strings do, most significant
+    digit first (the first differing digit decides; all equal means equal, not below).
+    Reads one byte of each with probability 255/256 for a uniform word.
+    """
+    i = o + 7
+    j = 7
+    while j >= 0:
+        x = b[i]
+        y = c[j]
+        if x != y:
+            return x < y
+        i -= 1
+        j -= 1
+    return False
+
+
+def _half(b, o):
+    # the u32 at b[o:o+4], little-endian (o + 4: the high half of the word at o)
+    return b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)
+
+
+class _Uniform:
+    """UNIFORM(n) of mechanism.md on a word cursor: u = w // d, d = 2^64 // n, accepted when
+    u < n; the same u and the same words as `uniform_below`, computed from the word's 32-bit
+    halves wh, wl (w = wh 2^32 + wl) so that no 64-bit integer is formed.
+
+    n < 2^30 (multiply-high): accept iff w < n d (u = floor(w/d) < n <=> w/d < n). Then
+    with v = floor(w n / 2^64) = floor((wh n + floor(wl n / 2^32)) / 2^32) (nested floors
+    of divisions by powers of two are one floor), u is v or v + 1: w/d >= w n / 2^64 as
+    n d <= 2^64, and w/d - w n/2^64 = w (2^64 - n d)/(d 2^64) < (n d) n / (d 2^64) =
+    n^2 / 2^64 < 1 for the accepted w < n d. So u = v + 1 exactly when (v + 1) d <= w,
+    compared in halves. Every product is below 2^62: wh n, wl n < 2^32 n; (v + 1) dh and
+    (v + 1) dl < 2^30 2^32; (v + 1) d <= n d <= 2^64 so its high half is <= 2^32.
+
+    n >= 2^30 (so d <= 2^34): schoolbook long division of the digits wh, wl >> 16,
+    wl & 0xFFFF by d; every partial remainder is < d, so each dividend r 2^16 + digit is
+    < 2^50 and each quotient digit after the first is < 2^16; u = floor(w / d) exactly.
+    """
+
+    def __init__(self, n):
+        d = _WORD // n
+        lim = n * d  # <= 2^64
+        self.n = n
+        self.d = d
+        self.small = n < _SMALL_N
+        self.lh = lim >> 32
+        self.ll = lim & _M32
+        self.dh = d >> 32
+        self.dl = d & _M32
+
+    def draw(self, words):
+        n = self.n
+        while True:
+            o = words.advance()
+            b = words.block
+            wh = _half(b, o + 4)
+            wl = _half(b, o)
+            if self.small:
+                lh = self.lh
+                if wh > lh or (wh == lh and wl >= self.ll):
+                    continue  # w >= n d: rejected
+                v = (wh * n + ((wl * n) >> 32)) >> 32
+                p = (v + 1) * self.dl
+                h = (v + 1) * self.dh + (p >> 32)
+                p &= _M32
+                if h < wh or (h == wh and p <= wl):
+                    v += 1
+                return v
+            d = self.d
+            q = wh // d
+            t = ((wh - q * d) << 16) | (wl >> 16)
+            q2 = t // d
+            t = ((t - q2 * d) << 16) | (wl & 0xFFFF)
+            u = (((q << 16) | q2) << 16) | (t // d)
+            if u < n:
+                return u
+
+
+def _bernoulli_frac(r, low, f, q, words):
+    """BERNOULLI for the fraction F = (r 2^f + low) / (q 2^f), 0 <= r < q, 0 <= low < 2^f:
+    1 exactly when U = 0.w1 w2 ... (base 2^64) is below F, the same words as `bernoulli`.
+
+    F's base-256 digits come from long division: bring down the next 8 bits of `low`
+    (zeros once it is used up) beside the remainder r, digit = r // q. Eight base-256
+    digits make one base-2^64 digit (both are floor(F 256^i) mod the base), so comparing
+    each word's bytes, most significant first, with these digits decides U < F at the
+    first difference exactly as `bernoulli` does at the word; a tie on all eight reads the
+    next word, unless the remainder (r and the unused bits of low) is 0: then F's expansion
+    has ended and U >= F (`bernoulli`'s rem == 0). With q < 2^54 every r 2^8 + digit stays
+    below 2^62 (a small int on the unix port).
+    """
+    while True:
+        o = words.advance()
+        b = words.block
+        i = o + 7
+        while i >= o:
+            if f >= _CHUNK:
+                f -= _CHUNK
+                r = (r << _CHUNK) | ((low >> f) & 0xFF)
+            elif f:
+                r = ((r << f) | (low & ((1 << f) - 1))) << (_CHUNK - f)
+                f = 0
+            else:
+                r <<= _CHUNK
+            dg = r // q
+            r -= dg * q
+            x = b[i]
+            if x != dg:
+                return 1 if x < dg else 0
+            i -= 1
+        if r == 0 and (f == 0 or low & ((1 << f) - 1) == 0):
+            return 0
+
+
+def _bits_of(n):
+    # bit length (int.bit_length is missing on the unix port)
+    m = 0
+    while n >> m:
+        m += 1
+    return m
+
+
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _log2(d):
+    # e with d == 2^e, or -1 when d is not a power of two
+    if d <= 0 or d & (d - 1):
+        return -1
+    return _bits_of(d) - 1
 
 
 # ---- the mechanism ---------------------------------------------------------------------------
 class Zeal:
-    """One profile, one word source. `words` is a zero-argument callable returning u64 words;
-    given a zealfw.words.CounterWords, its bound .next is used (a plain method call is
-    cheaper than an instance __call__ on MicroPython)."""
+    """One profile, one word source: a zealfw.words.CounterWords (its cursor is read in
+    place) or any zero-argument callable returning u64 words (a bound .next, a list's
+    reader), adapted by _CallWords.
+
+    The position pos = (x - lo) (N - Nc) / (hi - lo) is rewritten once per profile as
+    pos = (x - lo) Kn 2^e / Kd with Kn, Kd odd and coprime (steps / (hi - lo) reduced, its
+    powers of two collected in e): for a dyadic reading x = f 2^ex, x - lo = Y 2^m0 with
+    integer Y, and pos = Y Kn 2^c / Kd, c = m0 + e: a long division of the integer Y Kn by
+    Kd, bringing down c zero bits (c >= 0) or splitting off the last -c bits of Y Kn as the
+    start of the fraction (c < 0). Floor and fraction are exactly those of P // Q and
+    P mod Q in mechanism.md (the same rational), so stochastic rounding reads the same
+    words and returns the same bit.
+    """
 
     def __init__(self, profile, words):
         self.profile = profile
-        self.words = getattr(words, "next", words)
+        self.words = words if hasattr(words, "advance") else _CallWords(
+            getattr(words, "next", words))
         lon, lod = profile.lo
         hin, hid = profile.hi
         steps = profile.n_cells - profile.n_window
@@ -145,53 +331,108 @@ class Zeal:
         self._lon = lon
         self._lod = lod
         self._steps = steps
-        self._a = hid * steps
         self._b = hin * lod - lon * hid  # > 0: the profile checked lo < hi
-        self._t = profile.threshold
+        # steps / (hi - lo) = steps * (hid * lod) / b  ->  Kn 2^e / Kd
+        e = _log2(hid * lod)   # both powers of two (decoded float64s)
+        dn = self._b
+        while not dn & 1:
+            dn >>= 1
+            e -= 1
+        kn = steps
+        while not kn & 1:
+            kn >>= 1
+            e += 1
+        g = _gcd(kn, dn)
+        self._kn = kn // g
+        self._kd = dn // g
+        self._e = e
+        self._la = _log2(lod)  # lo = lon 2^-la
+        # bits brought down per step while the remainder r < Kd keeps r 2^s below 2^62
+        sh = 62 - _bits_of(self._kd)
+        self._sh = sh if sh > 0 else 1
+        self._tb = struct.pack("<Q", profile.threshold)
+        self._win = _Uniform(profile.n_window)
+        self._out = _Uniform(steps)
         self._nc = profile.n_window
-        self._no = steps
-        self._dc = _WORD // profile.n_window
-        self._do = _WORD // steps
         self._k_lo = profile.k_lo
         self._high = (profile.exponent + 1023) << _MANT_BITS
         self._mask = (1 << profile.bits) - 1
         self.clamped = 0  # finite readings outside [lo, hi], counted
 
+    def _finish(self, base, r, low, f, q):
+        """The report from the position's floor `base` and fraction (r 2^f + low)/(q 2^f)."""
+        words = self.words
+        jl = base + _bernoulli_frac(r, low, f, q, words)
+        o = words.advance()
+        if _below(words.block, o, self._tb):   # next() < T: the window
+            return jl + self._win.draw(words)
+        u = self._out.draw(words)
+        return u if u < jl else u + self._nc
+
+    def _divide(self, m, q, c, sh):
+        """The report for pos = m 2^c / q (m > 0, q > 0), clamped at steps."""
+        steps = self._steps
+        if c >= 0:
+            base = m // q
+            r = m - base * q
+            while c > 0 and base <= steps:  # base = floor(m 2^(done) / q) only grows
+                s = sh if c > sh else c
+                r <<= s
+                dq = r // q
+                r -= dq * q
+                base = (base << s) + dq
+                c -= s
+            low = 0
+            f = 0
+            if c:  # stopped early: pos >= 2 base > steps
+                base = steps + 1
+        else:
+            f = -c
+            top = m >> f
+            low = m - (top << f)
+            base = top // q
+            r = top - base * q
+        if base >= steps:  # x >= hi: pos = steps
+            if base > steps or r or low:
+                self.clamped += 1
+            return self._finish(steps, 0, 0, 0, 1)
+        return self._finish(base, r, low, f, q)
+
+    def _dyadic(self, f, ex):
+        # reading f 2^ex; lo = lon 2^-la
+        la = -self._la
+        m0 = ex if ex < la else la
+        y = (f << (ex - m0)) - (self._lon << (la - m0))
+        if y <= 0:  # x <= lo: pos = 0
+            if y:
+                self.clamped += 1
+            return self._finish(0, 0, 0, 0, 1)
+        return self._divide(y * self._kn, self._kd, m0 + self._e, self._sh)
+
     def sample(self, xn, xd):
         """One report as the offset j = k - k_lo in [0, N), for the reading xn/xd (xd > 0)."""
-        t = xn * self._lod - self._lon * xd
-        if t <= 0:  # x <= lo: pos = 0
-            if t:
+        ld = _log2(xd)
+        if ld >= 0:
+            return self._dyadic(xn, -ld)
+        # any other denominator (a raw count's calibration): divide by xd lod Kd
+        y = xn * self._lod - self._lon * xd
+        if y <= 0:
+            if y:
                 self.clamped += 1
-            base = 0
-            rem = 0
-            q = 1
-        else:
-            q = xd * self._b
-            base, rem = divmod(t * self._a, q)
-            if base >= self._steps:  # pos >= steps <=> x >= hi: pos = steps
-                if base > self._steps or rem:
-                    self.clamped += 1
-                base = self._steps
-                rem = 0
-        words = self.words
-        jl = base + bernoulli(rem, q, words)
-        if words() < self._t:
-            return jl + _uniform(self._nc, self._dc, words)
-        u = _uniform(self._no, self._do, words)
-        return u if u < jl else u + self._nc
+            return self._finish(0, 0, 0, 0, 1)
+        return self._divide(y * self._kn, xd * self._lod * self._kd, self._e, _CHUNK)
 
     def perturb(self, xn, xd):
         """One report as the mantissa integer k (x* = 2^E (1 + k 2^-52))."""
         return self._k_lo + self.sample(xn, xd)
 
     def perturb_float64(self, bits):
-        xn, xd = decode_float64(bits)
-        return self._k_lo + self.sample(xn, xd)
+        f, e = _ieee_parts(bits, 64, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
+        return self._k_lo + self._dyadic(f, e)
 
     def perturb_float32(self, bits):
-        xn, xd = decode_float32(bits)
-        return self._k_lo + self.sample(xn, xd)
+        f, e = _ieee_parts(bits, 32, 23, _F32_EXP_MAX, _F32_BIAS)
+        return self._k_lo + self._dyadic(f, e)
 
     def perturb_raw(self, raw):
         xn, xd = decode_raw(self.profile, raw)

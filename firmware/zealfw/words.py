@@ -3,10 +3,15 @@
     block_i = SHA-256(b"zeal-ctr" || key || LE64(i)),  i = 0, 1, 2, ...
     words   = each block read as four little-endian u64, in order
 
-MicroPython's hashlib.sha256 has no .copy(), so every block hashes the whole 48-byte input
-again. The input lives in one preallocated bytearray; only the counter bytes change
-(struct.pack_into). Per block this allocates the hash object, the 32-byte digest and the
-4-tuple of words; per word nothing.
+MicroPython's hashlib.sha256 has no .copy() and refuses update() after digest() ("hash is
+final"), and there is no digest-into-buffer: every block costs one fresh hash object and one
+32-byte digest (224 heap bytes on the 64-bit unix port, measured with gc.mem_alloc), which is
+the floor. The input lives in one preallocated bytearray; only the counter bytes change
+(struct.pack_into). Words are not unpacked: the mechanism reads a word in place, from the
+digest's bytes (`advance()` returns its offset in `block`), so no 4-tuple and no 64-bit
+integer is made per word (a word above 2^62 would be a heap int on the unix port, and every
+word above 2^30 one on a 32-bit board). `next()` still returns the word as an int for
+callers that want it (conformance runs, `take`).
 
 `CounterWords(key)` with a *given* key is vector/test mode: reproducible, hence not private
 against anyone who knows the key. Production keys come from `derive_boot_key`, which mixes
@@ -42,25 +47,36 @@ _U32 = const(0xFFFFFFFF)
 
 
 class CounterWords:
-    """SHA-256 counter-mode words from a 32-byte key. Call it (or .next) for one u64."""
+    """SHA-256 counter-mode words from a 32-byte key.
+
+    Cursor interface (what zealfw.mechanism uses): `advance()` moves to the next word and
+    returns its byte offset o in `block` (the current digest; read `block` after advancing,
+    a new block replaces it every fourth word); the word is the little-endian u64 in
+    block[o:o + 8], most significant byte block[o + 7]. `next()` (or calling the object)
+    returns the next word as an int.
+    """
 
     def __init__(self, key):
         if len(key) != _KEY_BYTES:
             raise ValueError("generator key must be 32 bytes")
         self._input = bytearray(b"zeal-ctr" + bytes(key) + bytes(8))
         self._counter = 0   # index of the next block to hash
-        self._block = None  # the current block's four words
+        self.block = b""    # the current block (32-byte digest)
         self._index = 4     # words of the current block already used
 
-    def next(self):
+    def advance(self):
         i = self._index
         if i == 4:
             struct.pack_into("<Q", self._input, _COUNTER_AT, self._counter)
-            self._block = struct.unpack("<4Q", hashlib.sha256(self._input).digest())
+            self.block = hashlib.sha256(self._input).digest()
             self._counter += 1
             i = 0
         self._index = i + 1
-        return self._block[i]
+        return i << 3
+
+    def next(self):
+        o = self.advance()
+        return struct.unpack_from("<Q", self.block, o)[0]
 
     __call__ = next
 
