@@ -19,7 +19,8 @@
 #   start_delay_ms 2000  grace period at boot, before Ctrl-C is disabled (repl output)
 #   crash_reset_ms 10000 after an unexpected error: STATUS CRASH, then machine.reset()
 #                        this long after (0: stay in the REPL)
-#   profile       "zeal_profile.json";  seed  "zeal_seed.bin"
+#   profile       "zeal_profile.json"
+#   seed          "zeal_seed.bin"  the seed file, rewritten at every boot (needs a writable FS)
 #   vector_mode   false  allow a given generator key (tests only: frames are marked VECTOR)
 #   vector_key    null   64 hex digits, used only when vector_mode is true
 #   debug         false  NOT PRIVATE: send the replaced/clamped counters and SENSOR statuses
