@@ -23,8 +23,9 @@ row per port).
 
 Events carry an identity `key` (TEXT, UNIQUE, NULL for events that are not deduplicated, such
 as connect/disconnect of this run). An event whose key is stored already is ignored, so
-collecting the same stream twice does not double anything. The collector's keys (session =
-the hex of the 28 HELLO session bytes: device id, fingerprint, boot, nonce; port-independent):
+collecting the same stream twice does not double anything. The collector makes the keys
+(collector.py is the reference); their shape, with session = the hex of the 28 HELLO session
+bytes (device id, fingerprint, boot, nonce; so a key does not depend on the port):
     session/reboot  "hello:<session>"                        (whichever kind came first)
     gap             "gap:<session>:<seq of the frame after the gap>"
     status          "status:<session>:<ticks>:<code>"
@@ -41,7 +42,8 @@ Caps (a hostile or broken device must not grow the file without bound):
         each is counted in the single event row `devices_dropped`.
     MAX_EVENTS = 1 000 000 event rows: further events are not stored; each is counted in the
         single event row `events_dropped` (the counter rows themselves are always kept).
-    MAX_UNRESOLVED_PER_PORT = 65 536 unresolved rows per port (a DATA body is at most ~2 KB).
+    MAX_UNRESOLVED_PER_PORT = 65 536 unresolved rows per port (a DATA body is at most ~2 KB:
+        at most ~134 MB per port).
 Rows are never deleted from devices and events, so the largest id is their row count.
 
 Robustness: schema creation and the migration 1 -> 2 each run in one transaction together
@@ -50,7 +52,8 @@ complete new one. A file that is not zeal's is refused before anything is writte
 switch to WAL). Reading commands open with `open_existing(path)` (read-only: `mode=ro`, no
 PRAGMA that writes; a WAL file in a read-only folder is read as immutable when no -wal file
 exists). A failed write reports SQLite's own error (a full disk: "disk full"), rolling back only
-if SQLite has not done so itself. Damaged rows give one-line StoreErrors on reading.
+if SQLite has not done so itself. Damaged rows give one-line errors on reading (StoreError;
+ProfileError for a stored profile that is not valid or not the one its fingerprint names).
 """
 import json
 import os
@@ -466,8 +469,8 @@ class Store:
                         if dev is None:
                             no_device += 1
                             continue
-                    stored_events.append((dev, e.port, e.time or now, e.kind, e.detail,
-                                          e.count, e.key))
+                    stored_events.append((dev, e.port, float(e.time or now), str(e.kind),
+                                          str(e.detail), int(e.count), e.key))
                 self._insert_events(stored_events, now)
                 self._count("devices_dropped", "frames and events of devices beyond the cap "
                             "of %d" % self.max_devices, no_device, now)
