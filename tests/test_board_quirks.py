@@ -428,14 +428,17 @@ def test_examples_readme_shows_the_command_that_made_the_profile():
 # ---- item 13: replay readings from a file on the board ---------------------------------------
 def test_replay_file_validation(tmp_path):
     good = tmp_path / "r.txt"
-    good.write_bytes(b"4044000000000000\r\n\n  42200000 \n+12345678\n-17\n12345\n")
+    good.write_bytes(b"4044000000000000\r\n\n  42200000 \n+12345678\n-17\n12345\n"
+                     b"\t-1234567\n+123456789012345\n")
     text, n = D.check_replay_file(str(good))
-    assert n == 5 and text == "4044000000000000\n42200000\n+12345678\n-17\n12345\n"
+    assert n == 7 and text == ("4044000000000000\n42200000\n+12345678\n-17\n12345\n"
+                               "-1234567\n+123456789012345\n")
     cases = [
         (b"4044000000000000\n" + b"0" * 38 + b"405\n", 2, "41 characters, the board takes at "
                                                       "most 40"),
-        (b"1\n2\n40440000000000g0\n", 3, "is a float64 bit pattern in hex"),
-        (b"1234567x\n", 1, "is a float32 bit pattern in hex"),
+        (b"1\n2\n40440000000000g0\n", 3, "is a float64 bit pattern: 16 hex digits"),
+        (b"1234567x\n", 1, "is a float32 bit pattern: 8 hex digits"),
+        (b"12\f\n", 1, "is not a reading"),  # the device trims only spaces and tabs
         (b"40.5\n", 1, "is not a reading"),
         (b"!stop\n", 1, "is not a reading"),
         (b"nan\n", 1, "is not a reading"),
@@ -696,3 +699,45 @@ def test_flash_and_conformance_on_a_quirky_board(tmp_path, prof_file, capsys, pr
         assert list(board.fs.iterdir()) == []  # nothing was copied
     finally:
         board.close()
+
+
+# ---- item 13 end to end: a replay file flashed, then booted ----------------------------------
+@pytest.mark.slow
+def test_flash_a_replay_file_and_boot_it(tmp_path, prof_file):
+    """`zeal flash --replay-file` through real mpremote into the raw-REPL emulator; the board's
+    files then boot on the MicroPython unix port with nothing on stdin: every reading of the
+    file becomes a report, then the board stops."""
+    import subprocess
+
+    pytest.importorskip("mpremote")
+    from test_deploy import FakeBoard
+
+    mp = C.locate_micropython()
+    if mp is None:
+        pytest.fail("the MicroPython unix port is a test dependency")
+    values = (30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 25.0, 35.0, 45.0)
+    readings = tmp_path / "readings.txt"
+    readings.write_text("\r\n".join(struct.pack(">d", x).hex() for x in values) + "\r\n\r\n")
+    conf = tmp_path / "conf.json"
+    conf.write_text(json.dumps({"start_delay_ms": 0, "period_ms": 0, "batch": 4}))
+    board = FakeBoard(tmp_path)
+    try:
+        out = io.StringIO()
+        D.flash(board.port, str(prof_file), config=str(conf), replay_file=str(readings),
+                compile=False, out=out, stop_wait=0.05, timeout=240)
+        assert "write zeal_replay.txt: %d readings" % len(values) in out.getvalue()
+        assert (board.fs / "zeal_replay.txt").read_text() == "".join(
+            struct.pack(">d", x).hex() + "\n" for x in values)
+        assert json.loads((board.fs / "zeal_config.json").read_text())["sensor"] == {
+            "kind": "replay", "file": "zeal_replay.txt"}
+        done = subprocess.run([mp, "main.py"], cwd=board.fs, capture_output=True, timeout=120,
+                              stdin=subprocess.DEVNULL,
+                              env=dict(os.environ, MICROPYPATH=str(board.fs / "lib")))
+    finally:
+        board.close()
+    assert done.returncode == 0, done.stderr.decode()
+    events = wire.Decoder([P.load(str(prof_file))]).feed(done.stdout)
+    batches = [e for e in events if isinstance(e, wire.Batch)]
+    statuses = [e for e in events if isinstance(e, wire.Status)]
+    assert sum(len(b) for b in batches) == len(values)
+    assert statuses and statuses[-1].code_name == "STOPPED"

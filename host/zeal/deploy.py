@@ -296,20 +296,19 @@ def check_replay_file(path, calibrated=True):
             raise ZealError("%s: %d characters, the board takes at most %d"
                             % (where, len(line), REPLAY_LINE_MAX))
         try:
-            text = line.decode("ascii").strip()
+            text = line.decode("ascii").strip(" \t")  # the device trims spaces and tabs only
         except UnicodeDecodeError:
             raise ZealError("%s: not ASCII" % where) from None
         if not text:
             continue
-        if len(text) in (8, 16):
-            if not re.fullmatch(r"[0-9a-fA-F]+", text):
-                raise ZealError("%s: %r: a line of %d characters is a float%d bit pattern in "
-                                "hex (write a raw count of %d digits with a sign, +N)"
-                                % (where, text, len(text), 4 * len(text), len(text)))
+        if len(text) in (8, 16) and re.fullmatch(r"[0-9a-fA-F]+", text):
+            pass  # a bit pattern (so is "12345678": write a raw count of 8 digits as +N)
         elif not re.fullmatch(r"[-+]?[0-9]+", text):
-            raise ZealError("%s: %r is not a reading (16 hex digits: float64 bits, 8 hex "
-                            "digits: float32 bits, or a decimal integer: a raw count)"
-                            % (where, text))
+            raise ZealError("%s: %r is not a reading (%s)" % (where, text, (
+                "a line of %d characters is a float%d bit pattern: %d hex digits"
+                % (len(text), 4 * len(text), len(text))) if len(text) in (8, 16) else
+                "16 hex digits: float64 bits, 8 hex digits: float32 bits, or a decimal "
+                "integer: a raw count"))
         elif not calibrated:
             raise ZealError("%s: %r is a raw count, and the profile has no calibration"
                             % (where, text))
