@@ -86,3 +86,34 @@ def test_mechanism_vectors_on_cpython(case):
         assert reports.to_low(prof, k) == want["low"]
         assert reports.from_low(prof, want["low"]) == k
     assert mech.clamped == case["clamped"]
+
+
+def _device_profile():
+    firmware = os.path.join(ROOT, "firmware")
+    if firmware not in sys.path:
+        sys.path.insert(0, firmware)
+    from zealfw import profile as FP
+    return FP
+
+
+@pytest.mark.parametrize("case", list(PROFILES.values()), ids=lambda c: c["id"])
+def test_profile_vectors_reason_codes_on_host_and_device(case):
+    """The host and the device (zealfw on CPython) give the vector's reason code; a host_only
+    case is one the device accepts, and then it is still private."""
+    FP = _device_profile()
+    text = json.dumps(case["profile"])
+    if case["result"] == "valid":
+        assert FP.loads(text).canonical.decode() == case["canonical"]
+        return
+    with pytest.raises(ProfileError) as host:
+        P.loads(text)
+    assert host.value.reason == case["reason"]
+    if case["host_only"]:
+        dev = FP.loads(text)
+        assert P.is_private(dev.n_cells, dev.n_window, dev.threshold,
+                            P.bits_to_float64(
+                                int(case["profile"]["epsilon"][2:], 16)))
+        return
+    with pytest.raises(FP.ProfileError) as dev:
+        FP.loads(text)
+    assert dev.value.reason == case["reason"]

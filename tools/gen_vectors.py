@@ -83,15 +83,53 @@ def profile_vectors(profiles: dict) -> dict:
     bad("missing-key", "no n_window", "missing",
         {k: v for k, v in base.items() if k != "n_window"})
     bad("float-value", "epsilon as a JSON float", "type", dict(base, epsilon=1.0))
-    doc = dict(base, threshold=base["threshold"] + 1)
-    doc.pop("fingerprint")
-    doc["fingerprint"] = hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"))
-                                        .encode()).hexdigest()
-    bad("rehashed-threshold", "threshold edited and fingerprint recomputed: only the host, "
-        "which re-derives T, can tell", "derived", doc, host_only=True)
+    def rehashed(doc):
+        core = {k: v for k, v in doc.items() if k != "fingerprint"}
+        canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
+        return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
+
+    # tampered profiles with recomputed fingerprints: each is refused by the check named in
+    # its reason (shared_spec/profile.md, the profile-check list), on the device as well
+    bad("rehashed-threshold", "threshold + 1, fingerprint recomputed: P_hi/P_lo would exceed "
+        "L; the device re-derives T", "derived", rehashed(dict(base, threshold=base["threshold"]
+                                                              + 1)))
+    bad("rehashed-bits", "bits 5 for a grid of 15 cells", "derived",
+        rehashed(dict(base, bits=5)))
+    bad("rehashed-window-zero", "n_window 0: no window cell", "value",
+        rehashed(dict(base, n_window=0)))
+    bad("rehashed-window-all", "n_window = n_cells: no outside cell", "value",
+        rehashed(dict(base, n_window=base["n_cells"])))
+    bad("rehashed-threshold-zero", "threshold 0: P_hi = 0", "value",
+        rehashed(dict(base, threshold=0)))
+    bad("rehashed-epsilon-nan", "epsilon NaN", "value",
+        rehashed(dict(base, epsilon="0x7ff8000000000000")))
+    bad("rehashed-lo-above-hi", "lo and hi swapped", "value",
+        rehashed(dict(base, lo=base["hi"], hi=base["lo"])))
+    bad("rehashed-exponent", "exponent 1024: not a finite double", "value",
+        rehashed(dict(base, exponent=1024)))
+    eps = 1e-6
+    n, nc = 4502511373889014, 1
+    t = P.threshold(n, nc, Fraction(eps))
+    bad("privacy-eps-1e-6", "issue 7: eps = 1e-6, N = 4502511373889014, Nc = 1, T = the "
+        "certified threshold (4096); P_lo/P_hi = 1501199875790165/1500837124629671, a loss of "
+        "241.67 eps: refused because T*No <= (2^64 - T)*Nc", "privacy",
+        rehashed(dict(base, epsilon="0x%016x" % float64_to_bits(eps), exponent=0,
+                      bits=n.bit_length(), n_cells=n, n_window=nc, threshold=t)))
+    bad("privacy-equal", "eps = 2^-1074 (L = 1), N = 2, Nc = 1, T = 2^63: P_hi == P_lo, the "
+        "slope is 0", "privacy", rehashed(dict(base, epsilon="0x0000000000000001", bits=2,
+                                               n_cells=2, n_window=1, threshold=1 << 63)))
+    bad("upper-hex-hi", "hi in upper-case hex, fingerprint over it: not canonical", "type",
+        rehashed(dict(base, hi="0x" + base["hi"][2:].upper())))
+    n = base["n_cells"] - 1
+    bad("rehashed-n-cells", "n_cells - 1 with T re-derived for it: consistent integers, not "
+        "the grid lo, hi, epsilon give. Only the host, which derives N with exp to 60 digits, "
+        "can tell; the profile is still private", "derived",
+        rehashed(dict(base, n_cells=n, threshold=P.threshold(n, base["n_window"],
+                                                             Fraction(1.0)))), host_only=True)
     return {"schema": "zeal-vectors/profiles", "version": VERSION, "count": len(cases),
             "notes": "Valid profiles with their canonical bytes; must-reject profiles with "
-                     "the reason (fingerprint, format, missing, type, derived).",
+                     "the reason code of the profile-check list (shared_spec/profile.md). "
+                     "host_only: a device need not detect it (N, Nc, E: utility, not privacy).",
             "cases": cases}
 
 

@@ -12,9 +12,9 @@ same reason codes: the profile-check list of profile.md. Each failure is a Profi
   size         the file is longer than _MAX_FILE (502) bytes, the longest profile the schema
                allows as `zeal profile -o` writes it
   json         not the grammar: a byte outside printable ASCII/space/tab/CR/LF, not one flat
-               object, a backslash escape, a duplicated key, a malformed number, extra data
-  type         a value that is not a string or an integer (float, true/false/null, array,
-               object)
+               object, a backslash escape, a duplicated key, data after the object
+  type         a value that is neither a string nor an integer as JSON writes it (a float,
+               "04", "+4", true/false/null, an array, an object)
   format       the "format" string is not "zeal-profile/1" (or absent)
   missing      a required key is absent, or only one of cal_gain/cal_offset is present
   unknown      a key the schema does not know
@@ -270,27 +270,24 @@ def _load_buffer(buf, n):
 
 # ---- the profile file grammar (profile.md): one flat JSON object of ints and strings --------
 # ws = *(space | tab | LF | CR); file = ws "{" ws [member *(ws "," ws member)] ws "}" ws
-# member = string ws ":" ws value; value = string | int (a float, literal, array or object is
-# "type"); string = '"' *(printable ASCII but '"' and backslash) '"'; int = ["-"] ("0" | [1-9]
-# *digit). Keys must be distinct. Everything else, and any other byte, is "json".
-_QUOTE = const(0x22)
-
-
+# member = string ws ":" ws value; string = '"' *(printable ASCII but '"' and backslash) '"';
+# value = string | int, int = ["-"] ("0" | [1-9] *digit). Keys are distinct. A value that is
+# neither (a float, "04", true, null, an array, an object) is "type"; anything else "json".
 def _json_error(what):
     return ProfileError("json", "profile is not valid JSON for a profile (%s)" % what)
 
 
 def _ws(buf, i, n):
-    while i < n and buf[i] in (0x20, 0x09, 0x0A, 0x0D):
+    while i < n and buf[i] in b" \t\n\r":
         i += 1
     return i
 
 
 def _string(buf, i, n):
-    if i >= n or buf[i] != _QUOTE:
+    if i >= n or buf[i] != 0x22:
         raise _json_error("a string was expected")
     j = i + 1
-    while j < n and buf[j] != _QUOTE:
+    while j < n and buf[j] != 0x22:
         if buf[j] == 0x5C:
             raise _json_error("a backslash escape")
         j += 1
@@ -299,69 +296,27 @@ def _string(buf, i, n):
     return str(buf[i + 1:j], "ascii"), j + 1
 
 
-def _number_kind(tok):
-    # 1: a JSON integer; 2: a JSON number that is not an integer; 0: not a JSON number
-    n = len(tok)
-    i = 1 if n and tok[0] == 0x2D else 0
-    if i >= n or not 0x30 <= tok[i] <= 0x39:
-        return 0
-    if tok[i] == 0x30:
-        i += 1
-    else:
-        while i < n and 0x30 <= tok[i] <= 0x39:
-            i += 1
-    if i == n:
-        return 1
-    if tok[i] == 0x2E:  # "." digits
-        i += 1
-        if i >= n or not 0x30 <= tok[i] <= 0x39:
-            return 0
-        while i < n and 0x30 <= tok[i] <= 0x39:
-            i += 1
-    if i < n and tok[i] in (0x45, 0x65):  # "e" ["+" | "-"] digits
-        i += 1
-        if i < n and tok[i] in (0x2B, 0x2D):
-            i += 1
-        if i >= n or not 0x30 <= tok[i] <= 0x39:
-            return 0
-        while i < n and 0x30 <= tok[i] <= 0x39:
-            i += 1
-    return 2 if i == n else 0
-
-
 def _value(buf, i, n):
-    c = buf[i] if i < n else 0
-    if c == _QUOTE:
+    if i < n and buf[i] == 0x22:
         return _string(buf, i, n)
-    if c == 0x2D or 0x30 <= c <= 0x39:
-        j = i
-        while j < n and buf[j] in b"0123456789+-.eE":
-            j += 1
-        tok = buf[i:j]
-        kind = _number_kind(tok)
-        if kind == 1:
-            return int(str(tok, "ascii")), j
-        if kind == 2:
-            raise ProfileError("type", "a JSON float where an integer or string belongs")
-        raise _json_error("a malformed number")
-    for word in (b"true", b"false", b"null"):
-        if buf[i:i + len(word)] == word:
-            raise ProfileError("type", "a JSON literal where an integer or string belongs")
-    if c in (0x5B, 0x7B):
-        raise ProfileError("type", "a nested array or object")
-    raise _json_error("a value was expected")
+    j = i
+    while j < n and buf[j] in b"0123456789+-.eE":
+        j += 1
+    tok = str(buf[i:j], "ascii")
+    digits = tok[1:] if tok[:1] == "-" else tok
+    if not digits.isdigit() or (digits[0] == "0" and len(digits) > 1):
+        raise ProfileError("type", "a value that is not a string or an integer")
+    return int(tok), j
 
 
 def parse(buf, n):
     """The object of a profile file's first n bytes, by the grammar above (ProfileError)."""
     for i in range(n):
         c = buf[i]
-        if c > 0x7E or (c < 0x20 and c not in (0x09, 0x0A, 0x0D)):
+        if c > 0x7E or (c < 0x20 and c not in b"\t\n\r"):
             raise _json_error("a byte outside printable ASCII")
     i = _ws(buf, 0, n)
-    if i >= n:
-        raise _json_error("empty")
-    if buf[i] != 0x7B:
+    if i >= n or buf[i] != 0x7B:
         raise _json_error("an object was expected")
     doc = {}
     i = _ws(buf, i + 1, n)
@@ -380,11 +335,11 @@ def parse(buf, n):
             i = _ws(buf, i, n)
             if i < n and buf[i] == 0x2C:
                 i = _ws(buf, i + 1, n)
-                continue
-            if i < n and buf[i] == 0x7D:
+            elif i < n and buf[i] == 0x7D:
                 i += 1
                 break
-            raise _json_error("',' or '}' was expected")
+            else:
+                raise _json_error("',' or '}' was expected")
     if _ws(buf, i, n) != n:
         raise _json_error("data after the object")
     return doc
