@@ -26,9 +26,14 @@ DEV = b"board-01"
 ENV = dict(os.environ, PYTHONPATH=HOST + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def hello(boot, flags=0, dev=DEV):
+def nonce(boot):
+    """A session nonce per boot (a real board draws it fresh at every boot)."""
+    return bytes([boot + 1]) * 8
+
+
+def hello(boot, flags=0, dev=DEV, next_seq=0):
     return wire.encode_hello(device_id=dev, fingerprint=FP, boot=boot, bits=PROF.bits,
-                             batch=8, flags=flags)
+                             batch=8, flags=flags, nonce=nonce(boot), next_seq=next_seq)
 
 
 LOWS = [reports.to_low(PROF, PROF.k_lo + j) for j in range(PROF.n_cells)]  # on the grid
@@ -37,12 +42,13 @@ LOWS = [reports.to_low(PROF, PROF.k_lo + j) for j in range(PROF.n_cells)]  # on 
 def data(boot, seq, flags=0, dev=DEV, n=8):
     return wire.encode_data(seq=seq, bits=PROF.bits,
                             reports=[LOWS[(seq + i) % len(LOWS)] for i in range(n)],
-                            session=wire.session_bytes(dev, FP, boot), flags=flags)
+                            session=wire.session_bytes(dev, FP, boot, nonce(boot)), flags=flags)
 
 
-def status(code=0, sent=0, flags=0):
-    return wire.encode_status(code=code, dropped=0, clamped=0, sent=sent,
-                              message="stopped" if code == 4 else "", flags=flags)
+def status(code=0, ticks=0, flags=0, message=None):
+    return wire.encode_status(code=code, ticks=ticks,
+                              message=("stopped" if code == 4 else "") if message is None
+                              else message, flags=flags)
 
 
 STOP = status(4)
@@ -100,9 +106,14 @@ def run_stream(tmp_path, stream, *, keep_vector=False, profiles=(PROF,)):
     return out["progress"], Store(db)
 
 
+def store_port(store):
+    """The one port a test's collector read."""
+    return store.db.execute("SELECT port FROM links").fetchone()[0]
+
+
 def test_events_reboot_gap_rejects_status(tmp_path):
     raw = bytearray(wire.cobs_decode(data(1, 5)[:-1]))
-    raw[5] ^= 0x40  # one flipped payload bit: a CRC reject (and frame 5 lost)
+    raw[5] ^= 0x40  # one flipped payload bit: fails its CRC (kept unresolved; frame 5 lost)
     bad = wire.cobs_encode(raw) + b"\0"
     stream = (hello(1) + data(1, 0) + data(1, 1) + data(1, 4)       # gap: 2, 3
               + b"boot log text\x00" + bytes(bad) + data(1, 6) + status(0, 32)
@@ -113,13 +124,14 @@ def test_events_reboot_gap_rejects_status(tmp_path):
         ref.feed(stream)
         assert progress.reports == 8 * 6 and progress.frames == 6
         assert progress.gaps == ref.lost == 3 and progress.reboots == 1
-        assert progress.rejects == ref.rejected and progress.rejects["crc"] == 1
+        assert progress.rejects == ref.rejected and ref.unresolved["crc"] == 1
+        assert progress.unresolved == 1 and len(store.unresolved(store_port(store))) == 1
         ev = store.event_counts()
         assert ev[(DEV, "reboot", "boot 2 fingerprint %s" % FP.hex())] == 1
         assert ev[(DEV, "session", "boot 1 fingerprint %s" % FP.hex())] == 1
         assert ev[(DEV, "gap", "")] == 3
-        assert ev[(DEV, "status", "OK dropped=0 clamped=0 sent=32")] == 1
-        assert ev[(DEV, "status", "STOPPED dropped=0 clamped=0 sent=0 stopped")] == 1
+        assert ev[(DEV, "status", "OK ticks=32 frames_dropped=0")] == 1
+        assert ev[(DEV, "status", "STOPPED ticks=0 frames_dropped=0 stopped")] == 1
         assert sum(n for (_, k, r), n in ev.items() if k == "reject") == sum(ref.rejected.values())
         assert ev[(None, "connect", "")] == 1
         assert store.link_bytes() == len(stream) == progress.bytes

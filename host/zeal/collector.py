@@ -1,20 +1,41 @@
 """Collector: serial ports -> wire.Decoder -> SQLite store.
 
-Threads: one reader per port (pyserial, short read timeout) decodes its own line and queues
-frame and event records; the thread that calls `run()` is the only writer (it owns the
-sqlite connection) and commits what is queued every FLUSH seconds, one transaction per port
-(frames, events and the link's byte count together). A frame counts as stored only once that
-transaction has committed: every figure in `Progress` is of committed data.
+Threads: one reader per port (pyserial, short read timeout) decodes its own line and queues,
+in line order, the frames, unresolved DATA, HELLOs, STATUS frames and events it found; the
+thread that calls `run()` is the only writer (it owns the sqlite connection) and commits what
+is queued every FLUSH seconds, one transaction per port (frames, events, unresolved DATA and
+the link's byte count together). A frame counts as stored only once that transaction has
+committed: every figure in `Progress` is of committed data.
+
+Attach (nothing lost when the collector starts or restarts while a board streams): on every
+open of a port the collector writes `wire.HELLO_REQUEST` (`!hello`), and the board answers with
+a HELLO at its next sampling tick. DATA that arrives before a HELLO of its session (or that
+fails its CRC under the latest one) comes out of the decoder `Unresolved`; it is stored raw
+(table `unresolved`) with the other data of its commit, and kept by the port's reader (with
+the rows earlier runs left for that port). On every HELLO the reader has its line's decoder
+resolve them at once (`Decoder.resolve`: the session CRC is verified then, the u32 sequence
+number placed below the HELLO's next_seq, and the line's loss count corrected before any
+later frame is read); those that open are stored as frames and their rows deleted in one
+transaction, those refused are deleted and counted, the rest stay for a later HELLO (another
+boot's) or a later run.
 
 A port that fails to open at the start is a user mistake (PortError). A port that fails
 later (USB unplugged, a board reset that re-enumerates, the pty of a virtual device gone) is
 retried every RETRY seconds until the run ends; each link (one open..close of a port) is a
-row in `links`, with connect/disconnect events.
+row in `links`, with connect/disconnect events. A reader that fails with any other exception
+(a bug, pyserial's select() on a descriptor >= 1024) is reported (event `reader_error`, a line
+through `log`), its port closed and reopened after RETRY seconds: a port is never left unread
+silently. More ports than the process can serve are refused up front (transport.port_capacity).
 
-Events stored: session (first HELLO of a device on a port), reboot (a new session of the same
-device), gap (DATA frames missing from the sequence; count = frames), restart (sequence
-restarted inside one session), reject (by reason; count), status (STATUS frames: code and
-counters), connect, disconnect.
+Events stored (keys as the store's docstring lists, so collecting a stream twice stores each
+once): session (first HELLO of a device on a port), reboot (a new session of the same device),
+gap (DATA frames missing from the sequence; count = frames), restart (sequence restarted
+inside one session), reject (by reason), status (STATUS frames: code, counters, message),
+duplicate_id (a device id seen on two ports at once), reader_error, connect, disconnect.
+
+STATUS frames go to `log` as they arrive (not the periodic OK ones unless verbose); a port
+whose device reported an error (Status.is_error) and sent no DATA is listed in
+Progress.failed_devices.
 
 VECTOR frames (made with a given test key) are refused, and counted as rejects of reason
 `vector`, unless keep_vector=True; then they are stored with vector=1, which analysis skips
@@ -23,6 +44,7 @@ unless asked.
 import argparse
 import queue
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -34,14 +56,16 @@ import serial
 
 from . import transport, wire
 from .errors import ZealError
-from .store import EventRecord, FrameRecord, Store
+from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, wrap_sql_error
 
 FLUSH = 0.2    # seconds between commits
+MAX_BACKLOG = 65_536  # unresolved DATA a reader keeps per port (the store's cap too)
 RETRY = 1.0    # seconds between attempts to reopen a lost port
-STOPPED = 4    # STATUS code STOPPED: the device has flushed its last frame
 # Rejects that are not damage on the line, shown apart: test-key frames, DATA under a profile
-# the host lacks, DATA before the first HELLO (a host that connects mid-stream).
-NOT_ERRORS = ("vector", "unknown_profile", "no_hello")
+# the host lacks.
+NOT_ERRORS = ("vector", "unknown_profile")
+# Events that are facts of this run, not of the stream: never deduplicated.
+_RUN_EVENTS = ("connect", "disconnect", "reader_error", "duplicate_id")
 
 
 @dataclass
@@ -52,14 +76,19 @@ class Progress:
     reports: int = 0          # reports in newly stored frames
     frames: int = 0           # newly stored frames
     duplicates: int = 0       # frames already in the store (a stream collected twice)
+    resolved: int = 0         # frames stored late: DATA kept until its session's HELLO came
+    unresolved: int = 0       # DATA kept raw this run, waiting for its HELLO (net of resolved)
     rejects: Counter = field(default_factory=Counter)  # reason -> count
     gaps: int = 0             # DATA frames lost
     reboots: int = 0
     disconnects: int = 0
+    reader_errors: int = 0    # readers that failed with an unexpected exception (retried)
+    duplicate_ids: int = 0    # device ids seen on two ports at once
     bytes: int = 0            # bytes read on every link
     devices: set = field(default_factory=set)
     connected: int = 0        # ports open now
-    stopped: int = 0          # ports whose device sent STATUS STOPPED
+    stopped: int = 0          # ports whose device sent STATUS STOPPED (or an error status)
+    failed_devices: list = field(default_factory=list)  # (port, device hex, code, message)
     reason: str = ""          # why the run ended ("" while running)
 
     @property
@@ -79,31 +108,62 @@ class Progress:
         for reason in NOT_ERRORS:
             if self.rejects[reason]:
                 text += "  %s %d" % (reason.replace("_", "-"), self.rejects[reason])
+        if self.unresolved:
+            text += "  unresolved %d" % self.unresolved
         return text
 
 
+def _session_hex(hello) -> str:
+    return bytes(hello.session).hex()
+
+
+class _Item:
+    """An unresolved DATA frame kept by a port's reader for Decoder.resolve (which reads
+    .body and .crc). `id`: its row in the store once committed (set by the writer), `record`:
+    the UnresolvedRecord the writer stores (None for rows loaded from an earlier run)."""
+
+    __slots__ = ("body", "crc", "arrival", "id", "record")
+
+    def __init__(self, body, crc, arrival, row_id=None, record=None):
+        self.body, self.crc, self.arrival = body, crc, arrival
+        self.id, self.record = row_id, record
+
+
 class _Port:
-    """One serial line. Reader-owned: serial, decoder, nbytes and the `_seen_*` counters.
-    Writer-owned: link, link_bytes, pending records."""
+    """One serial line. Reader-owned: serial, decoder, nbytes, the `_seen_*` counters and the
+    event-key anchors. Writer-owned: link, link_bytes, pending records, hello (the latest HELLO
+    taken), unresolved bookkeeping."""
 
     def __init__(self, url: str, decoder: wire.Decoder):
         self.url = url
         self.decoder = decoder
         self.serial = None
         self.nbytes = 0               # bytes read on the current link
-        self.session = None           # latest HELLO session seen on this port
-        self.device = None
+        self.session = None           # latest HELLO session seen on this port (reader)
+        self.session_hex = None
+        self.device = None            # its device id (reader)
         self._seen_rejects = Counter()
         self._seen_lost = 0
         self._seen_restarts = 0
+        self.anchor = None            # (session hex or None, last seq seen) for event keys
+        self.ordinal = Counter()      # reason -> rejects since the anchor moved
+        self.failures = 0             # reader exceptions (reader)
+        self.backlog = []             # _Item: unresolved DATA of this port, oldest first
+        # writer
         self.link = None
         self.link_bytes = 0
         self.committed_bytes = 0      # link_bytes as last committed
         self.frames = []              # FrameRecord
         self.events = []              # EventRecord in arrival order
-        self.counted = Counter()      # (device, kind, detail) -> count, merged per commit
+        self.unresolved = []          # _Item whose record is not yet stored
+        self.resolved_ids = []        # stored unresolved rows to delete at the next commit
+        self.stored_unresolved = 0    # rows of this port in the store (as last known)
+        self.writer_device = None     # its device id, for duplicate_id
         self.stop_pending = False     # a STOPPED status is among the pending events
         self.stopped = False          # ... and is committed
+        self.error_status = None      # (code name, message) of an error STATUS
+        self.frames_seen = 0          # DATA frames of this port committed (new or duplicate)
+        self.resolved_frames = 0      # pending frames that came out of resolve
 
     @property
     def device_now(self) -> Optional[bytes]:
@@ -118,59 +178,102 @@ class Collector:
     profiles: Profile objects the devices may announce; added to the store. Profiles already
     in the store are known too. DATA under any other profile is refused (`unknown_profile`).
     on_progress: called with a Progress after each commit and once at the end.
+    log: called with one line of text for what a user must see as it happens (device STATUS,
+    a reader that failed, a device id on two ports); default: print to stderr.
+    verbose: log the periodic STATUS OK heartbeats too.
     """
 
     def __init__(self, ports, store: Store, *, profiles=(), keep_vector: bool = False,
-                 on_progress=None, baudrate: int = transport.DEFAULT_BAUD):
+                 on_progress=None, baudrate: int = transport.DEFAULT_BAUD, log=None,
+                 verbose: bool = False):
         urls = [ports] if isinstance(ports, str) else list(ports)
         if not urls:
             raise ZealError("no port to collect from")
         if len(set(urls)) != len(urls):
             raise ZealError("a port is given twice")
+        cap, why = transport.port_capacity()
+        if cap is not None and len(urls) > cap:
+            raise ZealError("%d ports are more than one collector can read here (at most %d: "
+                            "each port takes %d file descriptors and %s); split the ports "
+                            "between several collectors" % (len(urls), cap,
+                                                            transport.FDS_PER_PORT, why))
         self.store = store
         self.keep_vector = keep_vector
         self.on_progress = on_progress
         self.baudrate = baudrate
+        self.verbose = verbose
+        self.log = log if log is not None else self._stderr
         for prof in profiles:
             store.add_profile(prof)
-        known = store.profiles()
-        self.ports = [_Port(u, wire.Decoder(known, vectors=keep_vector)) for u in urls]
-        self.progress = Progress()
+        self._profiles = store.profiles()
+        self.ports = [_Port(u, wire.Decoder(self._profiles, vectors=keep_vector)) for u in urls]
+        for p in self.ports:  # what earlier runs could not resolve on this port
+            p.backlog = [_Item(bytes(body), crc, arrival, row_id)
+                         for row_id, body, crc, arrival, _reason in store.unresolved(p.url)]
+            p.stored_unresolved = len(p.backlog)
+        self.progress = Progress(unresolved=sum(p.stored_unresolved for p in self.ports))
         self._queue = queue.Queue()
         self._stop = threading.Event()
         self._threads = []
         self._closed_bytes = 0
         self._interrupted = False
+        self._owner = {}              # device id -> port (url) whose latest HELLO named it
+        self._warned = set()          # (device id, port, port) pairs already reported
+
+    @staticmethod
+    def _stderr(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
 
     # ---- reader threads -----------------------------------------------------------------------
     def _reader(self, p: _Port) -> None:
         while not self._stop.is_set():
-            if p.serial is None:
-                if self._stop.wait(RETRY):
-                    break
-                try:
-                    p.serial = transport.open_port(p.url, baudrate=self.baudrate)
-                except transport.PortError:
-                    continue  # still unplugged: try again in RETRY seconds
-                self._connected(p)
             try:
-                data = transport.read_chunk(p.serial)
-            except (serial.SerialException, OSError) as exc:
-                self._disconnected(p, str(exc) or type(exc).__name__)
-                continue
-            if data:
-                p.nbytes += len(data)
-                self._decode(p, data)
+                if p.serial is None:
+                    if self._stop.wait(RETRY):
+                        break
+                    try:
+                        p.serial = transport.open_port(p.url, baudrate=self.baudrate)
+                    except transport.PortError:
+                        continue  # still unplugged: try again in RETRY seconds
+                    self._connected(p)
+                    continue
+                try:
+                    data = transport.read_chunk(p.serial)
+                except (serial.SerialException, OSError) as exc:
+                    self._disconnected(p, str(exc) or type(exc).__name__)
+                    continue
+                if data:
+                    p.nbytes += len(data)
+                    self._decode(p, data)
+            except Exception as exc:  # never let a port go unread silently: report, retry
+                self._failed(p, exc)
         if p.serial is not None:
             self._disconnected(p, "")
 
+    def _failed(self, p: _Port, exc: Exception) -> None:
+        p.failures += 1
+        text = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+        self._queue.put(("failure", p, text))
+        if p.serial is not None:
+            self._disconnected(p, "reader error: " + text)
+
     def _connected(self, p: _Port) -> None:
-        p.nbytes = 0
+        """A link opened: end the frame cut by the previous link, record the link, ask the
+        board for a HELLO."""
         if p.decoder.deframer.pending:
             # End the frame cut by the disconnect here, so it cannot swallow the first whole
-            # frame of the new link (it is counted as one reject, as it should be).
-            p.decoder.feed(b"\x00")
+            # frame of the new link. If its bytes were whole (only the delimiter was missing)
+            # this completes it: decoded and stored as any other frame.
+            self._decode(p, b"\x00")
+        p.nbytes = 0
         self._queue.put(("connect", p, None))
+        try:
+            sent = transport.send_line(p.serial, wire.HELLO_REQUEST)
+        except (serial.SerialException, OSError) as exc:
+            self._disconnected(p, str(exc) or type(exc).__name__)
+            return
+        if not sent:
+            self._queue.put(("request_timeout", p, None))
 
     def _disconnected(self, p: _Port, why: str) -> None:
         try:
@@ -181,95 +284,227 @@ class Collector:
         self._queue.put(("disconnect", p, (why, p.nbytes)))
 
     def _decode(self, p: _Port, data: bytes) -> None:
+        """Feed the decoder frame by frame (each piece ends at a delimiter), so that every
+        record and event is placed exactly in the line's order: a HELLO resolves only what
+        came before it, and events get keys that do not depend on how reads cut the stream."""
         now = time.time()
-        frames, events, stop = [], [], False
+        recs = []
+        start, n = 0, len(data)
+        while start < n:
+            z = data.find(0, start)
+            end = n if z < 0 else z + 1
+            self._feed(p, data[start:end] if start or end < n else data, now, recs)
+            start = end
+        self._queue.put(("data", p, (recs, p.nbytes)))
+
+    def _feed(self, p: _Port, piece: bytes, now: float, recs: list) -> None:
         dec = p.decoder
-        for ev in dec.feed(data):
+        hello = False
+        for ev in dec.feed(piece):
             if isinstance(ev, wire.Batch):
-                frames.append(FrameRecord.from_batch(ev, now))
+                self._anchor(p, p.session_hex, ev.seq)  # a fed Batch is of the latest HELLO
+                self._batch(p, ev, now, recs, p.session_hex)
+            elif isinstance(ev, wire.Unresolved):
+                rec = UnresolvedRecord(p.url, now, bytes(ev.body), ev.crc, ev.reason)
+                item = _Item(rec.body, rec.crc, now, None, rec)
+                p.backlog.append(item)
+                if len(p.backlog) > MAX_BACKLOG:  # the store drops its oldest rows too
+                    del p.backlog[:len(p.backlog) - MAX_BACKLOG]
+                recs.append(("unresolved", item))
             elif isinstance(ev, wire.Hello):
+                sess = _session_hex(ev)
                 if ev.session != p.session:
                     kind = "reboot" if p.device == ev.device_id else "session"
-                    events.append(EventRecord(
-                        kind, "boot %d fingerprint %s%s" % (ev.boot, ev.fingerprint.hex(),
-                                                            " vector" if ev.vector else ""),
-                        device_id=ev.device_id, port=p.url, time=now))
-                    p.session, p.device = ev.session, ev.device_id
+                    recs.append(("event", EventRecord(
+                        kind, "boot %d fingerprint %s%s%s"
+                        % (ev.boot, ev.fingerprint.hex(), " vector" if ev.vector else "",
+                           " debug" if ev.debug else ""),
+                        device_id=ev.device_id, port=p.url, time=now, key="hello:" + sess)))
+                    p.session, p.session_hex, p.device = ev.session, sess, ev.device_id
+                self._anchor(p, sess, ev.next_seq - 1)
+                recs.append(("hello", ev))
+                hello = True
             elif isinstance(ev, wire.Status):
-                events.append(EventRecord(
-                    "status", "%s dropped=%d clamped=%d sent=%d%s"
-                    % (ev.code_name, ev.dropped, ev.clamped, ev.sent,
-                       (" " + ev.message) if ev.message else ""),
-                    device_id=p.device_now, port=p.url, time=now))
-                stop = stop or ev.code == STOPPED
+                recs.append(("status", (ev, p.device_now, p.session_hex, now)))
+        if hello and p.backlog:
+            self._resolve(p, recs)
+        self._account(p, now, recs)
+
+    def _batch(self, p: _Port, b, arrival: float, recs: list, sess) -> None:
+        recs.append(("frame", FrameRecord.from_batch(b, arrival)))
+        if b.lost_before:
+            p._seen_lost += b.lost_before
+            recs.append(("event", EventRecord(
+                "gap", "", b.lost_before, device_id=b.device_id, port=p.url, time=arrival,
+                key="gap:%s:%d" % (sess, b.seq))))
+
+    def _resolve(self, p: _Port, recs: list) -> None:
+        """A HELLO came: the line's decoder opens what it can of the port's backlog now,
+        before any later frame is read (so its loss count and sequence places are right)."""
+        dec = p.decoder
+        keep = []
+        for item, res in zip(p.backlog, dec.resolve(p.backlog)):
+            if res is None:
+                keep.append(item)
+                continue
+            recs.append(("resolved", (item, res is not False)))
+            if res is not False:
+                sess = wire.session_bytes(res.device_id, wire.fingerprint_key(res.profile),
+                                          res.boot, res.nonce).hex()
+                self._batch(p, res, item.arrival, recs, sess)
+        p.backlog = keep
+
+    def _anchor(self, p: _Port, sess, seq) -> None:
+        if p.anchor != (sess, seq):
+            p.anchor = (sess, seq)
+            p.ordinal = Counter()
+
+    def _account(self, p: _Port, now: float, recs: list) -> None:
+        """Rejects, gaps and restarts counted by the decoder since the last piece."""
+        dec = p.decoder
         dev = p.device_now
         rejected = dec.rejected
         if rejected != p._seen_rejects:
+            where, seq = p.anchor if p.anchor is not None else (None, -1)
+            where = where if where is not None else p.url
             for reason, n in rejected.items():
-                if n > p._seen_rejects[reason]:
-                    events.append(EventRecord("reject", reason, n - p._seen_rejects[reason],
-                                              device_id=dev, port=p.url, time=now))
+                for _ in range(n - p._seen_rejects[reason]):
+                    p.ordinal[reason] += 1
+                    recs.append(("event", EventRecord(
+                        "reject", reason, 1, device_id=dev, port=p.url, time=now,
+                        key="reject:%s:%d:%s:%d" % (where, seq, reason, p.ordinal[reason]))))
             p._seen_rejects = rejected
-        if dec.lost != p._seen_lost:
-            events.append(EventRecord("gap", "", dec.lost - p._seen_lost, device_id=dev,
-                                      port=p.url, time=now))
+        if dec.lost != p._seen_lost:  # losses no Batch carried (none expected)
+            sess, seq = p.anchor if p.anchor is not None else (p.url, -1)
+            recs.append(("event", EventRecord("gap", "", dec.lost - p._seen_lost,
+                                              device_id=dev, port=p.url, time=now,
+                                              key="gap:%s:%d+" % (sess, seq))))
             p._seen_lost = dec.lost
         if dec.restarts != p._seen_restarts:
-            events.append(EventRecord("restart", "", dec.restarts - p._seen_restarts,
-                                      device_id=dev, port=p.url, time=now))
+            sess, seq = p.anchor if p.anchor is not None else (p.url, -1)
+            recs.append(("event", EventRecord("restart", "", dec.restarts - p._seen_restarts,
+                                              device_id=dev, port=p.url, time=now,
+                                              key="restart:%s:%d" % (sess, seq))))
             p._seen_restarts = dec.restarts
-        if frames or events:
-            self._queue.put(("data", p, (frames, events, p.nbytes, stop)))
-        else:
-            self._queue.put(("bytes", p, p.nbytes))
 
     # ---- writer -------------------------------------------------------------------------------
     def _take(self, item) -> None:
         kind, p, arg = item
         if kind == "data":
-            frames, events, nbytes, stop = arg
-            p.frames.extend(frames)
-            for e in events:
-                if e.kind in ("reject", "gap", "restart"):  # merged: one row per commit
-                    p.counted[(e.device_id, e.kind, e.detail)] += e.count
-                else:
-                    p.events.append(e)
+            recs, nbytes = arg
+            for what, rec in recs:
+                if what == "frame":
+                    p.frames.append(rec)
+                elif what == "unresolved":
+                    p.unresolved.append(rec)
+                elif what == "resolved":
+                    item, opened = rec
+                    if item.id is not None:
+                        p.resolved_ids.append(item.id)
+                    else:  # still pending: never stored
+                        p.unresolved = [u for u in p.unresolved if u is not item]
+                    p.resolved_frames += opened
+                elif what == "event":
+                    p.events.append(rec)
+                elif what == "hello":
+                    self._on_hello(p, rec)
+                elif what == "status":
+                    self._on_status(p, *rec)
             p.link_bytes = nbytes
-            p.stop_pending = p.stop_pending or stop
-        elif kind == "bytes":
-            p.link_bytes = arg
         elif kind == "connect":
             self._commit(p)
             p.link = self.store.open_link(p.url)
             p.link_bytes = p.committed_bytes = 0
-            p.events.append(EventRecord("connect", device_id=p.device, port=p.url,
+            p.events.append(EventRecord("connect", device_id=p.writer_device, port=p.url,
                                         time=time.time()))
             self.progress.connected += 1
         elif kind == "disconnect":
             why, nbytes = arg
             p.link_bytes = nbytes
             if why:  # "" when the run ends: a close, not a disconnect
-                p.events.append(EventRecord("disconnect", why, device_id=p.device,
+                p.events.append(EventRecord("disconnect", why, device_id=p.writer_device,
                                             port=p.url, time=time.time()))
             self._commit(p)
             self.store.close_link(p.link, p.link_bytes)
             self._closed_bytes += p.link_bytes
             p.link, p.link_bytes, p.committed_bytes = None, 0, 0
             self.progress.connected -= 1
+            if self._owner.get(p.writer_device) == p.url:
+                del self._owner[p.writer_device]
+        elif kind == "failure":
+            self.progress.reader_errors += 1
+            p.events.append(EventRecord("reader_error", arg, port=p.url, time=time.time()))
+            self.log("zeal: reading %s failed (%s); reopening it in %g s" % (p.url, arg, RETRY))
+        elif kind == "request_timeout":
+            p.events.append(EventRecord("hello_request", "not taken within %g s"
+                                        % transport.WRITE_TIMEOUT, port=p.url,
+                                        time=time.time()))
+
+    def _on_hello(self, p: _Port, hello) -> None:
+        dev = hello.device_id
+        other = self._owner.get(dev)
+        if other is not None and other != p.url:
+            pair = (dev, min(other, p.url), max(other, p.url))
+            if pair not in self._warned:
+                self._warned.add(pair)
+                self.progress.duplicate_ids += 1
+                p.events.append(EventRecord("duplicate_id", "also on %s" % other,
+                                            device_id=dev, port=p.url, time=time.time()))
+                self.log("zeal: warning: device id %s is on two ports at once (%s and %s); "
+                         "its frames are kept apart by session nonce, but check the boards"
+                         % (dev.hex(), other, p.url))
+        if p.writer_device is not None and p.writer_device != dev \
+                and self._owner.get(p.writer_device) == p.url:
+            del self._owner[p.writer_device]
+        self._owner[dev] = p.url
+        p.writer_device = dev
+
+    def _on_status(self, p: _Port, st, device, sess, now) -> None:
+        counters = "ticks=%d frames_dropped=%d" % (st.ticks, st.frames_dropped)
+        if st.debug:
+            counters += " replaced=%d clamped=%d debug" % (st.replaced, st.clamped)
+        p.events.append(EventRecord(
+            "status", "%s %s%s" % (st.code_name, counters,
+                                   (" " + st.message) if st.message else ""),
+            device_id=device, port=p.url, time=now,
+            key=None if sess is None else "status:%s:%d:%d" % (sess, st.ticks, st.code)))
+        if st.is_error:
+            p.error_status = (st.code_name, st.message)
+        if st.code == wire.STOPPED or st.is_error:
+            p.stop_pending = True
+        if st.code != wire.OK or self.verbose:
+            who = ("device %s" % device.hex()) if device is not None else p.url
+            self.log("%s %s %s%s" % (time.strftime("%H:%M:%S", time.localtime(now)), who,
+                                     st.code_name, (": " + st.message) if st.message else ""))
 
     def _commit(self, p: _Port) -> None:
-        if not (p.frames or p.events or p.counted or p.link_bytes != p.committed_bytes):
+        if not (p.frames or p.events or p.unresolved or p.resolved_ids
+                or p.link_bytes != p.committed_bytes):
             return
-        events = p.events + [EventRecord(kind, detail, n, device_id=dev, port=p.url)
-                             for (dev, kind, detail), n in p.counted.items()]
         link = (p.link, p.link_bytes) if p.link is not None else None
-        new = self.store.write(p.frames, events, link=link)
+        new = self.store.write(p.frames, p.events, link=link,
+                               unresolved=[u.record for u in p.unresolved],
+                               resolved=p.resolved_ids)
+        if p.unresolved:  # their rows' ids, so that a later HELLO can delete them
+            try:
+                rows = self.store.db.execute(
+                    "SELECT id FROM unresolved WHERE port = ? ORDER BY id DESC LIMIT ?",
+                    (p.url, len(p.unresolved))).fetchall()
+            except sqlite3.Error as exc:
+                raise wrap_sql_error(exc, self.store.path) from None
+            for item, (row_id,) in zip(reversed(p.unresolved), rows):
+                item.id = row_id
         pr = self.progress
         pr.reports += self.store.last_new_reports  # frames stored before are not counted
         pr.frames += new
         pr.duplicates += len(p.frames) - new
         pr.devices.update(f.device_id for f in p.frames)
-        for e in events:
+        pr.resolved += p.resolved_frames
+        change = len(p.unresolved) - len(p.resolved_ids)
+        p.stored_unresolved += change
+        pr.unresolved += change
+        p.frames_seen += len(p.frames)
+        for e in p.events:
             if e.kind == "reject":
                 pr.rejects[e.detail] += e.count
             elif e.kind == "gap":
@@ -283,7 +518,9 @@ class Collector:
         if p.stop_pending and not p.stopped:
             p.stopped = True
             pr.stopped += 1
-        p.frames, p.events, p.counted, p.stop_pending = [], [], Counter(), False
+        p.frames, p.events, p.unresolved, p.resolved_ids = [], [], [], []
+        p.resolved_frames = 0
+        p.stop_pending = False
         p.committed_bytes = p.link_bytes
 
     def _drain(self) -> None:
@@ -293,13 +530,13 @@ class Collector:
             except queue.Empty:
                 return
 
-    def _commit_all(self, started: float) -> None:
+    def _commit_all(self, started: float, notify: bool = True) -> None:
         for p in self.ports:
             self._commit(p)
         self.progress.bytes = self._closed_bytes + sum(p.link_bytes for p in self.ports
                                                        if p.link is not None)
         self.progress.elapsed = time.monotonic() - started
-        if self.on_progress is not None:
+        if notify and self.on_progress is not None:
             self.on_progress(self.progress)
 
     def stop(self) -> None:
@@ -359,9 +596,9 @@ class Collector:
                 if duration is not None and self.progress.elapsed >= duration:
                     reason = "duration reached"
                 elif reports is not None and self.progress.reports >= reports:
-                    reason = "%d reports stored" % self.progress.reports
+                    reason = None  # named after the final commit: one number, the committed
                 elif until_stopped and all(p.stopped for p in self.ports):
-                    reason = "every device sent STOPPED"
+                    reason = "every device sent STOPPED or an error status"
                 else:
                     continue
                 break
@@ -374,9 +611,15 @@ class Collector:
             for sig, old in handlers.items():
                 signal.signal(sig, old)
         self._drain()  # includes each reader's final close
-        self.progress.reason = reason
-        self._commit_all(started)
-        return self.progress
+        self._commit_all(started, notify=False)
+        pr = self.progress
+        pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
+        pr.failed_devices = [(p.url, p.writer_device.hex() if p.writer_device else None)
+                             + p.error_status for p in self.ports
+                             if p.error_status is not None and p.frames_seen == 0]
+        if self.on_progress is not None:
+            self.on_progress(pr)
+        return pr
 
 
 # ---- command line -------------------------------------------------------------------------------
@@ -416,14 +659,26 @@ def register(subparsers):
                         "or the end of a replay)")
     p.add_argument("--keep-vector", action="store_true",
                    help="store VECTOR (test-key) frames too, marked vector=1")
+    p.add_argument("--verbose", action="store_true",
+                   help="also show the periodic STATUS OK heartbeats (device STATUS messages "
+                        "of any other kind are always shown as they arrive)")
     p.add_argument("--baud", type=int, default=transport.DEFAULT_BAUD)
+    p.epilog = ("Exit status: 0 collected; 1 a user mistake or a database/port error; "
+                "3 a device reported an error STATUS (NO_PROFILE, BAD_PROFILE, CONFIG, CRASH) "
+                "and sent no data; 4 a port's reader failed unexpectedly (reported, retried: "
+                "data may be missing).")
     p.set_defaults(func=cmd_collect)
     return p
 
 
+EXIT_DEVICE_ERROR = 3
+EXIT_READER_ERROR = 4
+
+
 class _ProgressLine:
     """~2 updates/s rewritten in place on a terminal; a plain line every 5 s otherwise. The
-    rate shown is that since the previous update (the summary gives the run's average)."""
+    rate shown is that since the previous update (the summary gives the run's average).
+    `say(text)`: a line of its own (a device STATUS...), above the progress line."""
 
     def __init__(self, stream=sys.stderr):
         self.stream = stream
@@ -431,6 +686,7 @@ class _ProgressLine:
         self.every = 0.5 if self.tty else 5.0
         self.last = (0.0, 0)  # (elapsed, reports) at the previous update
         self.width = 0
+        self.text = ""
 
     def __call__(self, pr: Progress) -> None:
         dt = pr.elapsed - self.last[0]
@@ -442,8 +698,16 @@ class _ProgressLine:
         if self.tty:
             self.stream.write("\r" + text.ljust(self.width))
             self.width = len(text)
+            self.text = text
         else:
             self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def say(self, line: str) -> None:
+        if self.tty and self.width:
+            self.stream.write("\r" + line.ljust(self.width) + "\n" + self.text)
+        else:
+            self.stream.write(line + "\n")
         self.stream.flush()
 
     def end(self) -> None:
@@ -458,6 +722,12 @@ def summary_lines(pr: Progress) -> list:
              "ended: %s" % pr.reason]
     if pr.duplicates:
         lines.append("already stored: %d frames (ignored)" % pr.duplicates)
+    if pr.resolved:
+        lines.append("stored late: %d frames that arrived before their session's HELLO"
+                     % pr.resolved)
+    if pr.unresolved:
+        lines.append("unresolved: %d frames kept raw until their session's HELLO arrives "
+                     "(collect again while the board streams)" % pr.unresolved)
     rej = ", ".join("%s %d" % kv for kv in sorted(pr.rejects.items())) or "none"
     lines.append("rejected frames: %s" % rej)
     lines.append("lost frames (gaps): %d; reboots: %d; disconnects: %d; bytes read: %d"
@@ -467,7 +737,25 @@ def summary_lines(pr: Progress) -> list:
                      "pass its file with --profile")
     if pr.rejects["vector"]:
         lines.append("note: VECTOR (test-key) frames were not stored; --keep-vector keeps them")
+    if pr.duplicate_ids:
+        lines.append("warning: %d device id(s) seen on two ports at once (zeal events "
+                     "--kind duplicate_id)" % pr.duplicate_ids)
+    if pr.reader_errors:
+        lines.append("error: a port's reader failed %d time(s) (retried; zeal events --kind "
+                     "reader_error)" % pr.reader_errors)
+    for port, dev, code, message in pr.failed_devices:
+        lines.append("error: device %s on %s reported %s%s and sent no data"
+                     % (dev or "?", port, code, (": " + message) if message else ""))
     return lines
+
+
+def exit_status(pr: Progress) -> int:
+    """0, or EXIT_DEVICE_ERROR / EXIT_READER_ERROR (see `zeal collect --help`)."""
+    if pr.failed_devices:
+        return EXIT_DEVICE_ERROR
+    if pr.reader_errors:
+        return EXIT_READER_ERROR
+    return 0
 
 
 def cmd_collect(args) -> int:
@@ -480,7 +768,8 @@ def cmd_collect(args) -> int:
     try:
         show = _ProgressLine()
         col = Collector(args.port, store, profiles=profiles, keep_vector=args.keep_vector,
-                        on_progress=show, baudrate=args.baud)
+                        on_progress=show, baudrate=args.baud, log=show.say,
+                        verbose=args.verbose)
         store.write()
         store.db.execute("PRAGMA busy_timeout = 30000")
         try:
@@ -492,4 +781,4 @@ def cmd_collect(args) -> int:
         store.close()
     for line in summary_lines(pr):
         print(line)
-    return 0
+    return exit_status(pr)

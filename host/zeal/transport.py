@@ -5,6 +5,7 @@ Nothing here decodes: `open_port` returns a plain `serial.Serial`-like object an
 `read_chunk` returns whatever bytes have arrived (the Deframer takes arbitrary chunks).
 """
 import errno
+import os
 
 import serial
 
@@ -12,7 +13,14 @@ from .errors import ZealError
 
 DEFAULT_BAUD = 115200  # ignored by USB-CDC, ptys, sockets; what a UART link runs at
 READ_TIMEOUT = 0.05    # short: reader threads check their stop flag this often
+WRITE_TIMEOUT = 0.5    # a control line (`!hello`) the device does not take in time is dropped
 MAX_CHUNK = 1 << 16
+# pyserial on POSIX: each open port holds its descriptor and two pipes (abort read, abort
+# write), and every read waits in select(), which cannot watch a descriptor >= FD_SETSIZE
+# (1024): the port whose descriptors land above fails every read.
+FDS_PER_PORT = 5
+SELECT_LIMIT = 1024
+FD_RESERVE = 24        # the database (file, WAL, shm, journal), stdio, imports, sockets
 
 
 class PortError(ZealError):
@@ -32,14 +40,14 @@ _BUSY = {errno.EBUSY, errno.EAGAIN, errno.EWOULDBLOCK}
 
 
 def open_port(url: str, *, baudrate: int = DEFAULT_BAUD, timeout: float = READ_TIMEOUT,
-              exclusive: bool = True):
+              exclusive: bool = True, write_timeout: float = WRITE_TIMEOUT):
     """Open `url` with serial.serial_for_url. `exclusive` takes pyserial's advisory lock (flock)
     on device paths, so two collectors cannot both read one line and each get half the frames.
 
     Note that pyserial flushes the input buffer on open: bytes sent before are lost."""
     try:
         return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout,
-                                     exclusive=exclusive)
+                                     exclusive=exclusive, write_timeout=write_timeout)
     except ValueError as exc:  # unknown URL scheme or bad parameters
         raise PortError("cannot open %s: %s" % (url, exc)) from None
     except (serial.SerialException, OSError) as exc:
@@ -69,3 +77,52 @@ def read_chunk(port) -> bytes:
     gone (a pty whose master closed, an unplugged USB adapter, a closed socket)."""
     waiting = port.in_waiting
     return port.read(min(waiting, MAX_CHUNK) if waiting > 1 else MAX_CHUNK)
+
+
+def send_line(port, line: bytes) -> bool:
+    """Write a control line (`wire.HELLO_REQUEST`, ...). False if the device did not take it
+    within the port's write timeout (a stalled line: the request is dropped, not retried);
+    serial.SerialException / OSError when the line is gone."""
+    try:
+        port.write(line)
+        return True
+    except serial.SerialTimeoutException:
+        return False
+
+
+def _open_descriptors() -> int:
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(folder))
+        except OSError:
+            continue
+    return FD_RESERVE
+
+
+def port_capacity() -> tuple:
+    """(ports, why): how many ports one process can read at once, or (None, "") where pyserial
+    does not use select() (Windows). New descriptors take the lowest free numbers, so n more
+    ports stay below the select() limit while open + FDS_PER_PORT n + FD_RESERVE <= 1024 and
+    within the open-file limit (RLIMIT_NOFILE; its soft value is raised towards the hard one
+    when that is what stands in the way)."""
+    if os.name != "posix":
+        return None, ""
+    limit = SELECT_LIMIT
+    why = "pyserial's select() cannot watch a descriptor >= %d" % SELECT_LIMIT
+    try:
+        import resource
+    except ImportError:
+        resource = None
+    if resource is not None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < SELECT_LIMIT:
+            want = SELECT_LIMIT if hard == resource.RLIM_INFINITY else min(hard, SELECT_LIMIT)
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+                soft = want
+            except (ValueError, OSError):
+                pass
+        if soft != resource.RLIM_INFINITY and soft < SELECT_LIMIT:
+            limit = soft
+            why = "the open-file limit (ulimit -n) is %d" % soft
+    return max(0, (limit - _open_descriptors() - FD_RESERVE) // FDS_PER_PORT), why

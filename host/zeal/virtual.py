@@ -18,9 +18,18 @@ Plumbing (why each piece is there):
 - The sensor is a replay: the firmware's stdin is a pipe into which a feeder thread writes
   one float64 bit pattern (16 hex digits) per line, then `!stop`. (The slave side cannot
   carry the replay: the host owns it, as it owns a board's USB line.)
-- What the host writes to the port arrives on the master; a drain thread reads and drops it
-  so the host never blocks on a full pty, and forwards a `!stop` line (`zeal stop`) to the
-  firmware, which then flushes, sends STATUS STOPPED and exits, as a board does.
+- What the host writes to the port arrives on the master; a drain thread reads it line by
+  line so the host never blocks on a full pty, and forwards the control lines to the firmware
+  through the replay input: `!stop` (`zeal stop`: the firmware flushes, sends STATUS STOPPED
+  and exits, as a board does) and `!hello` (the collector's request on opening the port: the
+  firmware sends a HELLO at its next tick). A forwarded `!hello` goes in between replay lines,
+  ahead of the readings not yet written to the pipe (a control line does not wait behind the
+  sensor), but after those already in the pipe (up to the pipe's 64 KB: the firmware reads
+  them first, so DATA arrives before the HELLO, as from a board whose host attached late).
+- Live replay (`live=True`): the readings given to start() are written, then the replay
+  waits for more (`feed`) until `end_replay()` writes `!stop`. With `pause()`/`resume()`
+  (SIGSTOP/SIGCONT of the firmware process) a test fixes exactly what the board sent before
+  and after a host attached.
 
 Production mode by default: the firmware draws a fresh key from its seed file (boot counter
 1, 2, ... over restarts in the same folder). `vector_key=` selects vector mode (a given key,
@@ -31,6 +40,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -43,7 +53,8 @@ from .conformance import FIRMWARE, locate_micropython
 from .errors import ZealError
 
 _STOP = b"!stop"
-_LINES_PER_WRITE = 512
+_HELLO = b"!hello"
+_LINES_PER_WRITE = 64  # small writes, so a forwarded control line waits for little
 
 
 class VirtualDeviceError(ZealError):
@@ -109,7 +120,8 @@ class VirtualDevice:
 
     def __init__(self, readings=(), *, profile, vector_key=None, period_ms: int = 0,
                  batch: int = 64, hello_every: int = 16, status_every: int = 64,
-                 device_id=None, folder=None, micropython=None):
+                 device_id=None, folder=None, micropython=None, live: bool = False,
+                 config=None):
         self._mp = micropython or locate_micropython()
         if self._mp is None:
             raise VirtualDeviceError("the MicroPython unix port is not installed "
@@ -137,6 +149,8 @@ class VirtualDevice:
                "hello_every": hello_every, "status_every": status_every}
         if vector_key is not None:
             cfg.update(vector_mode=True, vector_key=vector_key.hex())
+        cfg.update(config or {})
+        self.live = live
         with open(os.path.join(self.folder, "zeal_config.json"), "w") as fh:
             json.dump(cfg, fh)
 
@@ -148,6 +162,12 @@ class VirtualDevice:
         self._closing = threading.Event()
         self._stderr = None
         self.host_bytes = 0  # bytes the host wrote to the port (drained)
+        self.hello_requests = 0  # `!hello` lines the host wrote
+        self.hellos_forwarded = 0  # ... of them written to the running firmware's input
+        self._pipe_lock = threading.Lock()  # feeder and drain both write the replay pipe
+        self._more = []          # live mode: readings waiting for the feeder
+        self._more_cv = threading.Condition()
+        self._ended = False
         self._drain = threading.Thread(target=self._drain_loop, name="vdev-drain", daemon=True)
         self._drain.start()
 
@@ -162,6 +182,8 @@ class VirtualDevice:
         if readings is not None:
             self.readings = list(readings)
         self._stop_req.clear()
+        with self._more_cv:
+            self._more, self._ended = [], False
         if self._stderr is not None:
             self._stderr.close()
         self._stderr = open(os.path.join(self.folder, "stderr.txt"), "wb")
@@ -249,36 +271,96 @@ class VirtualDevice:
         self.close()
 
     # ---- threads ------------------------------------------------------------------------------
-    def _feed(self, proc, readings) -> None:
-        """The sensor: replay lines into the firmware's stdin, then !stop."""
-        pipe = proc.stdin
-        try:
-            for i in range(0, len(readings), _LINES_PER_WRITE):
-                if self._stop_req.is_set():
-                    break
-                part = readings[i:i + _LINES_PER_WRITE]
+    def feed(self, readings) -> None:
+        """Live mode: more readings for the replay (written by the feeder thread)."""
+        if not self.live:
+            raise VirtualDeviceError("feed() needs live=True")
+        with self._more_cv:
+            self._more.extend(readings)
+            self._more_cv.notify()
+
+    def end_replay(self) -> None:
+        """Live mode: the replay ends after the readings fed so far (`!stop`)."""
+        with self._more_cv:
+            self._ended = True
+            self._more_cv.notify()
+
+    def pause(self) -> None:
+        """Freeze the firmware process (SIGSTOP): it reads and writes nothing until resume()."""
+        if self.running:
+            self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.running:
+            self._proc.send_signal(signal.SIGCONT)
+
+    def _write_lines(self, pipe, readings) -> None:
+        for i in range(0, len(readings), _LINES_PER_WRITE):
+            if self._stop_req.is_set():
+                return
+            part = readings[i:i + _LINES_PER_WRITE]
+            with self._pipe_lock:
                 pipe.write(("\n".join(f64_line(x) for x in part) + "\n").encode())
                 pipe.flush()
-            pipe.write(b"!stop\n")
-            pipe.flush()
+
+    def _feed(self, proc, readings) -> None:
+        """The sensor: replay lines into the firmware's stdin, then !stop (live mode: also
+        what feed() adds, until end_replay())."""
+        pipe = proc.stdin
+        try:
+            self._write_lines(pipe, readings)
+            while self.live and not self._stop_req.is_set():
+                with self._more_cv:
+                    while not (self._more or self._ended or self._stop_req.is_set()):
+                        self._more_cv.wait(0.1)
+                    more, self._more = self._more, []
+                    ended = self._ended
+                self._write_lines(pipe, more)
+                if ended and not self._more:
+                    break
+            with self._pipe_lock:
+                pipe.write(b"!stop\n")
+                pipe.flush()
         except (BrokenPipeError, OSError, ValueError):
             pass  # the firmware exited (or was stopped) before reading everything
         finally:
+            with self._pipe_lock:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
+    def _forward_hello(self) -> None:
+        """The host asked for a HELLO: put the line into the running firmware's input."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return  # not running: it sends a HELLO when it boots anyway
+        with self._pipe_lock:
             try:
-                pipe.close()
-            except OSError:
-                pass
+                proc.stdin.write(_HELLO + b"\n")
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                return  # the replay has ended (pipe closed): the firmware is stopping
+        self.hellos_forwarded += 1
 
     def _drain_loop(self) -> None:
-        """Read and drop what the host writes; forward a !stop line to the firmware."""
-        tail = b""
+        """Read what the host writes, line by line; forward !stop and !hello to the firmware."""
+        line = b""
         while not self._closing.is_set():
             try:
                 data = self._pty.read(0.1)
             except OSError:
                 return
             self.host_bytes += len(data)
-            tail = (tail + data)[-64:]
-            if _STOP in tail:
-                tail = b""
-                self._stop_req.set()
+            line += data
+            *whole, line = line.split(b"\n")
+            line = line[-64:]  # a partial line longer than any control line is noise
+            for text in whole:
+                text = text.strip()
+                if text == _STOP:
+                    self._stop_req.set()
+                    with self._more_cv:
+                        self._more_cv.notify()
+                elif text == _HELLO:
+                    self.hello_requests += 1
+                    self._forward_hello()
