@@ -247,17 +247,20 @@ class _Uniform:
 
 
 def _bernoulli_frac(r, low, f, q, words):
-    """BERNOULLI for the fraction F = (r 2^f + low) / (q 2^f), 0 <= r < q, 0 <= low < 2^f:
-    1 exactly when U = 0.w1 w2 ... (base 2^64) is below F, the same words as `bernoulli`.
+    """BERNOULLI for the fraction F = (low + r/q) / 2^f (0 <= r < q, 0 <= low < 2^f): 1
+    exactly when U = 0.w1 w2 ... (base 2^64) is below F; the same words as `bernoulli`
+    reads for the same fraction.
 
-    F's base-256 digits come from long division: bring down the next 8 bits of `low`
-    (zeros once it is used up) beside the remainder r, digit = r // q. Eight base-256
-    digits make one base-2^64 digit (both are floor(F 256^i) mod the base), so comparing
-    each word's bytes, most significant first, with these digits decides U < F at the
-    first difference exactly as `bernoulli` does at the word; a tie on all eight reads the
-    next word, unless the remainder (r and the unused bits of low) is 0: then F's expansion
-    has ended and U >= F (`bernoulli`'s rem == 0). With q < 2^54 every r 2^8 + digit stays
-    below 2^62 (a small int on the unix port).
+    F's binary expansion is low's f bits, then the expansion of r/q (r/q < 1, so adding
+    it below low's last bit carries nothing). Its base-256 digits are therefore the next 8
+    bits of low while 8 remain; then low's last bits topped up with the leading bits of
+    r/q; then r/q's digits by long division (r = r 2^8, digit = r // q, r -= digit q).
+    Eight base-256 digits make one base-2^64 digit (both are floor(F b^i) mod b), so
+    comparing each word's bytes, most significant first, with these digits decides U < F at
+    the first difference exactly as `bernoulli` does at the word; a tie on all eight reads
+    the next word, unless nothing is left (r and the unused bits of low are 0): then F's
+    expansion has ended and U >= F (`bernoulli`'s rem == 0). With q < 2^54 every r 2^8
+    stays below 2^62 (a small int on the unix port).
     """
     while True:
         o = words.advance()
@@ -266,14 +269,17 @@ def _bernoulli_frac(r, low, f, q, words):
         while i >= o:
             if f >= _CHUNK:
                 f -= _CHUNK
-                r = (r << _CHUNK) | ((low >> f) & 0xFF)
+                dg = (low >> f) & 0xFF
             elif f:
-                r = ((r << f) | (low & ((1 << f) - 1))) << (_CHUNK - f)
+                r <<= _CHUNK - f
+                dg = r // q
+                r -= dg * q
+                dg |= (low & ((1 << f) - 1)) << (_CHUNK - f)
                 f = 0
             else:
                 r <<= _CHUNK
-            dg = r // q
-            r -= dg * q
+                dg = r // q
+                r -= dg * q
             x = b[i]
             if x != dg:
                 return 1 if x < dg else 0
@@ -347,9 +353,12 @@ class Zeal:
         self._kd = dn // g
         self._e = e
         self._la = _log2(lod)  # lo = lon 2^-la
-        # bits brought down per step while the remainder r < Kd keeps r 2^s below 2^62
-        sh = 62 - _bits_of(self._kd)
-        self._sh = sh if sh > 0 else 1
+        # bits brought down per long-division step, keeping r 2^s + g Kn below 2^62
+        big = self._kd if self._kd > self._kn else self._kn
+        s = 61 - _bits_of(big)
+        self._s1 = s if s > 0 else 1
+        s = 62 - _bits_of(self._kd)
+        self._s0 = s if s > 0 else 1
         self._tb = struct.pack("<Q", profile.threshold)
         self._win = _Uniform(profile.n_window)
         self._out = _Uniform(steps)
@@ -360,7 +369,7 @@ class Zeal:
         self.clamped = 0  # finite readings outside [lo, hi], counted
 
     def _finish(self, base, r, low, f, q):
-        """The report from the position's floor `base` and fraction (r 2^f + low)/(q 2^f)."""
+        """The report from the position's floor `base` and fraction (low + r/q) / 2^f."""
         words = self.words
         jl = base + _bernoulli_frac(r, low, f, q, words)
         o = words.advance()
@@ -369,29 +378,48 @@ class Zeal:
         u = self._out.draw(words)
         return u if u < jl else u + self._nc
 
-    def _divide(self, m, q, c, sh):
-        """The report for pos = m 2^c / q (m > 0, q > 0), clamped at steps."""
+    def _divide(self, y, kn, q, c, s1, s0):
+        """The report for pos = y kn 2^c / q (y, kn, q > 0), clamped at steps.
+
+        Long division of y kn by q over y's binary digits: with V the value of y's digits
+        brought down so far, B = floor(V kn / q) and r = V kn - B q; bringing down s more
+        bits g gives V' = V 2^s + g, V' kn = (B q + r) 2^s + g kn, so B' = B 2^s +
+        (r 2^s + g kn) // q and r' = (r 2^s + g kn) mod q, exactly, for any grouping of the
+        digits (s1 per step, chosen per profile so that r 2^s1 + g kn < 2^62). Then
+        y kn / q = B + r/q. For c >= 0, c zero bits are brought down the same way (g = 0,
+        s0 at a time): pos = B + r/q, and B only grows, so once it exceeds steps with bits
+        left, pos > steps. For c < 0, pos = (B + r/q) / 2^-c: floor B >> -c, fraction
+        (B's low -c bits + r/q) / 2^-c, which _bernoulli_frac reads.
+        """
+        base = 0
+        r = 0
+        at = 0
+        while y >> at:
+            at += s1
+        mask = (1 << s1) - 1
+        while at > 0:
+            at -= s1
+            r = (r << s1) + ((y >> at) & mask) * kn
+            dq = r // q
+            r -= dq * q
+            base = (base << s1) + dq
         steps = self._steps
-        if c >= 0:
-            base = m // q
-            r = m - base * q
-            while c > 0 and base <= steps:  # base = floor(m 2^(done) / q) only grows
-                s = sh if c > sh else c
-                r <<= s
-                dq = r // q
-                r -= dq * q
-                base = (base << s) + dq
-                c -= s
-            low = 0
-            f = 0
-            if c:  # stopped early: pos >= 2 base > steps
-                base = steps + 1
-        else:
+        low = 0
+        f = 0
+        if c < 0:
             f = -c
-            top = m >> f
-            low = m - (top << f)
-            base = top // q
-            r = top - base * q
+            top = base >> f
+            low = base - (top << f)
+            base = top
+        while c > 0 and base <= steps:
+            s = s0 if c > s0 else c
+            r <<= s
+            dq = r // q
+            r -= dq * q
+            base = (base << s) + dq
+            c -= s
+        if c > 0:  # stopped early: pos >= 2 base > steps
+            base = steps + 1
         if base >= steps:  # x >= hi: pos = steps
             if base > steps or r or low:
                 self.clamped += 1
@@ -399,7 +427,7 @@ class Zeal:
         return self._finish(base, r, low, f, q)
 
     def _dyadic(self, f, ex):
-        # reading f 2^ex; lo = lon 2^-la
+        # reading f 2^ex; lo = lon 2^-la: x - lo = y 2^m0
         la = -self._la
         m0 = ex if ex < la else la
         y = (f << (ex - m0)) - (self._lon << (la - m0))
@@ -407,7 +435,24 @@ class Zeal:
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
-        return self._divide(y * self._kn, self._kd, m0 + self._e, self._sh)
+        return self._divide(y, self._kn, self._kd, m0 + self._e, self._s1, self._s0)
+
+    def _ieee(self, bits, width, mant_bits, exp_max, bias):
+        # _ieee_parts without its tuple: decode, then sample
+        if type(bits) is not int or bits < 0 or bits >> width:
+            raise ReadingError("type", "float%d pattern must be an int in [0, 2^%d)"
+                               % (width, width))
+        e = (bits >> mant_bits) & exp_max
+        f = bits & ((1 << mant_bits) - 1)
+        if e == exp_max:
+            raise ReadingError("nan" if f else "inf")
+        if e:
+            f |= 1 << mant_bits
+        else:
+            e = 1
+        if bits >> (width - 1):
+            f = -f
+        return self._k_lo + self._dyadic(f, e - bias)
 
     def sample(self, xn, xd):
         """One report as the offset j = k - k_lo in [0, N), for the reading xn/xd (xd > 0)."""
@@ -420,19 +465,17 @@ class Zeal:
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
-        return self._divide(y * self._kn, xd * self._lod * self._kd, self._e, _CHUNK)
+        return self._divide(y, self._kn, xd * self._lod * self._kd, self._e, _CHUNK, _CHUNK)
 
     def perturb(self, xn, xd):
         """One report as the mantissa integer k (x* = 2^E (1 + k 2^-52))."""
         return self._k_lo + self.sample(xn, xd)
 
     def perturb_float64(self, bits):
-        f, e = _ieee_parts(bits, 64, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
-        return self._k_lo + self._dyadic(f, e)
+        return self._ieee(bits, 64, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
 
     def perturb_float32(self, bits):
-        f, e = _ieee_parts(bits, 32, 23, _F32_EXP_MAX, _F32_BIAS)
-        return self._k_lo + self._dyadic(f, e)
+        return self._ieee(bits, 32, 23, _F32_EXP_MAX, _F32_BIAS)
 
     def perturb_raw(self, raw):
         xn, xd = decode_raw(self.profile, raw)
