@@ -437,20 +437,23 @@ class Zeal:
             return self._finish(0, 0, 0, 0, 1)
         return self._divide(y, self._kn, self._kd, m0 + self._e, self._s1, self._s0)
 
-    def _ieee(self, bits, width, mant_bits, exp_max, bias):
+    def _ieee(self, bits, width, limit, mant_bits, exp_max, bias):
         # _ieee_parts without its tuple: decode, then sample
-        if type(bits) is not int or bits < 0 or bits >> width:
+        # (comparisons never allocate; a float64 pattern above 2^62 is a heap int on the unix
+        # port, so only the two operations that split it are made on it)
+        if type(bits) is not int or bits < 0 or bits >= limit:
             raise ReadingError("type", "float%d pattern must be an int in [0, 2^%d)"
                                % (width, width))
-        e = (bits >> mant_bits) & exp_max
+        t = bits >> mant_bits
         f = bits & ((1 << mant_bits) - 1)
+        e = t & exp_max
         if e == exp_max:
             raise ReadingError("nan" if f else "inf")
         if e:
             f |= 1 << mant_bits
         else:
             e = 1
-        if bits >> (width - 1):
+        if t > exp_max:  # the sign bit
             f = -f
         return self._k_lo + self._dyadic(f, e - bias)
 
@@ -465,17 +468,18 @@ class Zeal:
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
-        return self._divide(y, self._kn, xd * self._lod * self._kd, self._e, _CHUNK, _CHUNK)
+        # (a divisor this large is a heap int anyway: one step each, fewest operations)
+        return self._divide(y, self._kn, xd * self._lod * self._kd, self._e, 64, 64)
 
     def perturb(self, xn, xd):
         """One report as the mantissa integer k (x* = 2^E (1 + k 2^-52))."""
         return self._k_lo + self.sample(xn, xd)
 
     def perturb_float64(self, bits):
-        return self._ieee(bits, 64, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
+        return self._ieee(bits, 64, _WORD, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
 
     def perturb_float32(self, bits):
-        return self._ieee(bits, 32, 23, _F32_EXP_MAX, _F32_BIAS)
+        return self._ieee(bits, 32, 1 << 32, 23, _F32_EXP_MAX, _F32_BIAS)
 
     def perturb_raw(self, raw):
         xn, xd = decode_raw(self.profile, raw)
