@@ -182,6 +182,15 @@ def corpus():
                                 dict(n_window=plain["n_cells"]), dict(threshold=1 << 64),
                                 dict(exponent=-1023))):
         add("privacy:%d" % i, dumps(rehashed(dict(plain, **change))))
+    # check 17 (host only): consistent integers, not the grid lo, hi and epsilon give
+    for i, n in enumerate((plain["n_cells"] - 1, plain["n_cells"] + 7, 1000)):
+        nc = plain["n_window"]
+        add("host-only:n-cells-%d" % i, dumps(rehashed(dict(
+            plain, n_cells=n, bits=n.bit_length(),
+            threshold=P.threshold(n, nc, P.Fraction(PLAIN.epsilon))))), True)
+    add("host-only:exponent", dumps(rehashed(dict(plain, exponent=plain["exponent"] + 3))), True)
+    add("host-only:too-wide", dumps(rehashed(dict(plain, lo="0xffefffffffffffff",
+                                                  hi="0x7fefffffffffffff"))), True)
     return cases
 
 

@@ -120,12 +120,9 @@ def profile_vectors(profiles: dict) -> dict:
                                                n_cells=2, n_window=1, threshold=1 << 63)))
     bad("upper-hex-hi", "hi in upper-case hex, fingerprint over it: not canonical", "type",
         rehashed(dict(base, hi="0x" + base["hi"][2:].upper())))
-    n = base["n_cells"] - 1
-    bad("rehashed-n-cells", "n_cells - 1 with T re-derived for it: consistent integers, not "
-        "the grid lo, hi, epsilon give. Only the host, which derives N with exp to 60 digits, "
-        "can tell; the profile is still private", "derived",
-        rehashed(dict(base, n_cells=n, threshold=P.threshold(n, base["n_window"],
-                                                             Fraction(1.0)))), host_only=True)
+    # (a profile whose N, Nc or E are consistent integers but not the host's grid is refused
+    # by the host only -- check 17 of profile.md; tests/test_profile_agreement.py has such
+    # files and checks they are private. No vector: every case here binds the device.)
     return {"schema": "zeal-vectors/profiles", "version": VERSION, "count": len(cases),
             "notes": "Valid profiles with their canonical bytes; must-reject profiles with "
                      "the reason code of the profile-check list (shared_spec/profile.md). "
