@@ -70,7 +70,7 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
             with Store(path) as store:
                 show = _ProgressLine() if progress else None
                 col = Collector([b.port for b in boards], store, profiles=[prof],
-                                on_progress=show)
+                                on_progress=show, log=show.say if show is not None else say)
                 failed = []
                 starter = threading.Thread(target=_start_when_open, args=(col, boards, failed),
                                            daemon=True)
