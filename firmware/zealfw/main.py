@@ -54,7 +54,6 @@ except ImportError:  # CPython, for the host-side tests
 
 
 from . import frames, sources
-from . import profile as profile_mod
 from .mechanism import ReadingError, Zeal
 
 CONFIG_PATH = "zeal_config.json"
@@ -76,7 +75,7 @@ _DEFAULTS = {
     "period_ms": 1000, "batch": 64, "hello_every": 16, "status_every": 64, "max_reports": 0,
     "sensor": {"kind": "replay"}, "output": {"kind": "repl"}, "watchdog_ms": 0,
     "write_timeout_ms": 250, "start_delay_ms": 2000, "crash_reset_ms": 10000,
-    "profile": profile_mod.DEFAULT_PATH, "seed": "zeal_seed.bin", "vector_mode": False,
+    "profile": "zeal_profile.json", "seed": "zeal_seed.bin", "vector_mode": False,
     "vector_key": None, "debug": False,
 }
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
@@ -223,6 +222,33 @@ class _Control:
         return True
 
 
+class _Profile:
+    """The numbers of a checked profile that the loop needs, detached from zealfw.profile."""
+
+
+_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
+                   "cal", "fingerprint")
+
+
+def _detach(p):
+    d = _Profile()
+    for name in _PROFILE_FIELDS:
+        setattr(d, name, getattr(p, name))
+    return d
+
+
+def _forget(module, attr):
+    """Drop a module needed only at start (its code is ~10 KB of heap on the unix port) so
+    the collector can free it; on MicroPython only (CPython tests import it again)."""
+    if sys.implementation.name != "micropython":
+        return
+    sys.modules.pop(module, None)
+    import zealfw
+
+    if attr in zealfw.__dict__:
+        delattr(zealfw, attr)
+
+
 def _stop_with_status(sender, code, message):
     sender.hello()
     sender.status(code, message)
@@ -233,6 +259,39 @@ def _midpoint(prof):
     lon, lod = prof.lo
     hin, hid = prof.hi
     return lon * hid + hin * lod, 2 * lod * hid
+
+
+def _bits_of(n):
+    # the number of binary digits of n > 0 (MicroPython has no int.bit_length)
+    b = 0
+    while n:
+        n >>= 1
+        b += 1
+    return b
+
+
+def f64_pattern(num, den):
+    """The float64 bit pattern of num/den if that value is a normal float64 exactly (den a
+    power of two), else None. Once, at start: a replaced reading then takes the mechanism's
+    float64 path, which allocates far less than perturb(num, den) with big denominators; the
+    value, hence the report's law and the words it uses, is the same."""
+    if den <= 0 or den & (den - 1):
+        return None
+    if num == 0:
+        return 0
+    sign = 0
+    if num < 0:
+        sign, num = 1, -num
+    while not num & 1 and den > 1:
+        num >>= 1
+        den >>= 1
+    nb = _bits_of(num)
+    if nb > 53:
+        return None
+    e = 1075 - (_bits_of(den) - 1) - 53 + nb
+    if e < 1 or e > 2046:
+        return None
+    return (sign << 63) | (e << 52) | ((num << (53 - nb)) - (1 << 52))
 
 
 def _boot_key(cfg, device_id):
@@ -269,14 +328,18 @@ def run(config_path=CONFIG_PATH, out=None, inp=None):
     debug = cfg["debug"]
     if debug:
         out.write(DEBUG_WARNING)  # text: the host's framer skips it
+    from . import profile as profile_mod
+
     try:
-        prof = profile_mod.load(cfg["profile"])
+        prof = _detach(profile_mod.load(cfg["profile"]))
     except profile_mod.ProfileError as exc:
         code = frames.STATUS_NO_PROFILE if exc.reason == "missing_file" else \
             frames.STATUS_BAD_PROFILE
         _stop_with_status(frames.Sender(out, 0, device_id=device_id, debug=debug), code,
                           str(exc))
         return 0
+    del profile_mod
+    _forget("zealfw.profile", "profile")
 
     vector = cfg["vector_mode"] and cfg["vector_key"] is not None
     try:
@@ -329,6 +392,7 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
     debug = cfg["debug"]
     perturb = (mech.perturb_raw, mech.perturb_float32, mech.perturb_float64)
     mid_n, mid_d = _midpoint(prof)
+    mid_bits = f64_pattern(mid_n, mid_d)
     ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
     ticks = 0            # sampling ticks = reports made (public)
@@ -392,7 +456,10 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
                     kind = -1       # (raised before any word is drawn)
             if kind < 0:
                 replaced += 1
-                k = mech.perturb(mid_n, mid_d)  # the public value: the same report law
+                if mid_bits is not None:   # the public value, (lo + hi)/2
+                    k = perturb[2](mid_bits)
+                else:
+                    k = mech.perturb(mid_n, mid_d)
             full = sender.add(mech.low(k))
             ticks += 1
             if wdt is not None:
