@@ -789,13 +789,26 @@ def test_sequence_extension_gaps_wrap_duplicates_reboot():
 def test_vector_mode_restart_in_one_session():
     """Vector mode: the nonce follows from the key, so a restarted vector device has the same
     session and sends HELLO next_seq 0 again: counted as a restart, the new frames rebuilt.
-    Without that HELLO a restarted frame 0 reads as a duplicate (never a wrong number)."""
+    Without that HELLO a restarted frame 0 reads as a duplicate (never a wrong number). A
+    private session cannot go back (a fresh nonce every boot): such a HELLO is counted as a
+    restart but not followed."""
     lows = [3]
-    dec = wire.Decoder([HAND])
-    evs = dec.feed(hello() + data(0, lows) + data(1, lows) + data(2, lows) + data(0, lows))
+    V = wire.FLAG_VECTOR
+
+    def vhello():
+        return wire.encode_hello(device_id=DEV, fingerprint=HAND.fingerprint, boot=1,
+                                 nonce=NONCE, bits=4, batch=64, flags=V)
+
+    dec = wire.Decoder([HAND], vectors=True)
+    evs = dec.feed(vhello() + b"".join(data(s, lows, flags=V) for s in (0, 1, 2, 0)))
     assert [b.seq for b in batches(evs)] == [0, 1, 2] and dec.rejected == {"duplicate": 1}
-    evs = dec.feed(hello() + data(0, lows) + data(1, lows))
+    evs = dec.feed(vhello() + data(0, lows, flags=V) + data(1, lows, flags=V))
     assert [b.seq for b in batches(evs)] == [0, 1] and dec.restarts == 1 and dec.lost == 0
+    dec = wire.Decoder([HAND])
+    evs = dec.feed(hello() + data(0, lows) + data(1, lows) + hello() + data(0, lows)
+                   + data(2, lows))
+    assert [b.seq for b in batches(evs)] == [0, 1, 2] and dec.restarts == 1
+    assert dec.rejected == {"duplicate": 1}
 
 
 def test_status_fields_and_error_codes():

@@ -480,9 +480,16 @@ def build_cases(profiles: dict) -> list:
                 "(next_seq 2): a reboot, resolved as 0, 1, not merged with boot 1's 0, 1",
                 H(0) + D(0) + D(1) + D(0, session=s_n) + D(1, session=s_n) + h_n
                 + D(2, session=s_n), "crc")
+    hv = HS(flags=wire.FLAG_VECTOR)[0]
+    V = wire.FLAG_VECTOR
     decode_case("decode-seq-restart", "vector mode (the nonce follows from the key): the same "
-                "session sends its boot HELLO again (next_seq 0) after 0-2: one restart, the "
-                "new 0, 1 are rebuilt", H(0) + D(0) + D(1) + D(2) + H(0) + D(0) + D(1))
+                "session sends its boot HELLO again (next_seq 0) after 0-2: a restart, the "
+                "new 0, 1 are rebuilt", hv + D(0, V) + D(1, V) + D(2, V) + hv + D(0, V)
+                + D(1, V), vectors=True)
+    decode_case("reject-stale-hello", "a private session's HELLO cannot go back (a fresh "
+                "nonce every boot): a replayed HELLO next_seq 0 after 0-2 is not followed, "
+                "the replayed 0, 1 are duplicates", H(0) + D(0) + D(1) + D(2) + H(0) + D(0)
+                + D(1), "duplicate")
     decode_case("reject-vector-data", "VECTOR DATA on a collecting host: counted, not returned",
                 H(1) + D(1, flags=wire.FLAG_VECTOR) + D(2), "vector")
     decode_case("decode-vector-data", "the same with vectors accepted (conformance mode)",

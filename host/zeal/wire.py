@@ -87,8 +87,10 @@ DEFRAMER_REASONS = ("cobs", "short", "crc", "reserved_flags", "type", "malformed
 DECODER_REASONS = ("unknown_profile", "bad_hello", "length", "padding", "grid", "duplicate",
                    "sequence", "vector", "internal")
 REASONS = DEFRAMER_REASONS + DECODER_REASONS
-# Why a DATA frame came out Unresolved (Decoder.unresolved counts them)
-UNRESOLVED_REASONS = ("no_hello", "crc")
+# Why a DATA frame came out Unresolved (Decoder.unresolved counts them): no HELLO yet; fails
+# its CRC under the latest session; opened, but its u16 lies 2^15 or more ahead of the
+# expected number (a replay, or 2^15 frames lost with their HELLOs): the next HELLO places it
+UNRESOLVED_REASONS = ("no_hello", "crc", "sequence")
 
 
 class FrameError(ZealError):
@@ -548,9 +550,10 @@ class Batch:
 @dataclass(frozen=True)
 class Unresolved:
     """A DATA frame the Decoder cannot open now: `reason` "no_hello" (no HELLO yet on this
-    line) or "crc" (fails its CRC under the latest session: corrupted, or of a session whose
-    HELLO has not arrived). Keep it raw and pass it (or anything with `.body` and `.crc`)
-    to `Decoder.resolve` when a HELLO arrives."""
+    line), "crc" (fails its CRC under the latest session: corrupted, or of a session whose
+    HELLO has not arrived) or "sequence" (of the latest session, but its u16 number lies
+    2^15 or more ahead of the expected one: only a HELLO can place it). Keep it raw and pass
+    it (or anything with `.body` and `.crc`) to `Decoder.resolve` when a HELLO arrives."""
 
     body: bytes = field(repr=False)
     crc: int
@@ -578,6 +581,8 @@ class _Track:
         self.hello = hello
         self.seed = crc32(hello.session)
         self.profile = None
+        self.hello_at = 0  # the Decoder's frame number of this session's latest HELLO
+        self.restarted_at = None  # the frame number of a vector-mode restart, if any
         self.attached = attached
         self.reset(hello)
 
@@ -695,6 +700,22 @@ class Decoder:
         self.statuses = 0
         self.resolved = 0
         self.last_error = None
+        self._frame_no = 0  # frames taken from the deframer
+        # Unresolved frames this Decoder handed out -> the frame number they came at, so that
+        # resolve never places a frame by a HELLO that came before it (bounded: a frame
+        # forgotten here is taken to predate the line's HELLOs, as one from another Decoder)
+        self._kept: "OrderedDict[tuple, int]" = OrderedDict()
+
+    MAX_KEPT = 4096
+
+    def _unresolved(self, sealed: "SealedData", reason: str) -> "Unresolved":
+        self.unresolved[reason] += 1
+        key = (sealed.crc, len(sealed.body), hash(sealed.body))
+        self._kept[key] = self._frame_no
+        self._kept.move_to_end(key)
+        while len(self._kept) > self.MAX_KEPT:
+            self._kept.popitem(last=False)
+        return Unresolved(body=sealed.body, crc=sealed.crc, reason=reason)
 
     def add_profile(self, profile: Profile) -> None:
         if not isinstance(profile, Profile):
@@ -756,6 +777,7 @@ class Decoder:
         return out
 
     def _on_frame(self, frame):
+        self._frame_no += 1
         if isinstance(frame, Hello):
             return self._on_hello(frame)
         if isinstance(frame, Status):
@@ -775,6 +797,7 @@ class Decoder:
             # another device) the line answers from this HELLO on (and from frames resolved).
             attached = old is not None and old.device_id == h.device_id
             track = _Track(h, attached)
+            track.hello_at = self._frame_no
             self._tracks[h.session] = track
             while len(self._tracks) > self.MAX_SESSIONS:
                 _, gone = self._tracks.popitem(last=False)
@@ -782,14 +805,21 @@ class Decoder:
         else:
             self._tracks.move_to_end(h.session)
             if h.next_seq < track.next:
-                # the sequence went back inside one session: vector mode's restart (same
-                # key, same nonce). Settle what was counted and start again from here.
+                # The sequence went back inside one session. A private device cannot do
+                # this (a fresh nonce every boot); vector mode can (the nonce follows from
+                # the key): settle what was counted and start again from here. Frames kept
+                # before this HELLO can no longer be placed under it (two runs share the
+                # numbers): resolve leaves them kept. Otherwise the HELLO is stale (a replay):
+                # counted, not followed.
                 self.restarts += 1
-                self._retired_lost += track.lost()
-                track.attached = True
-                track.reset(h)
+                if h.vector:
+                    self._retired_lost += track.lost()
+                    track.attached = True
+                    track.reset(h)
+                    track.restarted_at = track.hello_at = self._frame_no
             else:
                 track.anchor(h)
+                track.hello_at = self._frame_no
         self.hello = h
         prof = self._profiles.get(h.fingerprint) if h.has_profile else None
         if prof is not None and prof.bits != h.bits:
@@ -802,14 +832,14 @@ class Decoder:
 
     def _on_data(self, sealed: SealedData):
         if self.hello is None:
-            self.unresolved["no_hello"] += 1
-            return Unresolved(body=sealed.body, crc=sealed.crc, reason="no_hello")
+            return self._unresolved(sealed, "no_hello")
         track = self._tracks[self.hello.session]
         if crc32(sealed.body, track.seed) != sealed.crc:
-            self.unresolved["crc"] += 1
-            return Unresolved(body=sealed.body, crc=sealed.crc, reason="crc")
+            return self._unresolved(sealed, "crc")
         body = sealed.body
         u = self._place_next(track, body)
+        if u == "sequence":
+            return self._unresolved(sealed, "sequence")
         try:
             d = parse_body(body)  # reserved_flags, malformed
         except FrameError as exc:
@@ -827,10 +857,13 @@ class Decoder:
         return body[1] | body[2] << 8 if len(body) >= 3 else None
 
     def _place_next(self, track: _Track, body: bytes):
-        """Number a CRC-valid DATA frame read by feed: the first u32 at or after the expected
-        one with its low 16 bits; None for a duplicate, or a body too short to carry one.
-        The number is recorded as received (even if the frame is then refused: it was sent
-        and came in intact, so it is no loss)."""
+        """Number a CRC-valid DATA frame read by feed: the u32 at or after the expected one
+        with its low 16 bits, if fewer than 2^15 ahead; None for a duplicate (or a body too
+        short to carry a number); "sequence" for a frame 2^15 or more ahead that is no
+        duplicate — a replayed old frame, or 2^15 frames lost with every HELLO between them:
+        the two look alike modulo 2^16, so it is kept Unresolved for the next HELLO to place
+        (resolve), never given a guessed number. The number is recorded as received (even if
+        the frame is then refused: it was sent and came in intact, so it is no loss)."""
         seq = self._wire_seq(body)
         if seq is None:
             return None
@@ -840,9 +873,8 @@ class Decoder:
         if step >= self.SEQ_BACK:
             back = u - self.SEQ_MOD
             if back >= 0 and track.seen(back):
-                u = back
-            # else: 2^15 frames or more lost with every HELLO between them (the next HELLO
-            # re-anchors; a session cannot restart, so forward is the only other reading)
+                return None
+            return "sequence"
         if track.seen(u):
             return None
         track.last_gap = track.add(u)
@@ -873,6 +905,13 @@ class Decoder:
                 break
         else:
             return None
+        key = (crc, len(body), hash(body))
+        at = self._kept.get(key)
+        if at is not None and at > track.hello_at:
+            return None  # it came after its session's latest HELLO: the next one places it
+        if track.restarted_at is not None and (at is None or at < track.restarted_at):
+            return None  # before a vector-mode restart of its session: not placeable
+        self._kept.pop(key, None)
         self.resolved += 1
         if body[0] & TYPE_MASK != TYPE_DATA:  # only DATA is ever Unresolved
             self._reject("type", "a frame to resolve is not DATA")
