@@ -995,3 +995,18 @@ def test_overhead_bits_per_report():
     assert [round(got[m], 2) for m in (4, 8, 16, 52)] == [5.62, 9.62, 17.62, 53.74]
     data_only = {m: wire_bits_per_report(m, hello_every=0) for m in (4, 8, 16, 52)}
     assert [round(data_only[m], 3) for m in (4, 8, 16, 52)] == [5.25, 9.25, 17.25, 53.375]
+
+
+def test_lossy_line_memory_is_bounded_and_lost_stays_exact():
+    """Every other frame lost over 3000 frames: more gaps than a session keeps as intervals
+    (MAX_RUNS), so old ones are folded into counts; `lost` stays exact and a duplicate of a
+    recent frame is still caught."""
+    dec = wire.Decoder([HAND])
+    n = 3000
+    stream = hello() + b"".join(data(u, [3]) for u in range(0, n, 2))
+    evs = dec.feed(stream)
+    assert len(batches(evs)) == n // 2 and dec.lost == n // 2 - 1
+    (track,) = dec._tracks.values()
+    assert len(track.starts) <= track.MAX_RUNS and track.folded > 0
+    assert dec.feed(data(n - 2, [3])) == [] and dec.rejected == {"duplicate": 1}
+    assert dec.lost == n // 2 - 1
