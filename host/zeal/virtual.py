@@ -164,6 +164,7 @@ class VirtualDevice:
         self.host_bytes = 0  # bytes the host wrote to the port (drained)
         self.hello_requests = 0  # `!hello` lines the host wrote
         self.hellos_forwarded = 0  # ... of them written to the running firmware's input
+        self.lines_written = 0   # replay lines written to the firmware's input (this boot)
         self._pipe_lock = threading.Lock()  # feeder and drain both write the replay pipe
         self._more = []          # live mode: readings waiting for the feeder
         self._more_cv = threading.Condition()
@@ -184,6 +185,7 @@ class VirtualDevice:
         self._stop_req.clear()
         with self._more_cv:
             self._more, self._ended = [], False
+        self.lines_written = 0
         if self._stderr is not None:
             self._stderr.close()
         self._stderr = open(os.path.join(self.folder, "stderr.txt"), "wb")
@@ -302,6 +304,7 @@ class VirtualDevice:
             with self._pipe_lock:
                 pipe.write(("\n".join(f64_line(x) for x in part) + "\n").encode())
                 pipe.flush()
+            self.lines_written += len(part)
 
     def _feed(self, proc, readings) -> None:
         """The sensor: replay lines into the firmware's stdin, then !stop (live mode: also
