@@ -85,8 +85,8 @@ def test_skip_invalid_counts_instead_of_stopping(prof_file):
     assert "skipped 3" in done.stderr and "clamped 2" in done.stderr
 
 
-@pytest.mark.parametrize("command", ["profile", "perturb", "aggregate", "demo", "conformance", "events",
-                                     "stop", "collect", "analyze", "export", "flash",
+@pytest.mark.parametrize("command", ["profile", "perturb", "aggregate", "demo", "conformance",
+                                     "stop", "collect", "analyze", "export", "events", "flash",
                                      "devices"])
 def test_every_command_has_help(command):
     done = zeal(command, "--help")

@@ -164,6 +164,7 @@ class _Port:
         self.error_status = None      # (code name, message) of an error STATUS
         self.frames_seen = 0          # DATA frames of this port committed (new or duplicate)
         self.resolved_frames = 0      # pending frames that came out of resolve
+        self.logged_failures = 0      # reader failures taken by the writer
 
     @property
     def device_now(self) -> Optional[bytes]:
@@ -434,7 +435,11 @@ class Collector:
         elif kind == "failure":
             self.progress.reader_errors += 1
             p.events.append(EventRecord("reader_error", arg, port=p.url, time=time.time()))
-            self.log("zeal: reading %s failed (%s); reopening it in %g s" % (p.url, arg, RETRY))
+            p.logged_failures += 1
+            n = p.logged_failures
+            if n <= 3 or n % 100 == 0:  # tell, but never flood: every failure is an event
+                self.log("zeal: reading %s failed (%s); reopening it in %g s%s"
+                         % (p.url, arg, RETRY, "" if n == 1 else " (failure %d)" % n))
         elif kind == "request_timeout":
             p.events.append(EventRecord("hello_request", "not taken within %g s"
                                         % transport.WRITE_TIMEOUT, port=p.url,
