@@ -5,6 +5,7 @@ re-ingesting a stream, two numbers for one report target, a device id on two por
 STATUS errors invisible to the user."""
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -89,12 +90,16 @@ def test_a_reader_that_fails_is_reported_and_retried(tmp_path, monkeypatch):
 
 
 def test_more_ports_than_select_can_serve_are_refused(tmp_path):
-    cap, why = transport.port_capacity()
-    assert cap is not None and 0 < cap < transport.SELECT_LIMIT // transport.FDS_PER_PORT
-    ports = [str(tmp_path / ("tty%d" % i)) for i in range(cap + 1)]
     with Store(tmp_path / "z.db") as store:
-        with pytest.raises(ZealError, match="at most %d" % cap):
+        # measured with the store open, as the collector measures it (its files take fds)
+        cap, why = transport.port_capacity()
+        assert cap is not None and 0 < cap < transport.SELECT_LIMIT // transport.FDS_PER_PORT
+        ports = [str(tmp_path / ("tty%d" % i)) for i in range(cap + 1)]
+        with pytest.raises(ZealError, match=r"at most \d+") as refused:
             Collector(ports, store)
+        # other threads of the test session may hold a descriptor or two for a moment
+        said = int(re.search(r"at most (\d+)", str(refused.value)).group(1))
+        assert cap - 2 <= said <= cap
     # the open-file limit too, through the CLI: one line, before any port is opened
     code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
             "from zeal.cli import main; sys.exit(main(sys.argv[1:]))")
