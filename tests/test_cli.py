@@ -123,8 +123,10 @@ def test_conformance_board_needs_a_port():
 
 
 def test_stop_writes_the_stop_line(tmp_path):
-    done = zeal("stop", "--port", "loop://")
-    assert done.returncode == 0 and "!stop" in done.stdout
+    # loop:// only echoes the line back: no STOPPED status comes, so stop says so in one line
+    done = zeal("stop", "--port", "loop://", "--wait", "0.5")
+    assert done.returncode == 1 and "no answer" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
     bad = zeal("stop", "--port", str(tmp_path / "no-such-port"))
     assert bad.returncode == 1 and bad.stderr.startswith("zeal: cannot open")
 
@@ -177,3 +179,19 @@ def test_extreme_exponents_are_handled_at_once(prof_file):
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 3
     assert "clamped 3" in done.stderr and "skipped 1" in done.stderr
+
+
+@pytest.mark.parametrize("typed", ["0.1", "0.05", "2.2", "1/3", "1"])
+def test_profile_epsilon_is_held_for_the_number_as_typed(tmp_path, typed):
+    import struct
+    from fractions import Fraction
+
+    out = tmp_path / "p.json"
+    done = zeal("profile", "--range", "23.5", "83.9", "--epsilon", typed, "--bits", "8",
+                "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    pattern = int(json.loads(out.read_text())["epsilon"], 16)  # the float64 the file holds
+    stored = Fraction(struct.unpack("<d", struct.pack("<Q", pattern))[0])
+    exact = Fraction(typed)
+    # never above what was typed, and the nearest float64 at or below it (one ulp at most)
+    assert stored <= exact < stored + Fraction(2) ** -52 * stored * 2

@@ -51,7 +51,9 @@ def profile_report(prof) -> dict:
     grid = ExactGrid(prof)
     gamma = paper.gamma_min(lo, hi, eps, e)
     doc = {
-        "lo": lo, "hi": hi, "epsilon": eps, "exponent": e, "bits": prof.bits,
+        "lo": lo, "hi": hi, "epsilon": eps,
+        # the float64 the profile holds, exactly: never above the epsilon that was typed
+        "epsilon_stored": repr(eps), "exponent": e, "bits": prof.bits,
         "abar": paper.abar(lo, hi, eps, e),
         "abar_exact": str(paper.abar_exact(lo, hi, eps, e)),
         "gamma_min": gamma, "transmission_ratio": paper.transmission_ratio(gamma),
@@ -205,21 +207,6 @@ def cmd_demo(args) -> int:
     return 0
 
 
-# ---- stop ---------------------------------------------------------------------------------------
-def cmd_stop(args) -> int:
-    import serial
-
-    try:
-        with serial.serial_for_url(args.port, baudrate=args.baud, timeout=1) as port:
-            port.write(b"\n!stop\n")
-            port.flush()
-    except (serial.SerialException, OSError, ValueError) as exc:
-        raise ZealError("cannot open %s: %s" % (args.port, exc)) from None
-    print("sent !stop to %s: the board flushes, sends STOPPED and returns to the REPL"
-          % args.port)
-    return 0
-
-
 # ---- conformance --------------------------------------------------------------------------------
 def cmd_conformance(args) -> int:
     from . import conformance as C
@@ -275,7 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Build a profile and print its figures.")
     p.add_argument("--range", nargs=2, type=float, required=True, metavar=("LO", "HI"),
                    help="feasible reading range")
-    p.add_argument("--epsilon", type=float, required=True, help="privacy budget (> 0)")
+    p.add_argument("--epsilon", type=str, required=True, metavar="EPS",
+                   help="privacy budget per reading (> 0), an exact decimal or p/q; the "
+                        "guarantee holds for the number as typed (the stored float64 is "
+                        "rounded down from it)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto",
                    help="bits per report; 'auto' (default) = fewest bits whose variance is "
@@ -330,11 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.register(sub)
     deploy.register(sub)
 
-    p = sub.add_parser("stop", help="stop a streaming board and give its REPL back",
-                       description="Send the line !stop to a board streaming Zeal frames.")
-    p.add_argument("--port", required=True, metavar="PORT", help="serial port or pyserial URL")
-    p.add_argument("--baud", type=int, default=115200)
-    p.set_defaults(func=cmd_stop)
+    deploy.register_stop(sub)
 
     p = sub.add_parser("conformance", help="run the shared vectors on CPython, MicroPython "
                        "and a board", description="Run every vector in shared_spec/vectors "

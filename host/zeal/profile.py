@@ -227,9 +227,11 @@ def epsilon_at_most(value) -> float:
         if len(text) > 100:
             raise ProfileError("epsilon must be a decimal number of at most 100 characters")
         try:
-            value = Decimal(text)
-        except ArithmeticError:
-            raise ProfileError("epsilon must be a decimal number, got %r" % (value,)) from None
+            # p/q as a Fraction (at most 100 characters: no huge integers); else a decimal
+            value = Fraction(text) if "/" in text else Decimal(text)
+        except (ArithmeticError, ValueError):
+            raise ProfileError("epsilon must be a decimal number or p/q, got %r"
+                               % (value,)) from None
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise ProfileError("epsilon must be finite, got %s" % value)
