@@ -45,16 +45,17 @@ def encoded_stream(prof, n, batch, seed):
     rng = np.random.default_rng(seed)
     lows = [reports.to_low(prof, prof.k_lo + int(j)) for j in rng.integers(0, prof.n_cells, n)]
     fp = bytes.fromhex(prof.fingerprint)[:8]
-    hello = wire.encode_hello(device_id=DEVICE, fingerprint=fp, boot=1, bits=prof.bits,
-                              batch=batch)
-    session = wire.session_bytes(DEVICE, fp, 1)
+    nonce = bytes(rng.integers(0, 256, 8, dtype=np.uint8))
+    session = wire.session_bytes(DEVICE, fp, 1, nonce)
     out = []
     for seq, i in enumerate(range(0, n, batch)):
-        if seq % 16 == 0:
-            out.append(hello)
-        out.append(wire.encode_data(seq=seq & 0xFFFF, bits=prof.bits,
-                                    reports=lows[i:i + batch], session=session))
-    out.append(wire.encode_status(code=4, dropped=0, clamped=0, sent=n, message="stopped"))
+        if seq % 16 == 0:  # a HELLO every 16 DATA frames, as the firmware's default
+            out.append(wire.encode_hello(device_id=DEVICE, fingerprint=fp, boot=1,
+                                         bits=prof.bits, batch=batch, nonce=nonce,
+                                         next_seq=seq))
+        out.append(wire.encode_data(seq=seq, bits=prof.bits, reports=lows[i:i + batch],
+                                    session=session))
+    out.append(wire.encode_status(code=4, ticks=n, message="stopped"))
     return b"".join(out)
 
 
