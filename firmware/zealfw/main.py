@@ -41,8 +41,14 @@
 # boot() finds the file, removes it and stays in the REPL.
 #
 # Per report the loop allocates nothing of its own (no tuples, no bytes, no closures): the
-# sources hand over an int and set .kind, the perturbation methods are bound once, and the
-# Sender packs into buffers it made at start. Optional parts are imported when configured.
+# sources hand over an int and set .kind (a float64 as two 32-bit halves), the perturbation
+# methods are bound once, and the Sender packs into buffers it made at start.
+#
+# Heap: this module holds the loop only. Everything done once at boot (config, profile,
+# boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
+# zealfw.start, zealfw.profile and zealfw.seed, which run() frees before sampling; optional
+# parts (each sensor kind, the control-line watch) are imported only when configured.
+# tools/bench_heap.py measures the whole loop from .mpy in a 32 KB heap.
 import sys
 
 try:
@@ -53,328 +59,33 @@ except ImportError:  # CPython, for the host-side tests
         return x
 
 
-from . import frames, sources
-from .mechanism import ReadingError, Zeal
+from . import frames
+from .sources import SourceError
+from .mechanism import ReadingError
 
 CONFIG_PATH = "zeal_config.json"
 HOLD_PATH = "zeal_hold"
-WATCHDOG_MAX_MS = const(8388)  # RP2040's machine.WDT maximum; the portable limit
-_CTL_MAX = const(8)            # control lines: "!stop", "!hello"
-_CTL_STOP = const(1)
+_CTL_STOP = const(1)           # = control.CTL_STOP / CTL_HELLO
 _CTL_HELLO = const(2)
 _SLEEP_SLICE = const(500)      # sleep in slices so the watchdog keeps being fed
-DEBUG_WARNING = (b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
-                 b"readings and sensor errors are sent\r\n")
-
-
-class ConfigError(Exception):
-    pass
-
-
-_DEFAULTS = {
-    "period_ms": 1000, "batch": 64, "hello_every": 16, "status_every": 64, "max_reports": 0,
-    "sensor": {"kind": "replay"}, "output": {"kind": "repl"}, "watchdog_ms": 0,
-    "write_timeout_ms": 250, "start_delay_ms": 2000, "crash_reset_ms": 10000,
-    "profile": "zeal_profile.json", "seed": "zeal_seed.bin", "vector_mode": False,
-    "vector_key": None, "debug": False,
-}
-_INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
-             "write_timeout_ms", "start_delay_ms", "crash_reset_ms")
-_INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseconds
-
-
-def _check_config(cfg):
-    for key in _INT_KEYS:
-        v = cfg[key]
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > _INT_MAX:
-            raise ConfigError("%s must be an integer in [0, %d]" % (key, _INT_MAX))
-    if not 1 <= cfg["batch"] <= 255:
-        raise ConfigError("batch must be 1..255")
-    if cfg["hello_every"] > 0xFFFF:
-        raise ConfigError("hello_every must be 0..65535")
-    if cfg["watchdog_ms"] > WATCHDOG_MAX_MS:
-        raise ConfigError("watchdog_ms must be at most %d (RP2040's machine.WDT maximum)"
-                          % WATCHDOG_MAX_MS)
-    for key in ("sensor", "output"):
-        v = cfg[key]
-        if not isinstance(v, dict) or not isinstance(v.get("kind"), str):
-            raise ConfigError('%s must be an object with a string "kind"' % key)
-    for key in ("profile", "seed"):
-        if not isinstance(cfg[key], str) or not cfg[key]:
-            raise ConfigError("%s must be a file name (a string)" % key)
-    for key in ("vector_mode", "debug"):
-        if not isinstance(cfg[key], bool):
-            raise ConfigError("%s must be true or false" % key)
-    if cfg["vector_key"] is not None and not isinstance(cfg["vector_key"], str):
-        raise ConfigError("vector_key must be 64 hex digits or null")
-
-
-def load_config(path=CONFIG_PATH):
-    """The device configuration merged over the defaults and type-checked (ConfigError);
-    a missing file means defaults."""
-    import json
-
-    cfg = dict(_DEFAULTS)
-    try:
-        with open(path) as fh:
-            doc = json.load(fh)
-    except OSError:
-        return cfg
-    except ValueError:
-        raise ConfigError("config is not valid JSON")
-    if not isinstance(doc, dict):
-        raise ConfigError("config must be a JSON object")
-    for key in doc:
-        if key not in _DEFAULTS:
-            raise ConfigError("unknown config key %s" % key)
-        cfg[key] = doc[key]
-    _check_config(cfg)
-    return cfg
-
-
-def _device_id():
-    try:
-        import machine
-
-        return machine.unique_id()
-    except (ImportError, AttributeError):
-        return b"unix"
-
-
-def _streams(cfg):
-    """(out, inp, on_repl): where frames go and where control/replay lines come from."""
-    spec = cfg["output"]
-    kind = spec["kind"]
-    if kind == "uart":
-        import machine
-
-        args = {"baudrate": spec.get("baudrate", 115200)}
-        for pin in ("tx", "rx"):
-            if pin in spec:
-                args[pin] = machine.Pin(spec[pin])
-        uart = machine.UART(spec.get("id", 1), **args)
-        return uart, uart, False
-    if kind == "repl":
-        return sys.stdout.buffer, sys.stdin.buffer, True
-    raise ConfigError("output kind must be repl or uart")
-
-
-class _Control:
-    """Non-blocking watch for the control lines "!stop" and "!hello" on the input stream
-    (every source but the replay from the input, which reads them itself). No allocation
-    while nothing arrives (ipoll reuses its result); a byte is read into a buffer."""
-
-    def __init__(self, inp):
-        self._inp = inp
-        self._poll = None
-        self._ipoll = None
-        self._line = bytearray(_CTL_MAX)
-        self._one = bytearray(1)
-        self._n = 0
-        try:
-            import select
-
-            p = select.poll()
-            p.register(inp, select.POLLIN)
-            self._poll = p
-            self._ipoll = getattr(p, "ipoll", None)
-        except Exception:  # a stream that cannot be polled: no remote stop
-            self._poll = None
-
-    def _ready(self):
-        if self._ipoll is not None:
-            for _ in self._ipoll(0):
-                return True
-            return False
-        return bool(self._poll.poll(0))
-
-    def poll(self):
-        """0, or _CTL_STOP / _CTL_HELLO when such a line has arrived."""
-        if self._poll is None:
-            return 0
-        one = self._one
-        while self._ready():
-            if not self._inp.readinto(one):  # end of input: nothing more will come
-                self._poll = None
-                return 0
-            c = one[0]
-            if c == 10 or c == 13:
-                n = self._n
-                self._n = 0
-                if n and self._is_n(n, sources.STOP_LINE):
-                    return _CTL_STOP
-                if n and self._is_n(n, sources.HELLO_LINE):
-                    return _CTL_HELLO
-            elif self._n < _CTL_MAX:
-                self._line[self._n] = c
-                self._n += 1
-            else:
-                self._n = _CTL_MAX + 1  # overlong: matches nothing
-        return 0
-
-    def _is_n(self, n, word):
-        if n != len(word):
-            return False
-        line = self._line
-        for i in range(n):
-            if line[i] != word[i]:
-                return False
-        return True
-
-
-class _Profile:
-    """The numbers of a checked profile that the loop needs, detached from zealfw.profile."""
-
-
-_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
-                   "cal", "fingerprint")
-
-
-def _detach(p):
-    d = _Profile()
-    for name in _PROFILE_FIELDS:
-        setattr(d, name, getattr(p, name))
-    return d
-
-
-def _forget(module, attr):
-    """Drop a module needed only at start (its code is ~10 KB of heap on the unix port) so
-    the collector can free it; on MicroPython only (CPython tests import it again)."""
-    if sys.implementation.name != "micropython":
-        return
-    sys.modules.pop(module, None)
-    import zealfw
-
-    if attr in zealfw.__dict__:
-        delattr(zealfw, attr)
-
-
-def _stop_with_status(sender, code, message):
-    sender.hello()
-    sender.status(code, message)
-
-
-def _midpoint(prof):
-    """The public value (lo + hi)/2 as an exact (num, den)."""
-    lon, lod = prof.lo
-    hin, hid = prof.hi
-    return lon * hid + hin * lod, 2 * lod * hid
-
-
-def _bits_of(n):
-    # the number of binary digits of n > 0 (MicroPython has no int.bit_length)
-    b = 0
-    while n:
-        n >>= 1
-        b += 1
-    return b
-
-
-def f64_pattern(num, den):
-    """The float64 bit pattern of num/den if that value is a normal float64 exactly (den a
-    power of two), else None. Once, at start: a replaced reading then takes the mechanism's
-    float64 path, which allocates far less than perturb(num, den) with big denominators; the
-    value, hence the report's law and the words it uses, is the same."""
-    if den <= 0 or den & (den - 1):
-        return None
-    if num == 0:
-        return 0
-    sign = 0
-    if num < 0:
-        sign, num = 1, -num
-    while not num & 1 and den > 1:
-        num >>= 1
-        den >>= 1
-    nb = _bits_of(num)
-    if nb > 53:
-        return None
-    e = 1075 - (_bits_of(den) - 1) - 53 + nb
-    if e < 1 or e > 2046:
-        return None
-    return (sign << 63) | (e << 52) | ((num << (53 - nb)) - (1 << 52))
-
-
-def _boot_key(cfg, device_id):
-    """(key, boot counter) of this boot, or ConfigError with one clear line."""
-    try:
-        import os
-
-        from . import words as words_mod
-    except ImportError as exc:
-        raise ConfigError("cannot import the generator: %s" % exc)
-    if not hasattr(os, "urandom"):
-        raise ConfigError("os.urandom is missing")
-    try:
-        return words_mod.derive_boot_key(cfg["seed"], extra=bytes(device_id))
-    except OSError:
-        raise ConfigError("no writable filesystem for the seed file %s" % cfg["seed"])
+_KIND_F32 = const(1)           # = sources.KIND_F32 / KIND_F64
+_KIND_F64 = const(2)
 
 
 def run(config_path=CONFIG_PATH, out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
-    device_id = _device_id()
-    try:
-        cfg = load_config(config_path)
-        if out is None:
-            out, inp2, on_repl = _streams(cfg)
-            inp = inp if inp is not None else inp2
-        else:
-            on_repl = False
-    except (ConfigError, KeyError, AttributeError, ValueError, TypeError) as exc:
-        out = out if out is not None else sys.stdout.buffer
-        _stop_with_status(frames.Sender(out, 0, device_id=device_id), frames.STATUS_CONFIG,
-                          str(exc))
+    from . import start
+
+    st = start.setup(config_path, out, inp)
+    forget = start.forget
+    del start
+    forget("zealfw.start", "start")
+    if st is None:
         return 0
-    debug = cfg["debug"]
-    if debug:
-        out.write(DEBUG_WARNING)  # text: the host's framer skips it
-    from . import profile as profile_mod
-
-    try:
-        prof = _detach(profile_mod.load(cfg["profile"]))
-    except profile_mod.ProfileError as exc:
-        code = frames.STATUS_NO_PROFILE if exc.reason == "missing_file" else \
-            frames.STATUS_BAD_PROFILE
-        _stop_with_status(frames.Sender(out, 0, device_id=device_id, debug=debug), code,
-                          str(exc))
-        return 0
-    del profile_mod
-    _forget("zealfw.profile", "profile")
-
-    vector = cfg["vector_mode"] and cfg["vector_key"] is not None
-    try:
-        if vector:
-            import binascii
-
-            try:
-                key = binascii.unhexlify(cfg["vector_key"])
-            except ValueError:
-                key = b""
-            if len(key) != 32:
-                raise ConfigError("vector_key must be 64 hex digits")
-            boot = 0
-        else:
-            key, boot = _boot_key(cfg, device_id)
-        source = sources.from_config(cfg["sensor"], inp)
-        sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=device_id,
-                               fingerprint=prof.fingerprint, boot=boot,
-                               nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
-                               vector=vector, debug=debug,
-                               write_timeout_ms=cfg["write_timeout_ms"])
-        from . import words as words_mod
-
-        mech = Zeal(prof, words_mod.CounterWords(key))
-    except (ConfigError, ValueError, KeyError, TypeError, ImportError, AttributeError,
-            OSError) as exc:
-        _stop_with_status(frames.Sender(out, 0, device_id=device_id, debug=debug),
-                          frames.STATUS_CONFIG, str(exc))
-        return 0
-    return _loop(cfg, prof, mech, sender, source, inp, on_repl)
+    return _loop(*st)
 
 
-def _loop(cfg, prof, mech, sender, source, inp, on_repl):
-    replay_in = isinstance(source, sources.ReplaySource) and not source.from_file
-    control = None if replay_in or inp is None else _Control(inp)
+def _loop(cfg, mech, sender, source, control, on_repl, replay_in, public):
     wdt = None
     if cfg["watchdog_ms"]:
         import machine
@@ -390,9 +101,8 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
         kbd = micropython
         kbd.kbd_intr(-1)
     debug = cfg["debug"]
-    perturb = (mech.perturb_raw, mech.perturb_float32, mech.perturb_float64)
-    mid_n, mid_d = _midpoint(prof)
-    mid_bits = f64_pattern(mid_n, mid_d)
+    p_raw, p_f32, p_f64 = mech.perturb_raw, mech.perturb_float32, mech.perturb_f64
+    pub_f64, pub_a, pub_b = public
     ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
     ticks = 0            # sampling ticks = reports made (public)
@@ -428,13 +138,13 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
             if status_every and since_status >= status_every:
                 if debug:
                     sender.status(frames.STATUS_OK, b"", ticks=ticks, replaced=replaced,
-                                  clamped=getattr(mech, "clamped", 0))
+                                  clamped=mech.clamped)
                 else:
                     sender.status(frames.STATUS_OK, b"", ticks=ticks)
                 since_status = 0
             if sensor_msg is not None:  # debug build only
                 sender.status(frames.STATUS_SENSOR, sensor_msg, ticks=ticks,
-                              replaced=replaced, clamped=getattr(mech, "clamped", 0))
+                              replaced=replaced, clamped=mech.clamped)
                 sensor_msg = None
             # ---- the reading and its one report ----------------------------------------
             kind = -1
@@ -444,22 +154,27 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
                     stopped = True
                     break
                 kind = source.kind
-            except sources.SourceError as exc:
+            except SourceError as exc:
                 if debug:
                     sensor_errors += 1
                     if sensor_errors == 1 or sensor_errors % 100 == 0:  # tell, never flood
                         sensor_msg = str(exc)
             if kind >= 0:
                 try:
-                    k = perturb[kind](value)
+                    if kind == _KIND_F64:
+                        k = p_f64(value, source.lo)
+                    elif kind == _KIND_F32:
+                        k = p_f32(value)
+                    else:
+                        k = p_raw(value)
                 except ReadingError:  # NaN, infinity, a raw count without calibration, type
                     kind = -1       # (raised before any word is drawn)
             if kind < 0:
                 replaced += 1
-                if mid_bits is not None:   # the public value, (lo + hi)/2
-                    k = perturb[2](mid_bits)
+                if pub_f64:   # the public value, (lo + hi)/2
+                    k = p_f64(pub_a, pub_b)
                 else:
-                    k = mech.perturb(mid_n, mid_d)
+                    k = mech.perturb(pub_a, pub_b)
             full = sender.add(mech.low(k))
             ticks += 1
             if wdt is not None:
@@ -476,57 +191,19 @@ def _loop(cfg, prof, mech, sender, source, inp, on_repl):
         sender.flush()  # a full batch, or the short one at the end
         if debug:
             sender.status(frames.STATUS_STOPPED, b"stopped", ticks=ticks, replaced=replaced,
-                          clamped=getattr(mech, "clamped", 0))
+                          clamped=mech.clamped)
         else:
             sender.status(frames.STATUS_STOPPED, b"stopped", ticks=ticks)
         if kbd is not None:
             kbd.kbd_intr(3)
-    if isinstance(source, sources.ReplaySource):
-        source.close()
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
     if wdt is not None and (stopped or limit):
-        _hold(sender, ticks)  # does not return on a board
+        from . import start
+
+        start.hold(sender, ticks, HOLD_PATH)  # does not return on a board
     return ticks
-
-
-def _hold(sender, ticks):
-    """A running watchdog cannot be stopped: write the hold file, say so, reset. At the next
-    boot, boot() finds the file, removes it and stays in the REPL (mpremote, `zeal flash`)."""
-    try:
-        with open(HOLD_PATH, "w") as fh:
-            fh.write("held\n")
-        try:
-            import os
-
-            sync = getattr(os, "sync", None)
-            if sync is not None:
-                sync()
-        except ImportError:
-            pass
-        msg = "watchdog running: resetting into the REPL (hold file %s)" % HOLD_PATH
-    except OSError:
-        msg = ("watchdog running: no writable filesystem for the hold file %s; the board "
-               "streams again after this reset" % HOLD_PATH)
-    sender.status(frames.STATUS_HELD, msg, ticks=ticks)
-    import machine
-
-    machine.reset()
-
-
-def take_hold(path=HOLD_PATH):
-    """True (and the file removed) if a stop left the hold file: the board stays in the REPL."""
-    try:
-        import os
-    except ImportError:
-        return False
-    try:
-        os.stat(path)
-    except OSError:
-        return False
-    try:
-        os.remove(path)
-    except OSError:
-        pass
-    return True
 
 
 def boot(config_path=CONFIG_PATH):
@@ -535,36 +212,18 @@ def boot(config_path=CONFIG_PATH):
 
     A bug must not leave a deployed board silent: an unexpected error is reported as STATUS
     CRASH and the board resets after crash_reset_ms (a watchdog, if configured, would reset
-    it anyway). In the private build the CRASH message is the exception's type name only
-    (its text could depend on a reading); the debug build sends the text too."""
-    if take_hold():
+    it anyway); zealfw.start.crash has the details."""
+    from . import start
+
+    held = start.take_hold(HOLD_PATH)
+    del start
+    if held:
         print("zeal: held after a stop; in the REPL. Reset the board to stream again.")
         return 0
     try:
         return run(config_path)
     except Exception as exc:
-        try:
-            import micropython
+        from . import start
 
-            micropython.kbd_intr(3)
-        except (ImportError, AttributeError):
-            pass
-        try:
-            cfg = load_config(config_path)
-        except ConfigError:
-            cfg = dict(_DEFAULTS)
-        debug = cfg["debug"]
-        sender = frames.Sender(sys.stdout.buffer, 0, device_id=_device_id(), debug=debug)
-        name = type(exc).__name__
-        sender.status(frames.STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)
-        delay = cfg["crash_reset_ms"]
-        try:
-            import machine
-
-            reset = machine.reset
-        except (ImportError, AttributeError):  # the unix port: nothing to reset
-            raise exc
-        if not delay:
-            raise exc
-        frames.sleep_ms(delay)  # a window to connect and look before the reset
-        reset()
+        start.crash(exc, config_path)  # returns only where there is nothing to reset
+        raise exc

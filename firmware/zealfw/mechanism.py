@@ -49,6 +49,8 @@ _F32_BIAS = const(150)      # 127 + 23
 _M32 = const(0xFFFFFFFF)
 _SMALL_N = const(1 << 30)   # uniform_below's multiply-high path: n * 2^32 < 2^62
 _CHUNK = const(8)           # long division: bits brought down per step (with divisor < 2^54)
+_BIG_Q = const(54)          # from 2^54 on, _bernoulli_frac divides one bit at a time
+_RAW_Q = const(61)          # a raw count's divisor below 2^61: small ints only (_raw_pos)
 
 
 class ReadingError(ValueError):
@@ -260,8 +262,12 @@ def _bernoulli_frac(r, low, f, q, words):
     the first difference exactly as `bernoulli` does at the word; a tie on all eight reads
     the next word, unless nothing is left (r and the unused bits of low are 0): then F's
     expansion has ended and U >= F (`bernoulli`'s rem == 0). With q < 2^54 every r 2^8
-    stays below 2^62 (a small int on the unix port).
+    stays below 2^62 (a small int on the unix port). With 2^54 <= q the digits of r/q are
+    made one bit at a time (r = 2 r; the bit is r >= q, then r -= q): the same long
+    division in base 2, whose 8 bits are the base-256 digit; every value stays below 2 q,
+    so below 2^62 while q < 2^61 (a raw count's calibrated divisor, see `_raw_pos`).
     """
+    big = q >> _BIG_Q
     while True:
         o = words.advance()
         b = words.block
@@ -270,16 +276,24 @@ def _bernoulli_frac(r, low, f, q, words):
             if f >= _CHUNK:
                 f -= _CHUNK
                 dg = (low >> f) & 0xFF
-            elif f:
-                r <<= _CHUNK - f
-                dg = r // q
-                r -= dg * q
-                dg |= (low & ((1 << f) - 1)) << (_CHUNK - f)
-                f = 0
             else:
-                r <<= _CHUNK
-                dg = r // q
-                r -= dg * q
+                n = _CHUNK - f       # bits of r/q in this digit
+                if big:
+                    dg = 0
+                    while n:
+                        r <<= 1
+                        dg <<= 1
+                        if r >= q:
+                            r -= q
+                            dg |= 1
+                        n -= 1
+                else:
+                    r <<= n
+                    dg = r // q
+                    r -= dg * q
+                if f:
+                    dg |= (low & ((1 << f) - 1)) << (_CHUNK - f)
+                    f = 0
             x = b[i]
             if x != dg:
                 return 1 if x < dg else 0
@@ -326,7 +340,6 @@ class Zeal:
     """
 
     def __init__(self, profile, words):
-        self.profile = profile
         self.words = words if hasattr(words, "advance") else _CallWords(
             getattr(words, "next", words))
         lon, lod = profile.lo
@@ -337,10 +350,10 @@ class Zeal:
         self._lon = lon
         self._lod = lod
         self._steps = steps
-        self._b = hin * lod - lon * hid  # > 0: the profile checked lo < hi
+        b = hin * lod - lon * hid  # > 0: the profile checked lo < hi
         # steps / (hi - lo) = steps * (hid * lod) / b  ->  Kn 2^e / Kd
         e = _log2(hid * lod)   # both powers of two (decoded float64s)
-        dn = self._b
+        dn = b
         while not dn & 1:
             dn >>= 1
             e -= 1
@@ -366,6 +379,22 @@ class Zeal:
         self._k_lo = profile.k_lo
         self._high = (profile.exponent + 1023) << _MANT_BITS
         self._mask = (1 << profile.bits) - 1
+        self._cal = cal = profile.cal
+        if cal is not None:
+            # raw counts (see _raw_pos): pos = (A + B raw) / Q, reduced, with
+            # A = (c0 lod - lon cd) steps hid, B = c1 lod steps hid, Q = cd b; then
+            # A = ai Q + af and +-B = bi Q + bf (0 <= af, bf < Q) for raw >= 0 / raw < 0
+            c0, c1, cd = cal
+            ra = (c0 * lod - lon * cd) * steps * hid
+            rb = c1 * lod * steps * hid
+            q = cd * b
+            g = _gcd(_gcd(ra if ra >= 0 else -ra, rb if rb >= 0 else -rb), q)
+            ra //= g
+            rb //= g
+            q //= g
+            self._rq = q
+            self._ra = (ra // q, ra % q)
+            self._rb = (rb // q, rb % q, (-rb) // q, (-rb) % q)
         self.clamped = 0  # finite readings outside [lo, hi], counted
 
     def _finish(self, base, r, low, f, q):
@@ -476,14 +505,105 @@ class Zeal:
         return self._k_lo + self.sample(xn, xd)
 
     def perturb_float64(self, bits):
-        return self._ieee(bits, 64, _WORD, _MANT_BITS, _F64_EXP_MAX, _F64_BIAS)
+        """One report for a float64 bit pattern (an int below 2^64)."""
+        if type(bits) is not int or bits < 0 or bits >= _WORD:
+            raise ReadingError("type", "float64 pattern must be an int in [0, 2^64)")
+        return self.perturb_f64(bits >> 32, bits & _M32)
+
+    def perturb_f64(self, hi, lo):
+        """One report for the float64 whose bit pattern is hi 2^32 + lo (two u32 halves, as
+        the replay source parses them): sign and exponent are in hi alone, the 52-bit
+        fraction is (hi's low 20 bits) 2^32 + lo, so the pattern itself (a heap int above
+        2^62 on the unix port) is never formed. Exactly _ieee on hi 2^32 + lo."""
+        if (type(hi) is not int or type(lo) is not int or hi < 0 or lo < 0 or hi > _M32
+                or lo > _M32):
+            raise ReadingError("type", "float64 halves must be ints in [0, 2^32)")
+        t = hi >> 20             # sign and exponent: (hi 2^32 + lo) >> 52
+        f = ((hi & 0xFFFFF) << 32) | lo
+        e = t & _F64_EXP_MAX
+        if e == _F64_EXP_MAX:
+            raise ReadingError("nan" if f else "inf")
+        if e:
+            f |= 1 << _MANT_BITS
+        else:
+            e = 1
+        if t > _F64_EXP_MAX:  # the sign bit
+            f = -f
+        return self._k_lo + self._dyadic(f, e - _F64_BIAS)
 
     def perturb_float32(self, bits):
         return self._ieee(bits, 32, 1 << 32, 23, _F32_EXP_MAX, _F32_BIAS)
 
     def perturb_raw(self, raw):
-        xn, xd = decode_raw(self.profile, raw)
-        return self._k_lo + self.sample(xn, xd)
+        """One report for a raw count: the reading cal_offset + cal_gain raw, exactly."""
+        if self._cal is None:
+            raise ReadingError("calibration", "raw readings need cal_gain and cal_offset")
+        if type(raw) is not int:
+            raise ReadingError("type", "raw reading must be an int")
+        return self._k_lo + self._raw_pos(raw)
+
+    def _raw_pos(self, raw):
+        """The report offset for a raw count, from the per-profile reduced constants.
+
+        pos = (x - lo) steps / (hi - lo) with x = (c0 + c1 raw) / cd is, over the common
+        denominator, pos = (A + B raw) / Q with the integers of __init__ (divided by their
+        common gcd: the same rational). With m = |raw| and B' = B (raw >= 0) or -B (raw < 0),
+        A = ai Q + af, B' = bi Q + bf (floor division, 0 <= af, bf < Q):
+            pos = ai + bi m + (af + bf m) / Q.
+        bf m = t Q + r is found by long division over m's bits, one at a time: with the bits
+        so far worth V, t = floor(V bf / Q) and r = V bf - t Q < Q; bringing down a bit g
+        doubles V: r = 2 r (and t = 2 t), subtract Q once if r >= Q (2 r < 2 Q); then add
+        g bf (< Q), subtract Q once if needed. r + af < 2 Q likewise. So
+        floor(pos) = ai + bi m + t + [r + af >= Q] and frac(pos) = ((r + af) mod Q) / Q,
+        exactly those of P // Q and P mod Q in mechanism.md (the same rational). Every
+        value stays below 2 Q: with Q < 2^61 (_RAW_Q) no heap int is made for counts whose
+        ai + bi m fits (a clamped count far outside the range may allocate); a larger Q
+        gives the same numbers with heap ints. Clamping and the Bernoulli on the fraction
+        are those of _divide and _dyadic for the same position.
+        """
+        q = self._rq
+        ai, af = self._ra
+        rb = self._rb
+        if raw >= 0:
+            m = raw
+            bi = rb[0]
+            bf = rb[1]
+        else:
+            m = -raw
+            bi = rb[2]
+            bf = rb[3]
+        t = 0
+        r = 0
+        at = 0
+        while m >> at:
+            at += 1
+        while at:
+            at -= 1
+            r <<= 1
+            t <<= 1
+            if r >= q:
+                r -= q
+                t += 1
+            if (m >> at) & 1:
+                r += bf
+                if r >= q:
+                    r -= q
+                    t += 1
+        r += af
+        if r >= q:
+            r -= q
+            t += 1
+        base = ai + bi * m + t
+        if base < 0 or (base == 0 and r == 0):  # x <= lo: pos = 0
+            if base < 0:
+                self.clamped += 1
+            return self._finish(0, 0, 0, 0, 1)
+        steps = self._steps
+        if base >= steps:  # x >= hi: pos = steps
+            if base > steps or r:
+                self.clamped += 1
+            return self._finish(steps, 0, 0, 0, 1)
+        return self._finish(base, r, 0, 0, q)
 
     def to_bits(self, k):
         """The report's float64 bit pattern."""

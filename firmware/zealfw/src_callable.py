@@ -1,0 +1,33 @@
+# Any Python callable as a Zeal source (sensor kind "callable"; see sources.py).
+from .sources import KIND_F32, KIND_RAW, SourceError
+
+
+class CallableSource:
+    """Any callable, e.g. an I2C driver's read: an int is a raw count, a float is packed to
+    its float32 bit pattern (exact on boards, whose floats are float32); anything else (a
+    bool, None, a string) and any exception the driver raises is a SourceError."""
+
+    def __init__(self, fn):
+        import struct
+
+        self._fn = fn
+        self._buf = bytearray(4)
+        self._pack = struct.pack_into
+        self.kind = KIND_RAW
+
+    def read(self):
+        try:
+            value = self._fn()
+        except Exception as exc:  # a driver's I/O error must not stop the loop
+            raise SourceError(str(exc))
+        if isinstance(value, bool):
+            raise SourceError("sensor returned bool")
+        if isinstance(value, int):
+            self.kind = KIND_RAW
+            return value
+        if isinstance(value, float):
+            b = self._buf
+            self._pack("<f", b, 0, value)
+            self.kind = KIND_F32
+            return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
+        raise SourceError("sensor returned %s" % type(value).__name__)
