@@ -46,7 +46,8 @@
 #
 # Heap: this module holds the loop only. Everything done once at boot (config, profile,
 # boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
-# zealfw.start, zealfw.profile and zealfw.seed, which run() frees before sampling; optional
+# zealfw.start, zealfw.profile, zealfw.seed and zealfw.build, which run() frees before
+# sampling (the sampling path is imported only after the profile's loader is gone); optional
 # parts (each sensor kind, the control-line watch) are imported only when configured.
 # tools/bench_heap.py measures the whole loop from .mpy in a 32 KB heap.
 import sys
@@ -58,10 +59,6 @@ except ImportError:  # CPython, for the host-side tests
     def const(x):
         return x
 
-
-from . import frames
-from .sources import SourceError
-from .mechanism import ReadingError
 
 CONFIG_PATH = "zeal_config.json"
 HOLD_PATH = "zeal_hold"
@@ -76,16 +73,40 @@ def run(config_path=CONFIG_PATH, out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
     from . import start
 
-    st = start.setup(config_path, out, inp)
-    forget = start.forget
+    st = start.prepare(config_path, out, inp)
     del start
-    forget("zealfw.start", "start")
+    _forget("zealfw.start", "start")
+    if st is None:
+        return 0
+    from . import build
+
+    st = build.make(st)
+    del build
+    _forget("zealfw.build", "build")
+    _forget("zealfw.exact", "exact")  # the mechanism's set-up, imported by Zeal()
     if st is None:
         return 0
     return _loop(*st)
 
 
+def _forget(module, attr):
+    """Drop a module needed only at start (zealfw.start, .build, .profile, .seed) so that
+    the collector frees it: nothing may keep a reference to anything it defines. On
+    MicroPython only (CPython tests import them again)."""
+    if sys.implementation.name != "micropython":
+        return
+    sys.modules.pop(module, None)
+    import zealfw
+
+    if attr in zealfw.__dict__:
+        delattr(zealfw, attr)
+
+
 def _loop(cfg, mech, sender, source, control, on_repl, replay_in, public):
+    from . import frames
+    from .mechanism import ReadingError
+    from .sources import SourceError
+
     wdt = None
     if cfg["watchdog_ms"]:
         import machine

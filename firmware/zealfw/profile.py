@@ -43,7 +43,6 @@ needs exp to 60 digits: a profile that differs from the host's only there is pri
 import hashlib
 from binascii import hexlify
 
-from .mechanism import ReadingError, decode_float64
 
 try:
     from micropython import const
@@ -137,6 +136,28 @@ def _reduce2(num, den):
         num >>= 1
         den >>= 1
     return num, den
+
+
+def _f64(text):
+    """The exact value of a canonical "0x" + 16 hex digit float64 pattern as a reduced
+    (num, den), den a power of two; ProfileError("value") for NaN and infinities. (The
+    decode of zealfw.mechanism, repeated here so that loading a profile does not import the
+    sampling path.)"""
+    bits = int(text[2:], 16)
+    e = (bits >> 52) & 0x7FF
+    f = bits & ((1 << 52) - 1)
+    if e == 0x7FF:
+        raise ProfileError("value", "lo, hi and epsilon must be finite")
+    if e:
+        f |= 1 << 52
+    else:
+        e = 1  # subnormal (or zero): the scale of the smallest normal
+    if bits >> 63:
+        f = -f
+    e -= 1075
+    if e >= 0:
+        return f << e, 1
+    return _reduce2(f, 1 << -e)
 
 
 def _digits(s):
@@ -417,12 +438,9 @@ def from_doc(doc):
     p = Profile()
     p.canonical = canonical
     p.fingerprint = digest
-    try:
-        lo = _reduce2(*decode_float64(int(doc["lo"][2:], 16)))
-        hi = _reduce2(*decode_float64(int(doc["hi"][2:], 16)))
-        eps = _reduce2(*decode_float64(int(doc["epsilon"][2:], 16)))
-    except ReadingError:
-        raise ProfileError("value", "lo, hi and epsilon must be finite")
+    lo = _f64(doc["lo"])
+    hi = _f64(doc["hi"])
+    eps = _f64(doc["epsilon"])
     if not lo[0] * hi[1] < hi[0] * lo[1]:
         raise ProfileError("value", "lo must be below hi")
     if not 0 < eps[0] <= _EPS_MAX * eps[1]:

@@ -1,12 +1,13 @@
-# Boot-time work of the main loop, in a module of its own so that it can be freed before
-# sampling starts (zealfw.main.run drops it from sys.modules; nothing it defines stays
-# referenced): the config (read and type-checked), the profile (loaded by zealfw.profile,
-# also freed), the generator key (zealfw.seed, also freed), the source, the Sender, the
-# mechanism; and the rare ends: STATUS for a config/profile error, the hold after a stop
-# with a watchdog, the CRASH report. The config keys are documented at the top of main.py.
+# Boot-time work of the main loop, phase one, in a module of its own so that it can be freed
+# before the sampling path is imported (zealfw.main.run drops it from sys.modules): the
+# config (read and type-checked), the streams, the profile (loaded by zealfw.profile, also
+# freed), the generator key (zealfw.seed, also freed). Phase two (zealfw.build) makes the
+# source, the Sender and the mechanism. Also the rare ends, imported when they happen: STATUS
+# for a config/profile error, the hold after a stop with a watchdog, the CRASH report. The
+# config keys are documented at the top of main.py.
 #
-# Nothing returned by setup() is an object of a class defined here (its methods would keep
-# this module's globals, hence all of it, alive).
+# prepare() returns plain data only: an object of a class defined here would keep this
+# module's globals, hence all of it, alive.
 import sys
 
 try:
@@ -17,11 +18,7 @@ except ImportError:  # CPython, for the host-side tests
         return x
 
 
-from . import frames
-from .mechanism import Zeal
-
 WATCHDOG_MAX_MS = const(8388)  # RP2040's machine.WDT maximum; the portable limit
-_RP2040_TEMP = const(4)        # RP2040's ADC channel of the internal temperature sensor
 DEBUG_WARNING = (b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
                  b"readings and sensor errors are sent\r\n")
 
@@ -37,21 +34,14 @@ _DEFAULTS = {
     "profile": "zeal_profile.json", "seed": "zeal_seed.bin", "vector_mode": False,
     "vector_key": None, "debug": False,
 }
+from .main import _forget
+
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "write_timeout_ms", "start_delay_ms", "crash_reset_ms")
 _INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseconds
-
-
-def forget(module, attr):
-    """Drop a module needed only at start so the collector can free it; on MicroPython only
-    (CPython tests import it again)."""
-    if sys.implementation.name != "micropython":
-        return
-    sys.modules.pop(module, None)
-    import zealfw
-
-    if attr in zealfw.__dict__:
-        delattr(zealfw, attr)
+_STATUS_NO_PROFILE = const(1)  # = frames.STATUS_* (frames is not imported in phase one)
+_STATUS_BAD_PROFILE = const(2)
+_STATUS_CONFIG = const(5)
 
 
 def _check_config(cfg):
@@ -130,99 +120,6 @@ def _streams(cfg):
     raise ConfigError("output kind must be repl or uart")
 
 
-def source_from_config(spec, stream=None):
-    """Build a source from the device config's "sensor" object (a dict with a string
-    "kind"), importing only that kind's module."""
-    kind = spec.get("kind")
-    if kind == "adc":
-        from .src_adc import ADCSource
-
-        channel = spec.get("channel")
-        if channel is not None:
-            if not isinstance(channel, int) or isinstance(channel, bool) or channel < 0:
-                raise ValueError("sensor channel must be a non-negative integer")
-            return ADCSource(channel=channel)
-        pin = spec.get("pin")
-        if pin is None:
-            raise ValueError("adc sensor needs a pin or a channel")
-        return ADCSource(pin, spec.get("atten"))
-    if kind == "rp2040_temp":
-        from .src_adc import ADCSource
-
-        return ADCSource(channel=_RP2040_TEMP)
-    if kind == "replay":
-        path = spec.get("file")
-        if path is not None and not isinstance(path, str):
-            raise ValueError("replay file must be a string")
-        if path is None and stream is None:
-            raise ValueError("replay needs an input stream")
-        from .src_replay import ReplaySource
-
-        try:
-            return ReplaySource(stream, path)
-        except OSError:
-            raise ValueError("replay file %s cannot be opened" % path)
-    if kind == "callable":
-        mod, fn = spec.get("module"), spec.get("function")
-        if not isinstance(mod, str) or not isinstance(fn, str):
-            raise ValueError("callable sensor needs module and function names")
-        from .src_callable import CallableSource
-
-        module = __import__(mod, None, None, [fn])
-        return CallableSource(getattr(module, fn))
-    raise ValueError("unknown sensor kind %r" % (kind,))
-
-
-class _Profile:
-    """The numbers of a checked profile that setup needs, detached from zealfw.profile (so
-    that module can be freed before the rest is imported). Zeal keeps none of it."""
-
-
-_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
-                   "cal", "fingerprint")
-
-
-def _bits_of(n):
-    # the number of binary digits of n > 0 (MicroPython has no int.bit_length)
-    b = 0
-    while n:
-        n >>= 1
-        b += 1
-    return b
-
-
-def midpoint(prof):
-    """The public value (lo + hi)/2 as an exact (num, den)."""
-    lon, lod = prof.lo
-    hin, hid = prof.hi
-    return lon * hid + hin * lod, 2 * lod * hid
-
-
-def f64_pattern(num, den):
-    """The float64 bit pattern of num/den if that value is a normal float64 exactly (den a
-    power of two), else None. Once, at start: a replaced reading then takes the mechanism's
-    float64 path (as two 32-bit halves), which allocates far less than perturb(num, den)
-    with big denominators; the value, hence the report's law and the words it uses, is the
-    same."""
-    if den <= 0 or den & (den - 1):
-        return None
-    if num == 0:
-        return 0
-    sign = 0
-    if num < 0:
-        sign, num = 1, -num
-    while not num & 1 and den > 1:
-        num >>= 1
-        den >>= 1
-    nb = _bits_of(num)
-    if nb > 53:
-        return None
-    e = 1075 - (_bits_of(den) - 1) - 53 + nb
-    if e < 1 or e > 2046:
-        return None
-    return (sign << 63) | (e << 52) | ((num << (53 - nb)) - (1 << 52))
-
-
 def _boot_key(cfg, dev):
     """(key, boot counter) of this boot, or ConfigError with one clear line."""
     try:
@@ -239,19 +136,29 @@ def _boot_key(cfg, dev):
         raise ConfigError("no writable filesystem for the seed file %s" % cfg["seed"])
     finally:
         del seed_mod
-        forget("zealfw.seed", "seed")
+        _forget("zealfw.seed", "seed")
 
 
-def _stop_with_status(sender, code, message):
+def stop_with_status(out, dev, debug, code, message):
+    """A HELLO without a profile, then STATUS `code` with `message`: the board sends no
+    data."""
+    from . import frames
+
+    sender = frames.Sender(out, 0, device_id=dev, debug=debug)
     sender.hello()
     sender.status(code, message)
 
 
-def setup(config_path, out, inp):
-    """Everything the loop needs, or None after a STATUS CONFIG / NO_PROFILE / BAD_PROFILE:
-    (cfg, mech, sender, source, control, on_repl, replay_in, public) with public the
-    replaced readings' value (lo + hi)/2 as (hi32, lo32) float64 halves, or as (num, den)
-    when it is no float64 (then `public_is_f64` False): (flag, a, b)."""
+_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
+                   "cal", "fingerprint")
+
+
+def prepare(config_path, out, inp):
+    """Phase one of the start, before any module of the sampling path is imported: the
+    config, the streams, the profile (its loader freed after), the generator key (the seed
+    module freed after). Returns plain data for zealfw.build.make:
+    (cfg, out, inp, on_repl, dev, profile fields as in _PROFILE_FIELDS, key, boot, vector),
+    or None after a STATUS CONFIG / NO_PROFILE / BAD_PROFILE."""
     dev = device_id()
     try:
         cfg = load_config(config_path)
@@ -262,8 +169,7 @@ def setup(config_path, out, inp):
             on_repl = False
     except (ConfigError, KeyError, AttributeError, ValueError, TypeError) as exc:
         out = out if out is not None else sys.stdout.buffer
-        _stop_with_status(frames.Sender(out, 0, device_id=dev), frames.STATUS_CONFIG,
-                          str(exc))
+        stop_with_status(out, dev, False, _STATUS_CONFIG, str(exc))
         return None
     debug = cfg["debug"]
     if debug:
@@ -272,20 +178,15 @@ def setup(config_path, out, inp):
 
     try:
         p = profile_mod.load(cfg["profile"])
+        fields = tuple(getattr(p, name) for name in _PROFILE_FIELDS)
     except profile_mod.ProfileError as exc:
-        code = frames.STATUS_NO_PROFILE if exc.reason == "missing_file" else \
-            frames.STATUS_BAD_PROFILE
-        _stop_with_status(frames.Sender(out, 0, device_id=dev, debug=debug), code, str(exc))
+        code = _STATUS_NO_PROFILE if exc.reason == "missing_file" else _STATUS_BAD_PROFILE
+        stop_with_status(out, dev, debug, code, str(exc))
         return None
-    prof = _Profile()
-    for name in _PROFILE_FIELDS:
-        setattr(prof, name, getattr(p, name))
-    del p, profile_mod
-    forget("zealfw.profile", "profile")
-
-    mid_n, mid_d = midpoint(prof)
-    bits = f64_pattern(mid_n, mid_d)
-    public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
+    finally:
+        p = None
+        del profile_mod
+        _forget("zealfw.profile", "profile")
     vector = cfg["vector_mode"] and cfg["vector_key"] is not None
     try:
         if vector:
@@ -300,27 +201,10 @@ def setup(config_path, out, inp):
             boot = 0
         else:
             key, boot = _boot_key(cfg, dev)
-        source = source_from_config(cfg["sensor"], inp)
-        sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
-                               fingerprint=prof.fingerprint, boot=boot,
-                               nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
-                               vector=vector, debug=debug,
-                               write_timeout_ms=cfg["write_timeout_ms"])
-        from .words import CounterWords
-
-        mech = Zeal(prof, CounterWords(key))
-    except (ConfigError, ValueError, KeyError, TypeError, ImportError, AttributeError,
-            OSError) as exc:
-        _stop_with_status(frames.Sender(out, 0, device_id=dev, debug=debug),
-                          frames.STATUS_CONFIG, str(exc))
+    except ConfigError as exc:
+        stop_with_status(out, dev, debug, _STATUS_CONFIG, str(exc))
         return None
-    replay_in = getattr(source, "from_file", True) is False
-    control = None
-    if not replay_in and inp is not None:
-        from .control import Control
-
-        control = Control(inp)
-    return cfg, mech, sender, source, control, on_repl, replay_in, public
+    return cfg, out, inp, on_repl, dev, fields, key, boot, vector
 
 
 def hold(sender, ticks, path):
@@ -341,6 +225,8 @@ def hold(sender, ticks, path):
     except OSError:
         msg = ("watchdog running: no writable filesystem for the hold file %s; the board "
                "streams again after this reset" % path)
+    from . import frames
+
     sender.status(frames.STATUS_HELD, msg, ticks=ticks)
     import machine
 
@@ -380,6 +266,8 @@ def crash(exc, config_path):
     except ConfigError:
         cfg = dict(_DEFAULTS)
     debug = cfg["debug"]
+    from . import frames
+
     sender = frames.Sender(sys.stdout.buffer, 0, device_id=device_id(), debug=debug)
     name = type(exc).__name__
     sender.status(frames.STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)

@@ -1,0 +1,147 @@
+# Boot-time work of the main loop, phase two: from zealfw.start.prepare's plain data, the
+# source (only the configured kind's module is imported), the Sender, the mechanism and the
+# control-line watch. zealfw.main.run frees this module before sampling; nothing it returns
+# is an object of a class defined here.
+try:
+    from micropython import const
+except ImportError:  # CPython, for the host-side tests
+
+    def const(x):
+        return x
+
+
+_RP2040_TEMP = const(4)        # RP2040's ADC channel of the internal temperature sensor
+_STATUS_CONFIG = const(5)      # = frames.STATUS_CONFIG
+
+
+def source_from_config(spec, stream=None):
+    """Build a source from the device config's "sensor" object (a dict with a string
+    "kind"), importing only that kind's module."""
+    kind = spec.get("kind")
+    if kind == "adc":
+        from .src_adc import ADCSource
+
+        channel = spec.get("channel")
+        if channel is not None:
+            if not isinstance(channel, int) or isinstance(channel, bool) or channel < 0:
+                raise ValueError("sensor channel must be a non-negative integer")
+            return ADCSource(channel=channel)
+        pin = spec.get("pin")
+        if pin is None:
+            raise ValueError("adc sensor needs a pin or a channel")
+        return ADCSource(pin, spec.get("atten"))
+    if kind == "rp2040_temp":
+        from .src_adc import ADCSource
+
+        return ADCSource(channel=_RP2040_TEMP)
+    if kind == "replay":
+        path = spec.get("file")
+        if path is not None and not isinstance(path, str):
+            raise ValueError("replay file must be a string")
+        if path is None and stream is None:
+            raise ValueError("replay needs an input stream")
+        from .src_replay import ReplaySource
+
+        try:
+            return ReplaySource(stream, path)
+        except OSError:
+            raise ValueError("replay file %s cannot be opened" % path)
+    if kind == "callable":
+        mod, fn = spec.get("module"), spec.get("function")
+        if not isinstance(mod, str) or not isinstance(fn, str):
+            raise ValueError("callable sensor needs module and function names")
+        from .src_callable import CallableSource
+
+        module = __import__(mod, None, None, [fn])
+        return CallableSource(getattr(module, fn))
+    raise ValueError("unknown sensor kind %r" % (kind,))
+
+
+class _Profile:
+    """The numbers of a checked profile that Zeal and the Sender read at construction (Zeal
+    keeps none of it)."""
+
+
+_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
+                   "cal", "fingerprint")  # = zealfw.start._PROFILE_FIELDS, in that order
+
+
+def _bits_of(n):
+    # the number of binary digits of n > 0 (MicroPython has no int.bit_length)
+    b = 0
+    while n:
+        n >>= 1
+        b += 1
+    return b
+
+
+def midpoint(prof):
+    """The public value (lo + hi)/2 as an exact (num, den)."""
+    lon, lod = prof.lo
+    hin, hid = prof.hi
+    return lon * hid + hin * lod, 2 * lod * hid
+
+
+def f64_pattern(num, den):
+    """The float64 bit pattern of num/den if that value is a normal float64 exactly (den a
+    power of two), else None. Once, at start: a replaced reading then takes the mechanism's
+    float64 path (as two 32-bit halves), which allocates far less than perturb(num, den)
+    with big denominators; the value, hence the report's law and the words it uses, is the
+    same."""
+    if den <= 0 or den & (den - 1):
+        return None
+    if num == 0:
+        return 0
+    sign = 0
+    if num < 0:
+        sign, num = 1, -num
+    while not num & 1 and den > 1:
+        num >>= 1
+        den >>= 1
+    nb = _bits_of(num)
+    if nb > 53:
+        return None
+    e = 1075 - (_bits_of(den) - 1) - 53 + nb
+    if e < 1 or e > 2046:
+        return None
+    return (sign << 63) | (e << 52) | ((num << (53 - nb)) - (1 << 52))
+
+
+def make(prep):
+    """(cfg, mech, sender, source, control, on_repl, replay_in, public) for zealfw.main._loop,
+    or None after a STATUS CONFIG. public: the replaced readings' value (lo + hi)/2 as
+    (True, hi32, lo32), its float64 pattern's halves, or as (False, num, den) when it is no
+    float64."""
+    cfg, out, inp, on_repl, dev, fields, key, boot, vector = prep
+    from . import frames
+    from .mechanism import Zeal
+
+    prof = _Profile()
+    for i in range(len(fields)):
+        setattr(prof, _PROFILE_FIELDS[i], fields[i])
+    mid_n, mid_d = midpoint(prof)
+    bits = f64_pattern(mid_n, mid_d)
+    public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
+    debug = cfg["debug"]
+    try:
+        source = source_from_config(cfg["sensor"], inp)
+        sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
+                               fingerprint=prof.fingerprint, boot=boot,
+                               nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
+                               vector=vector, debug=debug,
+                               write_timeout_ms=cfg["write_timeout_ms"])
+        from .words import CounterWords
+
+        mech = Zeal(prof, CounterWords(key))
+    except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
+        sender = frames.Sender(out, 0, device_id=dev, debug=debug)
+        sender.hello()
+        sender.status(_STATUS_CONFIG, str(exc))
+        return None
+    replay_in = getattr(source, "from_file", True) is False
+    control = None
+    if not replay_in and inp is not None:
+        from .control import Control
+
+        control = Control(inp)
+    return cfg, mech, sender, source, control, on_repl, replay_in, public
