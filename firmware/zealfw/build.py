@@ -113,7 +113,7 @@ def make(prep):
     (True, hi32, lo32), its float64 pattern's halves, or as (False, num, den) when it is no
     float64."""
     cfg, out, inp, on_repl, dev, fields, key, boot, vector = prep
-    from . import frames
+    from .main import _forget
     from .mechanism import Zeal
 
     prof = _Profile()
@@ -124,16 +124,23 @@ def make(prep):
     public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
     debug = cfg["debug"]
     try:
+        # the mechanism first: its set-up module (zealfw.exact) is freed before the
+        # source's and the Sender's code is loaded, which lowers the peak heap
+        from .words import CounterWords
+
+        mech = Zeal(prof, CounterWords(key))
+        _forget("zealfw.exact", "exact")
         source = source_from_config(cfg["sensor"], inp)
+        from . import frames
+
         sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
                                fingerprint=prof.fingerprint, boot=boot,
                                nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
-        from .words import CounterWords
-
-        mech = Zeal(prof, CounterWords(key))
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
+        from . import frames
+
         sender = frames.Sender(out, 0, device_id=dev, debug=debug)
         sender.hello()
         sender.status(_STATUS_CONFIG, str(exc))
