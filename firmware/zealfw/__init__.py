@@ -1,9 +1,13 @@
 """zealfw: the Zeal-MCU device package (MicroPython).
 
-Import name `zealfw` so it never shadows the host package `zeal`. Modules are small and
-imported lazily by the main loop: `mechanism` (exact, integer-only sampling), `words` (the
-SHA-256 counter-mode generator and the boot key), `profile` (loading and checking
-`zeal_profile.json`, freed after loading), `sources` (sensors and replay), `frames` (wire
-protocol 2, bounded writes), `main` (the sampling loop, the config, boot()).
+Import name `zealfw` so it never shadows the host package `zeal`. The sampling path:
+`main` (the loop, boot()), `mechanism` (exact, integer-only sampling), `words` (the SHA-256
+counter-mode generator), `frames` (wire protocol 2, bounded writes), `sources` (what sources
+share) and the configured source's module (`src_replay`, `src_adc`, `src_callable`), `control`
+(control lines, when needed). Imported once at start and freed before sampling: `start`
+(config, streams, profile, boot key; the hold and CRASH ends), `profile` (loading and
+checking `zeal_profile.json`), `seed` (the boot key), `build` (source, Sender, mechanism),
+`exact` (the mechanism's per-profile set-up). `reference` (decoders, reference forms) serves
+the conformance runner and tests only.
 """
 VERSION = (0, 1, 0)
