@@ -75,7 +75,8 @@ WDT_MAX_MS = 8388
 # is refused on the board, so it is refused here first.
 REPLAY_LINE_MAX = 40
 
-# The device config's keys (firmware/zealfw/main.py _DEFAULTS; a test keeps them equal).
+# The device config's keys (_DEFAULTS in the firmware's start-up module; a test keeps them
+# equal).
 CONFIG_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "sensor",
                "output", "watchdog_ms", "start_delay_ms", "crash_reset_ms", "profile", "seed",
                "vector_mode", "vector_key", "debug", "write_timeout_ms")
