@@ -9,7 +9,8 @@ it changes). For each profile and reading kind it prints:
 
   B/report   heap bytes allocated per report by the loop: gc.mem_alloc() growth with the
              collector disabled, over N2 reports minus over N1 reports, / (N2 - N1), so the
-             set-up (import, profile, buffers) cancels out;
+             set-up (import, profile, buffers) cancels out (both after a warm-up run: the
+             first run also interns every name, which would not cancel);
   min heap   the smallest `-X heapsize` (KiB, bisected) in which N reports complete;
   import     heap taken by importing zealfw.main alone (the loop's own code);
   steady     heap in use after run() returned, i.e. what the sampling path keeps: its
@@ -68,6 +69,7 @@ def run(cfg):
     return n, a1 - a0, out.n
 
 if MODE == "alloc":
+    run("cfg1.json")  # warm-up: the qstrs of every module get interned once, here
     n1, a1, _ = run("cfg1.json")
     n2, a2, b2 = run("cfg2.json")
     gc.collect()

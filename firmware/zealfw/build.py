@@ -138,6 +138,7 @@ def make(prep):
                                nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
+        _forget("zealfw.framing", "framing")  # the Sender's set-up
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
         from . import frames
 

@@ -1,4 +1,4 @@
-# Wire frames, device side, protocol 2 (shared_spec/wire_format.md):
+# Wire frames, device side, protocol 2 (shared_spec/wire_format.md): what runs while sampling.
 #
 #     frame = COBS(body || CRC LE) || 0x00      HELLO and STATUS: one 0x00 before too
 #     CRC   = crc32(body)                      HELLO, STATUS
@@ -6,15 +6,20 @@
 #                                                      boot || nonce (HELLO bytes 5..32)
 #
 # Seeding DATA's CRC with the 28-byte session binds every DATA frame to the HELLO that
-# announced its profile and its boot's random nonce, at zero bytes of cost. The session's CRC
-# is computed once, in Sender.__init__.
+# announced its profile and its boot's random nonce, at zero bytes of cost.
 #
-# A Sender owns every buffer it needs, sized once for its bits and batch; the per-report path
-# (`add`) only ORs bits into a preallocated bytearray and, for m <= 30, touches small ints
-# only. `add` never writes: a full batch waits until the caller's `flush()` (the main loop
-# calls it at the start of the next sampling tick, so when a frame leaves depends on the
-# tick schedule, not on how long a reading took). Per frame a memoryview slice is allocated
-# (and, where ints are 31-bit, the CRC as a big int); nothing per report.
+# Heap: this module stays loaded while sampling, so it holds the per-frame code only. The
+# protocol's named constants, the id/fingerprint/nonce helpers and the Sender's construction
+# (checks, the session CRC, the HELLO made once, buffers sized once) are in zealfw.framing,
+# which zealfw.build frees before sampling; every name not defined here is forwarded there
+# (module __getattr__ below), so `frames.STATUS_STOPPED` still works for tests. Constants
+# here are `_NAME = const(...)`: inlined, no name kept.
+#
+# The per-report path (`add`) only ORs bits into a preallocated bytearray and, for m <= 30,
+# touches small ints only. `add` never writes: a full batch waits until the caller's
+# `flush()` (the main loop calls it at the start of the next sampling tick, so when a frame
+# leaves depends on the tick schedule, not on how long a reading took). Per frame two
+# memoryviews are made (and, where ints are 31-bit, the CRC as a big int); nothing per report.
 #
 # Bounded writes: a frame the stream will not take within `write_timeout_ms` (writes that
 # return 0, or None as a MicroPython UART does on its own timeout) is dropped and counted in
@@ -52,65 +57,14 @@ except ImportError:  # CPython (tests, the conformance runner)
     def sleep_ms(ms):
         _time.sleep(ms / 1000)
 
-PROTOCOL = const(2)
-TYPE_HELLO = const(1)
-TYPE_DATA = const(2)
-TYPE_STATUS = const(3)
-FLAG_VECTOR = const(0x10)
-FLAG_DEBUG = const(0x20)
-
-HELLO_LEN = const(40)
-DATA_HEADER = const(4)
-STATUS_HEADER = const(18)
-MAX_MESSAGE = const(200)
-MAX_COUNT = const(255)
-MAX_BITS = const(52)
-CRC_LEN = const(4)
-NONCE_LEN = const(8)
-# device id (8) || fingerprint (8) || boot (u32 LE) || nonce (8): HELLO bytes 5..32
-SESSION_LEN = const(28)
-MAX_BODY = const(1662)  # DATA_HEADER + ceil(MAX_COUNT * MAX_BITS / 8)
+_TYPE_DATA = const(2)          # = framing.TYPE_DATA, ...
+_TYPE_STATUS = const(3)
+_HELLO_LEN = const(40)
+_DATA_HEADER = const(4)
+_STATUS_HEADER = const(18)
+_MAX_MESSAGE = const(200)
+_CRC_LEN = const(4)
 _U32 = const(0xFFFFFFFF)
-
-STATUS_OK = const(0)
-STATUS_NO_PROFILE = const(1)
-STATUS_BAD_PROFILE = const(2)
-STATUS_SENSOR = const(3)   # debug build only
-STATUS_STOPPED = const(4)
-STATUS_CONFIG = const(5)
-STATUS_CRASH = const(6)
-STATUS_HELD = const(7)
-
-FIRMWARE = (0, 1, 0)
-
-WRITE_TIMEOUT_MS = const(250)  # default: a frame not taken in this time is dropped
-
-
-def nonce_of(key):
-    """The session nonce of a generator key: SHA-256(b"zeal-nonce" || key)[:8]. Public: the
-    key is fresh every boot, and SHA-256 of it says nothing about the words it generates
-    (those hash b"zeal-ctr" || key || counter)."""
-    import hashlib
-
-    h = hashlib.sha256(b"zeal-nonce")
-    h.update(bytes(key))
-    return h.digest()[:NONCE_LEN]
-
-
-def max_encoded_length(n):
-    """Largest COBS encoding of n bytes, delimiter not included: 1 byte per started 254."""
-    if n <= 0:
-        return 1
-    return n + 1 + (n - 1) // 254
-
-
-def data_body_length(count, bits):
-    return DATA_HEADER + (count * bits + 7) // 8
-
-
-def session_bytes(device_id, fingerprint, boot, nonce):
-    """The 28 bytes that seed DATA's CRC: HELLO bytes 5..32 (ids and nonce already 8 bytes)."""
-    return bytes(device_id) + bytes(fingerprint) + struct.pack("<I", boot) + bytes(nonce)
 
 
 def cobs_encode_into(src, n, dst, start):
@@ -147,49 +101,6 @@ def cobs_encode_into(src, n, dst, start):
     return out
 
 
-def device_id8(uid):
-    """machine.unique_id() -> 8 bytes: zero-padded when shorter, else SHA-256-truncated."""
-    uid = bytes(uid)
-    if len(uid) <= 8:
-        return uid + bytes(8 - len(uid))
-    import hashlib
-
-    return hashlib.sha256(uid).digest()[:8]
-
-
-def fingerprint8(fp):
-    """A profile fingerprint (64 hex digits, or bytes) -> its first 8 bytes; None -> zeros."""
-    if fp is None:
-        return bytes(8)
-    if isinstance(fp, str):
-        if len(fp) < 16:
-            raise ValueError("fingerprint: need at least 16 hex digits")
-        try:
-            return binascii.unhexlify(fp[:16])
-        except ValueError:
-            raise ValueError("fingerprint is not hex")
-    fp = bytes(fp)
-    if len(fp) < 8:
-        raise ValueError("fingerprint: need at least 8 bytes")
-    return fp[:8]
-
-
-def truncate_utf8(data, limit):
-    """At most limit bytes, cut at a UTF-8 character boundary."""
-    if len(data) <= limit:
-        return data
-    cut = limit
-    while cut > 0 and data[cut] & 0xC0 == 0x80:
-        cut -= 1
-    return data[:cut]
-
-
-def _int_in(name, v, lo, hi):
-    if not isinstance(v, int) or isinstance(v, bool) or v < lo or v > hi:
-        raise ValueError("%s must be an integer in [%d, %d]" % (name, lo, hi))
-    return v
-
-
 class Sender:
     """Frames and writes HELLO, DATA and STATUS to `stream` (anything with .write(buf)).
 
@@ -199,86 +110,29 @@ class Sender:
     vector / debug: set the VECTOR / DEBUG flag on every frame; write_timeout_ms: a frame the
     stream has not taken after this long is dropped (counted in frames_dropped); idle: called
     while a write waits (the main loop passes the watchdog's feed).
+    Read while sampling: seq (next DATA frame's u32 number), sent (reports sent), frames,
+    frames_dropped.
     """
 
     def __init__(self, stream, bits, *, batch=64, device_id=None, fingerprint=None, boot=0,
-                 nonce=None, firmware=FIRMWARE, hello_every=16, vector=False, debug=False,
-                 write_timeout_ms=WRITE_TIMEOUT_MS, idle=None):
-        self.stream = stream
-        self.bits = _int_in("bits", bits, 0, MAX_BITS)
-        self.batch = _int_in("batch", batch, 1, MAX_COUNT)
-        self.hello_every = _int_in("hello_every", hello_every, 0, 0xFFFF)
-        self.boot = _int_in("boot", boot, 0, _U32)
-        self.device_id = device_id8(device_id if device_id is not None else b"")
-        self.fingerprint = fingerprint8(fingerprint)
-        nonce = bytes(NONCE_LEN) if nonce is None else bytes(nonce)
-        if len(nonce) != NONCE_LEN:
-            raise ValueError("nonce must be 8 bytes")
-        self.nonce = nonce
-        if len(firmware) != 3:
-            raise ValueError("firmware is (major, minor, patch)")
-        for part in firmware:
-            _int_in("firmware", part, 0, 255)
-        self.firmware = tuple(firmware)
-        self.flags = (FLAG_VECTOR if vector else 0) | (FLAG_DEBUG if debug else 0)
-        self.write_timeout_ms = _int_in("write_timeout_ms", write_timeout_ms, 0, 0x3FFFFFFF)
-        self.idle = idle
-        # DATA's CRC starts from this (the session of this boot's HELLO); HELLO and STATUS
-        # start from 0. Fixed for the Sender's life: device id, fingerprint, boot and nonce are.
-        self._session_crc = binascii.crc32(
-            session_bytes(self.device_id, self.fingerprint, self.boot, self.nonce))
-        self._mask = (1 << bits) - 1
-        # Two bodies: DATA packs reports into _body over many add() calls, so a HELLO or
-        # STATUS sent meanwhile must not touch it; they use _ctl.
-        ctl_max = STATUS_HEADER + MAX_MESSAGE
-        body_max = data_body_length(self.batch, bits) if bits else 0
-        self._body = bytearray(body_max + CRC_LEN)
-        self._ctl = bytearray(ctl_max + CRC_LEN)
-        # leading 0x00, the encoding, the closing 0x00
-        self._enc = bytearray(max_encoded_length(max(body_max, ctl_max) + CRC_LEN) + 2)
-        self._body_mv = memoryview(self._body)
-        self._ctl_mv = memoryview(self._ctl)
-        self._enc_mv = memoryview(self._enc)
-        self.seq = 0             # u32 sequence number of the next DATA frame (u16 on the wire)
-        self.sent = 0            # reports in DATA frames made since boot
-        self.frames = 0          # frames written whole
-        self.frames_dropped = 0  # frames the stream would not take in time
-        self._cut = False        # the last frame was cut short: resync with a leading 0x00
-        self._count = 0
-        self._bitpos = 0
-        self._since_hello = 0
+                 nonce=None, firmware=(0, 1, 0), hello_every=16, vector=False, debug=False,
+                 write_timeout_ms=250, idle=None):
+        from .framing import init_sender  # set-up code, freed before sampling
 
-    @property
-    def vector(self):
-        return bool(self.flags & FLAG_VECTOR)
+        init_sender(self, stream, bits, batch, device_id, fingerprint, boot, nonce, firmware,
+                    hello_every, vector, debug, write_timeout_ms, idle)
 
-    @property
-    def debug(self):
-        return bool(self.flags & FLAG_DEBUG)
-
-    @property
-    def pending(self):
-        """Reports packed but not yet sent."""
-        return self._count
-
-    @property
-    def full(self):
-        """A whole batch is packed and waits for flush()."""
-        return self._count >= self.batch
-
-    # ---- output ---------------------------------------------------------------------------
-    def _emit(self, body, mv, n, leading, seed):
-        """CRC body[0:n] (mv: its memoryview) from `seed`, COBS it and write the frame."""
-        struct.pack_into("<I", body, n, binascii.crc32(mv[:n], seed) & _U32)
+    def _emit(self, body, n, leading, seed):
+        """CRC body[0:n] from `seed`, COBS it and write the frame."""
+        struct.pack_into("<I", body, n, binascii.crc32(memoryview(body)[:n], seed) & _U32)
         enc = self._enc
         enc[0] = 0
-        end = cobs_encode_into(body, n + CRC_LEN, enc, 1)
+        end = cobs_encode_into(body, n + _CRC_LEN, enc, 1)
         enc[end] = 0
-        self._write(0 if leading or self._cut else 1, end + 1)
-
-    def _write(self, start, end):
-        """Write enc[start:end] within write_timeout_ms, or drop the frame (counted)."""
-        mv = self._enc_mv
+        start = 0 if leading or self._cut else 1
+        # Write enc[start:end + 1] within write_timeout_ms, or drop the frame (counted).
+        mv = memoryview(enc)
+        end += 1
         first = start
         t0 = None
         while start < end:
@@ -292,7 +146,7 @@ class Sender:
                     self.frames_dropped += 1
                     if start > first:  # part of it went out: resync before the next frame
                         self._cut = True
-                    return False
+                    return
                 if self.idle is not None:
                     self.idle()
                 sleep_ms(1)
@@ -301,37 +155,34 @@ class Sender:
             start += r
         self.frames += 1
         self._cut = False
-        return True
 
-    # ---- frames ---------------------------------------------------------------------------
     def hello(self):
-        b = self._ctl
-        fw = self.firmware
-        struct.pack_into("<BBBBB", b, 0, TYPE_HELLO | self.flags, PROTOCOL, fw[0], fw[1], fw[2])
-        b[5:13] = self.device_id
-        b[13:21] = self.fingerprint
-        struct.pack_into("<I", b, 21, self.boot)
-        b[25:33] = self.nonce
-        struct.pack_into("<IBH", b, 33, self.seq & _U32, self.bits, self.batch)
-        self._emit(b, self._ctl_mv, HELLO_LEN, True, 0)
+        """HELLO (made at construction): only next_seq changes."""
+        struct.pack_into("<I", self._hello, 33, self.seq & _U32)
+        self._emit(self._hello, _HELLO_LEN, True, 0)
         self._since_hello = 0
 
     def status(self, code, message=b"", *, ticks=0, replaced=0, clamped=0):
         """A STATUS: code, ticks since boot, this sender's frames_dropped, the replaced and
-        clamped counters (the caller passes 0 unless this is a debug build), a message."""
-        _int_in("code", code, 0, 255)
+        clamped counters (the caller passes 0 unless this is a debug build), a message (at
+        most 200 bytes, cut at a UTF-8 character boundary)."""
+        if type(code) is not int or not 0 <= code <= 255:
+            raise ValueError("code must be an integer in [0, 255]")
         for v in (ticks, replaced, clamped):
             if not isinstance(v, int) or v < 0:
                 raise ValueError("counters are non-negative integers")
         if isinstance(message, str):
             message = message.encode("utf-8")
-        message = truncate_utf8(bytes(message), MAX_MESSAGE)
+        n = len(message)
+        if n > _MAX_MESSAGE:
+            n = _MAX_MESSAGE
+            while n > 0 and message[n] & 0xC0 == 0x80:
+                n -= 1
         b = self._ctl
-        struct.pack_into("<BBIIII", b, 0, TYPE_STATUS | self.flags, code, ticks & _U32,
+        struct.pack_into("<BBIIII", b, 0, _TYPE_STATUS | self.flags, code, ticks & _U32,
                          self.frames_dropped & _U32, replaced & _U32, clamped & _U32)
-        n = STATUS_HEADER + len(message)
-        b[STATUS_HEADER:n] = message
-        self._emit(b, self._ctl_mv, n, True, 0)
+        b[_STATUS_HEADER:_STATUS_HEADER + n] = message[:n]
+        self._emit(b, _STATUS_HEADER + n, True, 0)
 
     def add(self, low):
         """Pack one report's low m bits; returns True when the batch is now full.
@@ -347,7 +198,7 @@ class Sender:
             self.flush()
         b = self._body
         p = self._bitpos
-        i = DATA_HEADER + (p >> 3)
+        i = _DATA_HEADER + (p >> 3)
         s = p & 7
         # first (maybe shared) byte: OR in the low 8-s bits; shifts stay below 256
         if s:
@@ -378,9 +229,9 @@ class Sender:
         count = self._count
         if not count:
             return False
-        struct.pack_into("<BHB", self._body, 0, TYPE_DATA | self.flags, self.seq & 0xFFFF, count)
-        self._emit(self._body, self._body_mv, data_body_length(count, self.bits), False,
-                   self._session_crc)
+        b = self._body
+        struct.pack_into("<BHB", b, 0, _TYPE_DATA | self.flags, self.seq & 0xFFFF, count)
+        self._emit(b, _DATA_HEADER + (self._bitpos + 7) // 8, False, self._crc0)
         self.seq = (self.seq + 1) & _U32
         self.sent += count
         self._count = 0
@@ -389,3 +240,10 @@ class Sender:
         if self.hello_every and self._since_hello >= self.hello_every:
             self.hello()
         return True
+
+
+def __getattr__(name):
+    # the protocol's constants, helpers and set-up, off the sampling path (zealfw.framing)
+    from . import framing
+
+    return getattr(framing, name)

@@ -67,6 +67,9 @@ _CTL_HELLO = const(2)
 _SLEEP_SLICE = const(500)      # sleep in slices so the watchdog keeps being fed
 _KIND_F32 = const(1)           # = sources.KIND_F32 / KIND_F64
 _KIND_F64 = const(2)
+_STATUS_OK = const(0)          # = frames.STATUS_* (named in zealfw.framing, freed)
+_STATUS_SENSOR = const(3)
+_STATUS_STOPPED = const(4)
 
 
 def run(config_path=CONFIG_PATH, out=None, inp=None):
@@ -84,9 +87,10 @@ def run(config_path=CONFIG_PATH, out=None, inp=None):
     del build
     _forget("zealfw.build", "build")
     _forget("zealfw.exact", "exact")  # the mechanism's set-up, imported by Zeal()
+    _forget("zealfw.framing", "framing")  # the Sender's set-up
     if st is None:
         return 0
-    return _loop(*st)
+    return _loop(st)
 
 
 def _forget(module, attr):
@@ -102,7 +106,10 @@ def _forget(module, attr):
         delattr(zealfw, attr)
 
 
-def _loop(cfg, mech, sender, source, control, on_repl, replay_in, public):
+def _loop(st):
+    # one tuple argument: parameter names are kept (interned) in .mpy, local names are not
+    cfg, mech, sender, source, control, on_repl, replay_in, public = st
+    st = None
     from . import frames
     from .mechanism import ReadingError
     from .sources import SourceError
@@ -158,13 +165,13 @@ def _loop(cfg, mech, sender, source, control, on_repl, replay_in, public):
                 hello_due = False
             if status_every and since_status >= status_every:
                 if debug:
-                    sender.status(frames.STATUS_OK, b"", ticks=ticks, replaced=replaced,
+                    sender.status(_STATUS_OK, b"", ticks=ticks, replaced=replaced,
                                   clamped=mech.clamped)
                 else:
-                    sender.status(frames.STATUS_OK, b"", ticks=ticks)
+                    sender.status(_STATUS_OK, b"", ticks=ticks)
                 since_status = 0
             if sensor_msg is not None:  # debug build only
-                sender.status(frames.STATUS_SENSOR, sensor_msg, ticks=ticks,
+                sender.status(_STATUS_SENSOR, sensor_msg, ticks=ticks,
                               replaced=replaced, clamped=mech.clamped)
                 sensor_msg = None
             # ---- the reading and its one report ----------------------------------------
@@ -211,10 +218,10 @@ def _loop(cfg, mech, sender, source, control, on_repl, replay_in, public):
     finally:
         sender.flush()  # a full batch, or the short one at the end
         if debug:
-            sender.status(frames.STATUS_STOPPED, b"stopped", ticks=ticks, replaced=replaced,
+            sender.status(_STATUS_STOPPED, b"stopped", ticks=ticks, replaced=replaced,
                           clamped=mech.clamped)
         else:
-            sender.status(frames.STATUS_STOPPED, b"stopped", ticks=ticks)
+            sender.status(_STATUS_STOPPED, b"stopped", ticks=ticks)
         if kbd is not None:
             kbd.kbd_intr(3)
     close = getattr(source, "close", None)

@@ -82,7 +82,7 @@ class ReplaySource:
         if path is not None:
             self._file = open(path, "rb")
             stream = self._file
-        self._stream = stream
+        self._rd = stream.readinto  # bound once: a bound method per line would be garbage
         self._line = bytearray(_LINE_MAX)
         self._one = bytearray(1)
         self.kind = KIND_RAW
@@ -110,7 +110,7 @@ class ReplaySource:
         LINE_MAX + 1 if the line was longer than the buffer (the rest is skipped)."""
         n = 0
         one = self._one
-        rd = self._stream.readinto
+        rd = self._rd
         line = self._line
         while True:
             got = rd(one)
