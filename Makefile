@@ -23,6 +23,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python tools/bench_bulk.py
 	$(BIN)/python tools/bench_firmware.py
+	$(BIN)/python tools/bench_heap.py
 	$(BIN)/python tools/bench_collect.py
 	$(BIN)/python tools/bench_decode.py
 
