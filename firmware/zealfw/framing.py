@@ -11,37 +11,41 @@
 import binascii
 import struct
 
-PROTOCOL = 2
-TYPE_HELLO = 1
-TYPE_DATA = 2
-TYPE_STATUS = 3
-FLAG_VECTOR = 0x10
-FLAG_DEBUG = 0x20
+try:
+    from micropython import const
+except ImportError:  # CPython, for the host-side tests
 
-HELLO_LEN = 40
-DATA_HEADER = 4
-STATUS_HEADER = 18
-MAX_MESSAGE = 200
-MAX_COUNT = 255
-MAX_BITS = 52
-CRC_LEN = 4
-NONCE_LEN = 8
-# device id (8) || fingerprint (8) || boot (u32 LE) || nonce (8): HELLO bytes 5..32
-SESSION_LEN = 28
-MAX_BODY = 1662  # DATA_HEADER + ceil(MAX_COUNT * MAX_BITS / 8)
+    def const(x):
+        return x
 
-STATUS_OK = 0
-STATUS_NO_PROFILE = 1
-STATUS_BAD_PROFILE = 2
-STATUS_SENSOR = 3   # debug build only
-STATUS_STOPPED = 4
-STATUS_CONFIG = 5
-STATUS_CRASH = 6
-STATUS_HELD = 7
 
+# Named (kept, forwarded by zealfw.frames) only where tests, the conformance runner or the
+# start-up code read them; the rest are inlined constants: every global name costs heap for
+# good (its interned string), even after this module is freed.
+FLAG_VECTOR = const(0x10)
+FLAG_DEBUG = const(0x20)
+MAX_BODY = const(1662)  # DATA_HEADER + ceil(255 reports * 52 bits / 8)
 FIRMWARE = (0, 1, 0)
 
-WRITE_TIMEOUT_MS = 250  # default: a frame not taken in this time is dropped
+STATUS_OK = const(0)
+STATUS_NO_PROFILE = const(1)
+STATUS_BAD_PROFILE = const(2)
+STATUS_SENSOR = const(3)   # debug build only
+STATUS_STOPPED = const(4)
+STATUS_CONFIG = const(5)
+STATUS_CRASH = const(6)
+STATUS_HELD = const(7)
+
+_PROTOCOL = const(2)
+_TYPE_HELLO = const(1)
+_HELLO_LEN = const(40)
+_DATA_HEADER = const(4)
+_STATUS_HEADER = const(18)
+_MAX_MESSAGE = const(200)
+_MAX_COUNT = const(255)
+_MAX_BITS = const(52)
+_CRC_LEN = const(4)
+_NONCE_LEN = const(8)
 
 
 def nonce_of(key):
@@ -52,7 +56,7 @@ def nonce_of(key):
 
     h = hashlib.sha256(b"zeal-nonce")
     h.update(bytes(key))
-    return h.digest()[:NONCE_LEN]
+    return h.digest()[:_NONCE_LEN]
 
 
 def max_encoded_length(n):
@@ -60,15 +64,6 @@ def max_encoded_length(n):
     if n <= 0:
         return 1
     return n + 1 + (n - 1) // 254
-
-
-def data_body_length(count, bits):
-    return DATA_HEADER + (count * bits + 7) // 8
-
-
-def session_bytes(device_id, fingerprint, boot, nonce):
-    """The 28 bytes that seed DATA's CRC: HELLO bytes 5..32 (ids and nonce already 8 bytes)."""
-    return bytes(device_id) + bytes(fingerprint) + struct.pack("<I", boot) + bytes(nonce)
 
 
 def device_id8(uid):
@@ -98,16 +93,6 @@ def fingerprint8(fp):
     return fp[:8]
 
 
-def truncate_utf8(data, limit):
-    """At most limit bytes, cut at a UTF-8 character boundary."""
-    if len(data) <= limit:
-        return data
-    cut = limit
-    while cut > 0 and data[cut] & 0xC0 == 0x80:
-        cut -= 1
-    return data[:cut]
-
-
 def _int_in(name, v, lo, hi):
     if not isinstance(v, int) or isinstance(v, bool) or v < lo or v > hi:
         raise ValueError("%s must be an integer in [%d, %d]" % (name, lo, hi))
@@ -118,12 +103,12 @@ def init_sender(s, stream, bits, batch, device_id, fingerprint, boot, nonce, fir
                 hello_every, vector, debug, write_timeout_ms, idle):
     """Sender.__init__ (see zealfw.frames.Sender): checks, the HELLO made once, buffers."""
     s.stream = stream
-    s.bits = _int_in("bits", bits, 0, MAX_BITS)
-    s.batch = _int_in("batch", batch, 1, MAX_COUNT)
+    s.bits = _int_in("bits", bits, 0, _MAX_BITS)
+    s.batch = _int_in("batch", batch, 1, _MAX_COUNT)
     s.hello_every = _int_in("hello_every", hello_every, 0, 0xFFFF)
     _int_in("boot", boot, 0, 0xFFFFFFFF)
-    nonce = bytes(NONCE_LEN) if nonce is None else bytes(nonce)
-    if len(nonce) != NONCE_LEN:
+    nonce = bytes(_NONCE_LEN) if nonce is None else bytes(nonce)
+    if len(nonce) != _NONCE_LEN:
         raise ValueError("nonce must be 8 bytes")
     if len(firmware) != 3:
         raise ValueError("firmware is (major, minor, patch)")
@@ -132,27 +117,28 @@ def init_sender(s, stream, bits, batch, device_id, fingerprint, boot, nonce, fir
     s.flags = (FLAG_VECTOR if vector else 0) | (FLAG_DEBUG if debug else 0)
     s.write_timeout_ms = _int_in("write_timeout_ms", write_timeout_ms, 0, 0x3FFFFFFF)
     s.idle = idle
-    session = session_bytes(device_id8(device_id if device_id is not None else b""),
-                            fingerprint8(fingerprint), boot, nonce)
+    # device id || fingerprint || boot || nonce: HELLO bytes 5..32
+    session = (device_id8(device_id if device_id is not None else b"")
+               + fingerprint8(fingerprint) + struct.pack("<I", boot) + nonce)
     # DATA's CRC starts from this (the session of this boot's HELLO); HELLO and STATUS from 0.
     # Fixed for the Sender's life, as is every HELLO byte but next_seq (33..36): the HELLO
     # is made here, in a buffer of its own, and hello() only packs next_seq into it.
     s._crc0 = binascii.crc32(session)
     s._mask = (1 << bits) - 1
-    hello = bytearray(HELLO_LEN + CRC_LEN)
-    struct.pack_into("<BBBBB", hello, 0, TYPE_HELLO | s.flags, PROTOCOL, firmware[0],
+    hello = bytearray(_HELLO_LEN + _CRC_LEN)
+    struct.pack_into("<BBBBB", hello, 0, _TYPE_HELLO | s.flags, _PROTOCOL, firmware[0],
                      firmware[1], firmware[2])
     hello[5:33] = session
     struct.pack_into("<BH", hello, 37, bits, batch)
     s._hello = hello
     # DATA packs reports into _body over many add() calls, so a STATUS sent meanwhile must
     # not touch it; it uses _ctl.
-    ctl_max = STATUS_HEADER + MAX_MESSAGE
-    body_max = data_body_length(batch, bits) if bits else 0
-    s._body = bytearray(body_max + CRC_LEN)
-    s._ctl = bytearray(ctl_max + CRC_LEN)
+    ctl_max = _STATUS_HEADER + _MAX_MESSAGE
+    body_max = _DATA_HEADER + (batch * bits + 7) // 8
+    s._body = bytearray(body_max + _CRC_LEN)
+    s._ctl = bytearray(ctl_max + _CRC_LEN)
     # leading 0x00, the encoding, the closing 0x00
-    s._enc = bytearray(max_encoded_length(max(body_max, ctl_max) + CRC_LEN) + 2)
+    s._enc = bytearray(max_encoded_length(max(body_max, ctl_max) + _CRC_LEN) + 2)
     s.seq = 0             # u32 sequence number of the next DATA frame (u16 on the wire)
     s.sent = 0            # reports in DATA frames made since boot
     s.frames = 0          # frames written whole

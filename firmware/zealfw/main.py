@@ -78,32 +78,32 @@ def run(config_path=CONFIG_PATH, out=None, inp=None):
 
     st = start.prepare(config_path, out, inp)
     del start
-    _forget("zealfw.start", "start")
+    _forget("start")
     if st is None:
         return 0
     from . import build
 
     st = build.make(st)
     del build
-    _forget("zealfw.build", "build")
-    _forget("zealfw.exact", "exact")  # the mechanism's set-up, imported by Zeal()
-    _forget("zealfw.framing", "framing")  # the Sender's set-up
+    _forget("build")
+    _forget("exact")  # the mechanism's set-up, imported by Zeal()
+    _forget("framing")  # the Sender's set-up
     if st is None:
         return 0
     return _loop(st)
 
 
-def _forget(module, attr):
-    """Drop a module needed only at start (zealfw.start, .build, .profile, .seed) so that
-    the collector frees it: nothing may keep a reference to anything it defines. On
-    MicroPython only (CPython tests import them again)."""
+def _forget(name):
+    """Drop the module zealfw.<name>, needed only at start (start, build, profile, seed,
+    exact, framing), so that the collector frees it: nothing may keep a reference to
+    anything it defines. On MicroPython only (CPython tests import them again)."""
     if sys.implementation.name != "micropython":
         return
-    sys.modules.pop(module, None)
+    sys.modules.pop("zealfw." + name, None)
     import zealfw
 
-    if attr in zealfw.__dict__:
-        delattr(zealfw, attr)
+    if name in zealfw.__dict__:
+        delattr(zealfw, name)
 
 
 def _loop(st):

@@ -244,15 +244,15 @@ class Zeal:
         u = self._out.draw(words)
         return u if u < jl else u + self._nc
 
-    def _divide(self, y, kn, q, c, s1, s0):
-        """The report for pos = y kn 2^c / q (y, kn, q > 0), clamped at steps.
+    def _divide(self, y, n, q, c, s1, s0):
+        """The report for pos = y n 2^c / q (y, n, q > 0), clamped at steps.
 
-        Long division of y kn by q over y's binary digits: with V the value of y's digits
-        brought down so far, B = floor(V kn / q) and r = V kn - B q; bringing down s more
-        bits g gives V' = V 2^s + g, V' kn = (B q + r) 2^s + g kn, so B' = B 2^s +
-        (r 2^s + g kn) // q and r' = (r 2^s + g kn) mod q, exactly, for any grouping of the
-        digits (s1 per step, chosen per profile so that r 2^s1 + g kn < 2^62). Then
-        y kn / q = B + r/q. For c >= 0, c zero bits are brought down the same way (g = 0,
+        Long division of y n by q over y's binary digits: with V the value of y's digits
+        brought down so far, B = floor(V n / q) and r = V n - B q; bringing down s more
+        bits g gives V' = V 2^s + g, V' n = (B q + r) 2^s + g n, so B' = B 2^s +
+        (r 2^s + g n) // q and r' = (r 2^s + g n) mod q, exactly, for any grouping of the
+        digits (s1 per step, chosen per profile so that r 2^s1 + g n < 2^62). Then
+        y n / q = B + r/q. For c >= 0, c zero bits are brought down the same way (g = 0,
         s0 at a time): pos = B + r/q, and B only grows, so once it exceeds steps with bits
         left, pos > steps. For c < 0, pos = (B + r/q) / 2^-c: floor B >> -c, fraction
         (B's low -c bits + r/q) / 2^-c, which _bernoulli_frac reads.
@@ -265,7 +265,7 @@ class Zeal:
         mask = (1 << s1) - 1
         while at > 0:
             at -= s1
-            r = (r << s1) + ((y >> at) & mask) * kn
+            r = (r << s1) + ((y >> at) & mask) * n
             dq = r // q
             r -= dq * q
             base = (base << s1) + dq
@@ -292,54 +292,34 @@ class Zeal:
             return self._finish(steps, 0, 0, 0, 1)
         return self._finish(base, r, low, f, q)
 
-    def _dyadic(self, f, ex):
-        # reading f 2^ex; lo = lon 2^-la: x - lo = y 2^m0
+    def _dyadic(self, f, e):
+        # reading f 2^e; lo = lon 2^-la: x - lo = y 2^m0
         la = -self._la
-        m0 = ex if ex < la else la
-        y = (f << (ex - m0)) - (self._lon << (la - m0))
+        m0 = e if e < la else la
+        y = (f << (e - m0)) - (self._lon << (la - m0))
         if y <= 0:  # x <= lo: pos = 0
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
         return self._divide(y, self._kn, self._kd, m0 + self._e, self._s1, self._s0)
 
-    def _ieee(self, bits, width, limit, mant_bits, exp_max, bias):
-        # _ieee_parts without its tuple: decode, then sample
-        # (comparisons never allocate; a float64 pattern above 2^62 is a heap int on the unix
-        # port, so only the two operations that split it are made on it)
-        if type(bits) is not int or bits < 0 or bits >= limit:
-            raise ReadingError("type", "float%d pattern must be an int in [0, 2^%d)"
-                               % (width, width))
-        t = bits >> mant_bits
-        f = bits & ((1 << mant_bits) - 1)
-        e = t & exp_max
-        if e == exp_max:
-            raise ReadingError("nan" if f else "inf")
-        if e:
-            f |= 1 << mant_bits
-        else:
-            e = 1
-        if t > exp_max:  # the sign bit
-            f = -f
-        return self._k_lo + self._dyadic(f, e - bias)
-
-    def sample(self, xn, xd):
-        """One report as the offset j = k - k_lo in [0, N), for the reading xn/xd (xd > 0)."""
-        ld = _log2(xd)
+    def sample(self, n, d):
+        """One report as the offset j = k - k_lo in [0, N), for the reading n/d (d > 0)."""
+        ld = _log2(d)
         if ld >= 0:
-            return self._dyadic(xn, -ld)
-        # any other denominator (a raw count's calibration): divide by xd lod Kd
-        y = xn * self._lod - self._lon * xd
+            return self._dyadic(n, -ld)
+        # any other denominator (a raw count's calibration): divide by d lod Kd
+        y = n * self._lod - self._lon * d
         if y <= 0:
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
         # (a divisor this large is a heap int anyway: one step each, fewest operations)
-        return self._divide(y, self._kn, xd * self._lod * self._kd, self._e, 64, 64)
+        return self._divide(y, self._kn, d * self._lod * self._kd, self._e, 64, 64)
 
-    def perturb(self, xn, xd):
+    def perturb(self, n, d):
         """One report as the mantissa integer k (x* = 2^E (1 + k 2^-52))."""
-        return self._k_lo + self.sample(xn, xd)
+        return self._k_lo + self.sample(n, d)
 
     def perturb_float64(self, bits):
         """One report for a float64 bit pattern (an int below 2^64)."""
@@ -351,7 +331,7 @@ class Zeal:
         """One report for the float64 whose bit pattern is hi 2^32 + lo (two u32 halves, as
         the replay source parses them): sign and exponent are in hi alone, the 52-bit
         fraction is (hi's low 20 bits) 2^32 + lo, so the pattern itself (a heap int above
-        2^62 on the unix port) is never formed. Exactly _ieee on hi 2^32 + lo."""
+        2^62 on the unix port) is never formed. Exactly perturb_float64 of hi 2^32 + lo."""
         if (type(hi) is not int or type(lo) is not int or hi < 0 or lo < 0 or hi > _M32
                 or lo > _M32):
             raise ReadingError("type", "float64 halves must be ints in [0, 2^32)")
@@ -369,7 +349,23 @@ class Zeal:
         return self._k_lo + self._dyadic(f, e - _F64_BIAS)
 
     def perturb_float32(self, bits):
-        return self._ieee(bits, 32, 1 << 32, 23, _F32_EXP_MAX, _F32_BIAS)
+        """One report for a float32 bit pattern (an int below 2^32): sign | 8-bit biased
+        exponent | 23-bit fraction, decoded to f 2^(e - 150) with integers only (a pattern is
+        below 2^32, a small int on the unix port; comparisons and masks never allocate)."""
+        if type(bits) is not int or bits < 0 or bits > _M32:
+            raise ReadingError("type", "float32 pattern must be an int in [0, 2^32)")
+        t = bits >> 23           # sign and exponent
+        f = bits & 0x7FFFFF
+        e = t & _F32_EXP_MAX
+        if e == _F32_EXP_MAX:
+            raise ReadingError("nan" if f else "inf")
+        if e:
+            f |= 1 << 23
+        else:
+            e = 1                # subnormal (or zero): the scale of the smallest normal
+        if t > _F32_EXP_MAX:     # the sign bit
+            f = -f
+        return self._k_lo + self._dyadic(f, e - _F32_BIAS)
 
     def perturb_raw(self, raw):
         """One report for a raw count: the reading cal_offset + cal_gain raw, exactly."""

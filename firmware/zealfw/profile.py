@@ -73,8 +73,8 @@ _HEX = ("epsilon", "hi", "lo")
 _CAL = ("cal_gain", "cal_offset")
 _REQUIRED = ("format", "lo", "hi", "epsilon", "exponent", "bits", "n_cells", "n_window",
              "threshold", "fingerprint")
-_SAFE = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./"
-_HEXDIGITS = "0123456789abcdef"
+_SAFE = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./"
+_HEXDIGITS = b"0123456789abcdef"
 
 
 class ProfileError(ValueError):
@@ -97,22 +97,8 @@ class Profile:
         self.fingerprint = ""
 
     @property
-    def n_outside(self):
-        return self.n_cells - self.n_window
-
-    @property
     def k_lo(self):
         return _K_HI - self.n_cells + 1
-
-    @property
-    def wire_base(self):
-        return (1 << 52) - (1 << self.bits)
-
-    @property
-    def fingerprint8(self):
-        """First 8 bytes of the fingerprint, as the HELLO frame carries them."""
-        from binascii import unhexlify
-        return unhexlify(self.fingerprint[:16])
 
 
 # ---- exact helpers ---------------------------------------------------------------------------
@@ -130,12 +116,12 @@ def _bit_length(n):
     return m
 
 
-def _reduce2(num, den):
-    # drop common factors of two from a dyadic rational (den a power of two)
-    while den > 1 and not num & 1:
-        num >>= 1
-        den >>= 1
-    return num, den
+def _reduce2(n, d):
+    # drop common factors of two from a dyadic rational n/d (d a power of two)
+    while d > 1 and not n & 1:
+        n >>= 1
+        d >>= 1
+    return n, d
 
 
 def _f64(text):
@@ -221,34 +207,37 @@ def parse_rational(text):
     return (-num if neg else num), den
 
 
-def rational_text(num, den):
-    """str(fractions.Fraction(num, den)) for a reduced pair: "p/q", or "p" when q == 1."""
-    if den == 1:
-        return "%d" % num
-    return "%d/%d" % (num, den)
+def rational_text(n, d):
+    """str(fractions.Fraction(n, d)) for a reduced pair: "p/q", or "p" when q == 1."""
+    if d == 1:
+        return "%d" % n
+    return "%d/%d" % (n, d)
 
 
-def exp_lower_bound(en, ed):
-    """(S, D) with S/D <= e^(en/ed): the Taylor partial sum of shared_spec/mechanism.md §2,
-    stopping once the next term is below 2^-128 of the sum (identical to the host's)."""
-    s = 1      # the sum so far is S/D, D = ed^k * k!
+# (parameter names are kept in .mpy and interned for good: the loader's are short and shared)
+def exp_lower_bound(a, b):
+    """(S, D) with S/D <= e^(a/b) (epsilon = a/b): the Taylor partial sum of
+    shared_spec/mechanism.md §2, stopping once the next term is below 2^-128 of the sum
+    (identical to the host's)."""
+    s = 1      # the sum so far is S/D, D = b^k * k!
     d = 1
-    pw = 1     # en^k: the next term is pw / (D * ed * k)
+    pw = 1     # a^k: the next term is pw / (D * b * k)
     k = 0
     while True:
         k += 1
-        pw *= en
-        f = ed * k
+        pw *= a
+        f = b * k
         if (pw << _TAYLOR_BITS) < s * f:
             return s, d
         s = s * f + pw
         d *= f
 
 
-def threshold(n, nc, en, ed):
-    """floor(L * 2^64 * Nc / (No + L * Nc)): the largest T with T*No <= L*(2^64 - T)*Nc."""
-    s, d = exp_lower_bound(en, ed)
-    return ((s * nc) << _WORD_BITS) // ((n - nc) * d + s * nc)
+def threshold(n, c, a, b):
+    """floor(L * 2^64 * Nc / (No + L * Nc)) for N = n, Nc = c, No = N - Nc and L the lower
+    bound of e^(a/b): the largest T with T*No <= L*(2^64 - T)*Nc."""
+    s, d = exp_lower_bound(a, b)
+    return ((s * c) << _WORD_BITS) // ((n - c) * d + s * c)
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -294,8 +283,8 @@ def _load_buffer(buf, n):
 # member = string ws ":" ws value; string = '"' *(printable ASCII but '"' and backslash) '"';
 # value = string | int, int = ["-"] ("0" | [1-9] *digit). Keys are distinct. A value that is
 # neither (a float, "04", true, null, an array, an object) is "type"; anything else "json".
-def _json_error(what):
-    return ProfileError("json", "profile is not valid JSON for a profile (%s)" % what)
+def _json_error(msg):
+    return ProfileError("json", "profile is not valid JSON for a profile (%s)" % msg)
 
 
 def _ws(buf, i, n):
@@ -369,18 +358,20 @@ def parse(buf, n):
 def _check_string(key, value):
     if type(value) is not str:
         raise ProfileError("type", "%s must be a string" % key)
-    for ch in value:
+    for ch in value.encode():  # bytes: iterating a str interns each character
         if ch not in _SAFE:
             raise ProfileError("type", "%s has a character outside [A-Za-z0-9+-./]" % key)
 
 
-def _check_hex(key, value, ndigits, prefix):
+def _check_hex(key, value, n):
+    # n = 16: a float64 pattern "0x" + 16 digits; n = 64: the fingerprint, no prefix
+    prefix = "0x" if n == 16 else ""
     _check_string(key, value)
     body = value[len(prefix):] if value.startswith(prefix) else None
-    if body is None or len(body) != ndigits:
+    if body is None or len(body) != n:
         raise ProfileError("type", "%s must be %s and %d lowercase hex digits"
-                           % (key, prefix or "''", ndigits))
-    for ch in body:
+                           % (key, prefix or "''", n))
+    for ch in body.encode():
         if ch not in _HEXDIGITS:
             raise ProfileError("type", "%s must be lowercase hex" % key)
 
@@ -405,8 +396,8 @@ def from_doc(doc):
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
     for key in _HEX:
-        _check_hex(key, doc[key], 16, "0x")
-    _check_hex("fingerprint", doc["fingerprint"], 64, "")
+        _check_hex(key, doc[key], 16)
+    _check_hex("fingerprint", doc["fingerprint"], 64)
     canon_cal = {}
     rationals = {}
     if has_cal[0]:

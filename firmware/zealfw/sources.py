@@ -28,13 +28,11 @@ except ImportError:  # CPython: the transcript tests run the loop there too
     def const(x):
         return x
 
-KIND_RAW = const(0)
-KIND_F32 = const(1)
-KIND_F64 = const(2)
-
-STOP_LINE = b"!stop"
-HELLO_LINE = b"!hello"
-LINE_MAX = const(40)  # a longer replay line is a bad line, never cut and parsed
+# The values, inlined in every module that uses them (`_KIND_F32 = const(1)  # =
+# sources.KIND_F32`): a global name here would be interned, hence kept, for good.
+#   KIND_RAW = 0, KIND_F32 = 1, KIND_F64 = 2
+#   control lines: b"!stop", b"!hello"
+#   LINE_MAX = 40: a longer replay line is a bad line, never cut and parsed
 
 
 class SourceError(Exception):

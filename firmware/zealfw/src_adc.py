@@ -1,8 +1,8 @@
 # machine.ADC as a Zeal source (sensor kinds "adc" and "rp2040_temp"; see sources.py).
-from .sources import KIND_RAW
+_KIND_RAW = 0  # = sources.KIND_RAW (a class attribute: not a const)
 
 
-class ADCSource:
+class Source:
     """machine.ADC on a pin or an ADC channel; `read_u16()` gives 0..65535 on every port.
 
     The profile's calibration maps the count to the reading, e.g. 3.3 V full scale on a
@@ -10,7 +10,7 @@ class ADCSource:
     temperature sensor (T = 27 - (V - 0.706) / 0.001721 with V = 3.3 * count / 65535; the
     ready profile example is firmware/examples/rp2040_temp.json)."""
 
-    kind = KIND_RAW
+    kind = _KIND_RAW
 
     def __init__(self, pin=None, atten=None, channel=None):
         import machine

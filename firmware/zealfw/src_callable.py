@@ -1,8 +1,18 @@
 # Any Python callable as a Zeal source (sensor kind "callable"; see sources.py).
-from .sources import KIND_F32, KIND_RAW, SourceError
+from .sources import SourceError
+
+try:
+    from micropython import const
+except ImportError:  # CPython: the transcript tests run the loop there too
+
+    def const(x):
+        return x
+
+_KIND_RAW = const(0)  # = sources.KIND_RAW / KIND_F32
+_KIND_F32 = const(1)
 
 
-class CallableSource:
+class Source:
     """Any callable, e.g. an I2C driver's read: an int is a raw count, a float is packed to
     its float32 bit pattern (exact on boards, whose floats are float32); anything else (a
     bool, None, a string) and any exception the driver raises is a SourceError."""
@@ -13,7 +23,7 @@ class CallableSource:
         self._fn = fn
         self._buf = bytearray(4)
         self._pack = struct.pack_into
-        self.kind = KIND_RAW
+        self.kind = _KIND_RAW
 
     def read(self):
         try:
@@ -23,11 +33,11 @@ class CallableSource:
         if isinstance(value, bool):
             raise SourceError("sensor returned bool")
         if isinstance(value, int):
-            self.kind = KIND_RAW
+            self.kind = _KIND_RAW
             return value
         if isinstance(value, float):
             b = self._buf
             self._pack("<f", b, 0, value)
-            self.kind = KIND_F32
+            self.kind = _KIND_F32
             return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
         raise SourceError("sensor returned %s" % type(value).__name__)

@@ -1,6 +1,6 @@
 # Replayed readings as a Zeal source (sensor kind "replay"; see sources.py): one reading per
 # line, from the serial input or from a file on the board.
-from .sources import HELLO_LINE, KIND_F32, KIND_F64, KIND_RAW, LINE_MAX, STOP_LINE, SourceError
+from .sources import SourceError
 
 try:
     from micropython import const
@@ -10,6 +10,9 @@ except ImportError:  # CPython: the transcript tests run the loop there too
         return x
 
 _LINE_MAX = const(40)  # = sources.LINE_MAX, inlined
+_KIND_RAW = const(0)   # = sources.KIND_RAW, KIND_F32, KIND_F64
+_KIND_F32 = const(1)
+_KIND_F64 = const(2)
 
 
 def _hex8(buf, i):
@@ -42,13 +45,13 @@ def parse_line(buf, start, end, src):
     if n == 8:
         v = _hex8(buf, start)
         if v >= 0:
-            src.kind = KIND_F32
+            src.kind = _KIND_F32
             return v
     elif n == 16:
         hi = _hex8(buf, start)
         lo = _hex8(buf, start + 8)
         if hi >= 0 and lo >= 0:
-            src.kind = KIND_F64
+            src.kind = _KIND_F64
             src.lo = lo
             return hi
     neg = False
@@ -65,11 +68,11 @@ def parse_line(buf, start, end, src):
             raise SourceError("bad replay line")
         v = v * 10 + (c - 48)
         i += 1
-    src.kind = KIND_RAW
+    src.kind = _KIND_RAW
     return -v if neg else v
 
 
-class ReplaySource:
+class Source:
     """Readings one per line, from the serial input or from a file on the board: 16 hex
     digits (a float64 bit pattern), 8 hex digits (float32) or a decimal integer (raw count).
     Blank lines are skipped. On the serial input the control lines are read here too:
@@ -85,7 +88,7 @@ class ReplaySource:
         self._rd = stream.readinto  # bound once: a bound method per line would be garbage
         self._line = bytearray(_LINE_MAX)
         self._one = bytearray(1)
-        self.kind = KIND_RAW
+        self.kind = _KIND_RAW
         self.lo = 0
         self.stopped = False
         self.hello_requested = False
@@ -134,7 +137,7 @@ class ReplaySource:
                 self.close()
                 return None
             if n > _LINE_MAX:
-                raise SourceError("replay line longer than %d bytes" % LINE_MAX)
+                raise SourceError("replay line longer than %d bytes" % _LINE_MAX)
             start = 0
             while start < n and (line[start] == 32 or line[start] == 9):
                 start += 1
@@ -143,10 +146,10 @@ class ReplaySource:
             if n == start:
                 continue
             if not self.from_file and line[start] == 33:  # "!": a control line
-                if start == 0 and self._is(n, STOP_LINE):
+                if start == 0 and self._is(n, b"!stop"):
                     self.stopped = True
                     return None
-                if start == 0 and self._is(n, HELLO_LINE):
+                if start == 0 and self._is(n, b"!hello"):
                     self.hello_requested = True
                     continue
             return parse_line(line, start, n, self)

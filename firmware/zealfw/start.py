@@ -136,7 +136,7 @@ def _boot_key(cfg, dev):
         raise ConfigError("no writable filesystem for the seed file %s" % cfg["seed"])
     finally:
         del seed_mod
-        _forget("zealfw.seed", "seed")
+        _forget("seed")
 
 
 def stop_with_status(out, dev, debug, code, message):
@@ -186,7 +186,7 @@ def prepare(config_path, out, inp):
     finally:
         p = None
         del profile_mod
-        _forget("zealfw.profile", "profile")
+        _forget("profile")
     vector = cfg["vector_mode"] and cfg["vector_key"] is not None
     try:
         if vector:
