@@ -75,44 +75,44 @@ def _bits_of(n):
     return b
 
 
-def midpoint(prof):
-    """The public value (lo + hi)/2 as an exact (num, den)."""
-    lon, lod = prof.lo
-    hin, hid = prof.hi
+def midpoint(p):
+    """The public value (lo + hi)/2 of profile p as an exact (num, den)."""
+    lon, lod = p.lo
+    hin, hid = p.hi
     return lon * hid + hin * lod, 2 * lod * hid
 
 
-def f64_pattern(num, den):
-    """The float64 bit pattern of num/den if that value is a normal float64 exactly (den a
+def f64_pattern(n, d):
+    """The float64 bit pattern of n/d if that value is a normal float64 exactly (d a
     power of two), else None. Once, at start: a replaced reading then takes the mechanism's
-    float64 path (as two 32-bit halves), which allocates far less than perturb(num, den)
+    float64 path (as two 32-bit halves), which allocates far less than perturb(n, d)
     with big denominators; the value, hence the report's law and the words it uses, is the
     same."""
-    if den <= 0 or den & (den - 1):
+    if d <= 0 or d & (d - 1):
         return None
-    if num == 0:
+    if n == 0:
         return 0
     sign = 0
-    if num < 0:
-        sign, num = 1, -num
-    while not num & 1 and den > 1:
-        num >>= 1
-        den >>= 1
-    nb = _bits_of(num)
+    if n < 0:
+        sign, n = 1, -n
+    while not n & 1 and d > 1:
+        n >>= 1
+        d >>= 1
+    nb = _bits_of(n)
     if nb > 53:
         return None
-    e = 1075 - (_bits_of(den) - 1) - 53 + nb
+    e = 1075 - (_bits_of(d) - 1) - 53 + nb
     if e < 1 or e > 2046:
         return None
-    return (sign << 63) | (e << 52) | ((num << (53 - nb)) - (1 << 52))
+    return (sign << 63) | (e << 52) | ((n << (53 - nb)) - (1 << 52))
 
 
-def make(prep):
+def make(st):
     """(cfg, mech, sender, source, control, on_repl, replay_in, public) for zealfw.main._loop,
     or None after a STATUS CONFIG. public: the replaced readings' value (lo + hi)/2 as
     (True, hi32, lo32), its float64 pattern's halves, or as (False, num, den) when it is no
     float64."""
-    cfg, out, inp, on_repl, dev, fields, key, boot, vector = prep
+    cfg, out, inp, on_repl, dev, fields, key, boot, vector = st
     from .main import _forget
 
     prof = _Profile()
@@ -127,10 +127,11 @@ def make(prep):
         # heap is what stays plus the largest of them: the Sender's (zealfw.framing), then
         # the mechanism's (zealfw.exact), then the source's own module.
         from . import frames
+        from .framing import nonce_of
 
         sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
                                fingerprint=prof.fingerprint, boot=boot,
-                               nonce=frames.nonce_of(key), hello_every=cfg["hello_every"],
+                               nonce=nonce_of(key), hello_every=cfg["hello_every"],
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
         _forget("framing")

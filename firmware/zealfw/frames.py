@@ -9,11 +9,11 @@
 # announced its profile and its boot's random nonce, at zero bytes of cost.
 #
 # Heap: this module stays loaded while sampling, so it holds the per-frame code only. The
-# protocol's named constants, the id/fingerprint/nonce helpers and the Sender's construction
-# (checks, the session CRC, the HELLO made once, buffers sized once) are in zealfw.framing,
-# which zealfw.build frees before sampling; every name not defined here is forwarded there
-# (module __getattr__ below), so `frames.STATUS_STOPPED` still works for tests. Constants
-# here are `_NAME = const(...)`: inlined, no name kept.
+# Sender's construction (checks, the session CRC, the HELLO made once, buffers sized once) is
+# in zealfw.framing, which zealfw.build frees before sampling; the protocol's named constants
+# are in zealfw.reference (tests, conformance runner), and every name not defined here is
+# forwarded there (module __getattr__ below), so `frames.STATUS_STOPPED` still works.
+# Constants here are `_NAME = const(...)`: inlined, no name kept.
 #
 # The per-report path (`add`) only ORs bits into a preallocated bytearray and, for m <= 30,
 # touches small ints only. `add` never writes: a full batch waits until the caller's
@@ -57,7 +57,7 @@ except ImportError:  # CPython (tests, the conformance runner)
     def sleep_ms(ms):
         _time.sleep(ms / 1000)
 
-_TYPE_DATA = const(2)          # = framing.TYPE_DATA, ...
+_TYPE_DATA = const(2)          # wire_format.md: DATA, STATUS types; HELLO length; ...
 _TYPE_STATUS = const(3)
 _HELLO_LEN = const(40)
 _DATA_HEADER = const(4)
@@ -244,7 +244,7 @@ class Sender:
 
 
 def __getattr__(name):
-    # the protocol's constants, helpers and set-up, off the sampling path (zealfw.framing)
-    from . import framing
+    # the protocol's named constants and helpers, for tests and the conformance runner
+    from . import reference
 
-    return getattr(framing, name)
+    return getattr(reference, name)

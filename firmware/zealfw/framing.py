@@ -1,10 +1,9 @@
-# The wire protocol's names and set-up, off the sampling path (protocol 2,
-# shared_spec/wire_format.md): the constants, the id/fingerprint/nonce helpers and the
-# Sender's construction (argument checks, the session CRC, buffers sized once). zealfw.frames
-# keeps only what runs while sampling and forwards every other name here (its module
-# __getattr__), so `frames.STATUS_STOPPED` or `frames.device_id8` still work for tests and the
-# conformance runner. zealfw.build frees this module before sampling: the names it defines
-# cost heap only while a Sender is made.
+# The Sender's set-up, off the sampling path (protocol 2, shared_spec/wire_format.md): the
+# id/fingerprint/nonce helpers and the Sender's construction (argument checks, the session
+# CRC, the HELLO made once, buffers sized once). zealfw.frames keeps only what runs while
+# sampling; zealfw.build frees this module before sampling. The protocol's named constants
+# (STATUS_*, FLAG_*, MAX_BODY, FIRMWARE), which only tests and the conformance runner read,
+# are in zealfw.reference: zealfw.frames forwards every name it does not define there.
 #
 # Runs unchanged under CPython (the tests do) and the MicroPython unix port. No asserts: bad
 # arguments raise ValueError.
@@ -19,23 +18,10 @@ except ImportError:  # CPython, for the host-side tests
         return x
 
 
-# Named (kept, forwarded by zealfw.frames) only where tests, the conformance runner or the
-# start-up code read them; the rest are inlined constants: every global name costs heap for
-# good (its interned string), even after this module is freed.
-FLAG_VECTOR = const(0x10)
-FLAG_DEBUG = const(0x20)
-MAX_BODY = const(1662)  # DATA_HEADER + ceil(255 reports * 52 bits / 8)
-FIRMWARE = (0, 1, 0)
-
-STATUS_OK = const(0)
-STATUS_NO_PROFILE = const(1)
-STATUS_BAD_PROFILE = const(2)
-STATUS_SENSOR = const(3)   # debug build only
-STATUS_STOPPED = const(4)
-STATUS_CONFIG = const(5)
-STATUS_CRASH = const(6)
-STATUS_HELD = const(7)
-
+# Inlined constants only: every global name costs heap for good (its interned string),
+# even after this module is freed. The named ones are in zealfw.reference.
+_FLAG_VECTOR = const(0x10)
+_FLAG_DEBUG = const(0x20)
 _PROTOCOL = const(2)
 _TYPE_HELLO = const(1)
 _HELLO_LEN = const(40)
@@ -114,7 +100,7 @@ def init_sender(s, stream, bits, batch, device_id, fingerprint, boot, nonce, fir
         raise ValueError("firmware is (major, minor, patch)")
     for part in firmware:
         _int_in("firmware", part, 0, 255)
-    s.flags = (FLAG_VECTOR if vector else 0) | (FLAG_DEBUG if debug else 0)
+    s.flags = (_FLAG_VECTOR if vector else 0) | (_FLAG_DEBUG if debug else 0)
     s.write_timeout_ms = _int_in("write_timeout_ms", write_timeout_ms, 0, 0x3FFFFFFF)
     s.idle = idle
     # device id || fingerprint || boot || nonce: HELLO bytes 5..32

@@ -60,8 +60,7 @@ except ImportError:  # CPython, for the host-side tests
         return x
 
 
-CONFIG_PATH = "zeal_config.json"
-HOLD_PATH = "zeal_hold"
+HOLD_PATH = "zeal_hold"       # a global: the tests point it elsewhere
 _CTL_STOP = const(1)           # = control.CTL_STOP / CTL_HELLO
 _CTL_HELLO = const(2)
 _SLEEP_SLICE = const(500)      # sleep in slices so the watchdog keeps being fed
@@ -72,7 +71,7 @@ _STATUS_SENSOR = const(3)
 _STATUS_STOPPED = const(4)
 
 
-def run(config_path=CONFIG_PATH, out=None, inp=None):
+def run(config_path="zeal_config.json", out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
     from . import start
 
@@ -234,7 +233,7 @@ def _loop(st):
     return ticks
 
 
-def boot(config_path=CONFIG_PATH):
+def boot(config_path="zeal_config.json"):
     """Entry point for the board's main.py. After a stop with a watchdog running (hold file
     present) it removes the file and returns at once: the board stays in the REPL.
 

@@ -50,8 +50,9 @@ except ImportError:  # CPython: the conformance runner also runs there
     def const(x):
         return x
 
-FORMAT = "zeal-profile/1"
-DEFAULT_PATH = "zeal_profile.json"
+# Names: every global name (and parameter name) of a module loaded from .mpy is interned
+# and kept for good, even after the module is freed; so the key tables are locals of
+# from_doc, and the format and default path are written where they are used.
 
 # The longest file the schema allows, as the host writes it (json.dumps(indent=1) + "\n"):
 # 12 keys, ints at their widest (exponent -1022, bits 52, N and Nc 16 digits, T 20 digits),
@@ -67,14 +68,6 @@ _WORD = const(1 << 64)
 _TAYLOR_BITS = const(128)     # stop once the next term is below 2^-128 of the sum
 _EPS_MAX = const(20)
 _ENOENT = const(2)
-
-_INTS = ("bits", "exponent", "n_cells", "n_window", "threshold")
-_HEX = ("epsilon", "hi", "lo")
-_CAL = ("cal_gain", "cal_offset")
-_REQUIRED = ("format", "lo", "hi", "epsilon", "exponent", "bits", "n_cells", "n_window",
-             "threshold", "fingerprint")
-_SAFE = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./"
-_HEXDIGITS = b"0123456789abcdef"
 
 
 class ProfileError(ValueError):
@@ -116,14 +109,6 @@ def _bit_length(n):
     return m
 
 
-def _reduce2(n, d):
-    # drop common factors of two from a dyadic rational n/d (d a power of two)
-    while d > 1 and not n & 1:
-        n >>= 1
-        d >>= 1
-    return n, d
-
-
 def _f64(text):
     """The exact value of a canonical "0x" + 16 hex digit float64 pattern as a reduced
     (num, den), den a power of two; ProfileError("value") for NaN and infinities. (The
@@ -143,7 +128,11 @@ def _f64(text):
     e -= 1075
     if e >= 0:
         return f << e, 1
-    return _reduce2(f, 1 << -e)
+    d = 1 << -e
+    while d > 1 and not f & 1:  # reduced: drop common factors of two
+        f >>= 1
+        d >>= 1
+    return f, d
 
 
 def _digits(s):
@@ -241,7 +230,7 @@ def threshold(n, c, a, b):
 
 
 # ---- loading ---------------------------------------------------------------------------------
-def load(path=DEFAULT_PATH):
+def load(path="zeal_profile.json"):
     """The checked profile from a file on the device filesystem. Reads at most _MAX_FILE + 1
     bytes into one buffer (one more than a profile can be, to tell "too long")."""
     try:
@@ -262,20 +251,18 @@ def load(path=DEFAULT_PATH):
         raise ProfileError("io", "cannot read %s" % path)
     finally:
         fh.close()
-    return _load_buffer(buf, n)
+    return loads(buf, n)
 
 
-def loads(text):
-    """The checked profile from the file's bytes (or its text)."""
+def loads(text, n=None):
+    """The checked profile from the file's bytes (or its text); n: of its first n bytes."""
     if isinstance(text, str):
         text = text.encode()  # a non-ASCII character becomes bytes >= 0x80: "json"
-    return _load_buffer(text, len(text))
-
-
-def _load_buffer(buf, n):
+    if n is None:
+        n = len(text)
     if n > _MAX_FILE:
         raise ProfileError("size", "profile file is larger than %d bytes" % _MAX_FILE)
-    return from_doc(parse(buf, n))
+    return from_doc(parse(text, n))
 
 
 # ---- the profile file grammar (profile.md): one flat JSON object of ints and strings --------
@@ -358,8 +345,9 @@ def parse(buf, n):
 def _check_string(key, value):
     if type(value) is not str:
         raise ProfileError("type", "%s must be a string" % key)
+    safe = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./"
     for ch in value.encode():  # bytes: iterating a str interns each character
-        if ch not in _SAFE:
+        if ch not in safe:
             raise ProfileError("type", "%s has a character outside [A-Za-z0-9+-./]" % key)
 
 
@@ -372,36 +360,41 @@ def _check_hex(key, value, n):
         raise ProfileError("type", "%s must be %s and %d lowercase hex digits"
                            % (key, prefix or "''", n))
     for ch in body.encode():
-        if ch not in _HEXDIGITS:
+        if ch not in b"0123456789abcdef":
             raise ProfileError("type", "%s must be lowercase hex" % key)
 
 
 def from_doc(doc):
     """Check a parsed profile object and return a Profile (ProfileError otherwise)."""
+    ints = ("bits", "exponent", "n_cells", "n_window", "threshold")
+    hexes = ("epsilon", "hi", "lo")
+    cals = ("cal_gain", "cal_offset")
+    required = ("format", "lo", "hi", "epsilon", "exponent", "bits", "n_cells", "n_window",
+                "threshold", "fingerprint")
     if type(doc) is not dict:
         raise ProfileError("type", "a profile is a JSON object")
-    if doc.get("format") != FORMAT:
-        raise ProfileError("format", "unsupported profile format (this firmware reads %s)"
-                           % FORMAT)
-    for key in _REQUIRED:
+    if doc.get("format") != "zeal-profile/1":
+        raise ProfileError("format", "unsupported profile format (this firmware reads "
+                                     "zeal-profile/1)")
+    for key in required:
         if key not in doc:
             raise ProfileError("missing", "profile is missing %s" % key)
-    has_cal = (_CAL[0] in doc, _CAL[1] in doc)
+    has_cal = (cals[0] in doc, cals[1] in doc)
     if has_cal[0] != has_cal[1]:
         raise ProfileError("missing", "cal_gain and cal_offset go together")
     for key in doc:
-        if key not in _REQUIRED and key not in _CAL:
+        if key not in required and key not in cals:
             raise ProfileError("unknown", "profile has an unknown key")
-    for key in _INTS:
+    for key in ints:
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
-    for key in _HEX:
+    for key in hexes:
         _check_hex(key, doc[key], 16)
     _check_hex("fingerprint", doc["fingerprint"], 64)
     canon_cal = {}
     rationals = {}
     if has_cal[0]:
-        for key in _CAL:
+        for key in cals:
             _check_string(key, doc[key])
             r = parse_rational(doc[key])
             rationals[key] = r
@@ -421,7 +414,7 @@ def from_doc(doc):
             parts.append('"%s":%d' % (key, value))
         else:
             parts.append('"%s":"%s"' % (key, value))
-    canonical = ("{" + ",".join(parts) + "}").encode()
+    canonical = ("{%s}" % ",".join(parts)).encode()
     digest = hexlify(hashlib.sha256(canonical).digest()).decode()
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")

@@ -1,7 +1,9 @@
-"""Readings decoded to exact rationals and the reference forms of the random primitives (on a
-callable word source), device side: used by the conformance runner and tests, never by the
-sampling loop. zealfw.mechanism forwards these names (module __getattr__), so
-`zealfw.mechanism.decode_float64` still works. Integers only (the AST float ban covers this
+"""Readings decoded to exact rationals, the reference forms of the random primitives (on a
+callable word source) and the wire protocol's named constants, device side: used by the
+conformance runner and tests, never by the sampling loop or the start (every global name a
+loaded module defines is interned, and kept, for good). zealfw.mechanism and zealfw.frames
+forward these names (module __getattr__), so `zealfw.mechanism.decode_float64` and
+`zealfw.frames.STATUS_STOPPED` still work. Integers only (the AST float ban covers this
 module too).
 """
 try:
@@ -10,7 +12,22 @@ except ImportError:  # CPython: the conformance runner also runs there
     def const(x):
         return x
 
+from .framing import device_id8, fingerprint8, max_encoded_length, nonce_of  # noqa: F401
 from .mechanism import ReadingError
+
+# ---- wire protocol 2 (shared_spec/wire_format.md), as zealfw.frames/framing inline them ----
+FLAG_VECTOR = const(0x10)
+FLAG_DEBUG = const(0x20)
+MAX_BODY = const(1662)  # DATA header (4) + ceil(255 reports * 52 bits / 8)
+FIRMWARE = (0, 1, 0)
+STATUS_OK = const(0)
+STATUS_NO_PROFILE = const(1)
+STATUS_BAD_PROFILE = const(2)
+STATUS_SENSOR = const(3)   # debug build only
+STATUS_STOPPED = const(4)
+STATUS_CONFIG = const(5)
+STATUS_CRASH = const(6)
+STATUS_HELD = const(7)
 
 _WORD_BITS = const(64)
 _WORD = const(1 << 64)

@@ -18,9 +18,7 @@ except ImportError:  # CPython, for the host-side tests
         return x
 
 
-WATCHDOG_MAX_MS = const(8388)  # RP2040's machine.WDT maximum; the portable limit
-DEBUG_WARNING = (b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
-                 b"readings and sensor errors are sent\r\n")
+_WATCHDOG_MAX_MS = const(8388)  # RP2040's machine.WDT maximum; the portable limit
 
 
 class ConfigError(Exception):
@@ -42,6 +40,8 @@ _INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseco
 _STATUS_NO_PROFILE = const(1)  # = frames.STATUS_* (frames is not imported in phase one)
 _STATUS_BAD_PROFILE = const(2)
 _STATUS_CONFIG = const(5)
+_STATUS_CRASH = const(6)
+_STATUS_HELD = const(7)
 
 
 def _check_config(cfg):
@@ -53,9 +53,9 @@ def _check_config(cfg):
         raise ConfigError("batch must be 1..255")
     if cfg["hello_every"] > 0xFFFF:
         raise ConfigError("hello_every must be 0..65535")
-    if cfg["watchdog_ms"] > WATCHDOG_MAX_MS:
+    if cfg["watchdog_ms"] > _WATCHDOG_MAX_MS:
         raise ConfigError("watchdog_ms must be at most %d (RP2040's machine.WDT maximum)"
-                          % WATCHDOG_MAX_MS)
+                          % _WATCHDOG_MAX_MS)
     for key in ("sensor", "output"):
         v = cfg[key]
         if not isinstance(v, dict) or not isinstance(v.get("kind"), str):
@@ -173,7 +173,9 @@ def prepare(config_path, out, inp):
         return None
     debug = cfg["debug"]
     if debug:
-        out.write(DEBUG_WARNING)  # text: the host's framer skips it
+        # text: the host's framer skips it
+        out.write(b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
+                  b"readings and sensor errors are sent\r\n")
     from . import profile as profile_mod
 
     try:
@@ -227,7 +229,7 @@ def hold(sender, ticks, path):
                "streams again after this reset" % path)
     from . import frames
 
-    sender.status(frames.STATUS_HELD, msg, ticks=ticks)
+    sender.status(_STATUS_HELD, msg, ticks=ticks)
     import machine
 
     machine.reset()
@@ -270,7 +272,7 @@ def crash(exc, config_path):
 
     sender = frames.Sender(sys.stdout.buffer, 0, device_id=device_id(), debug=debug)
     name = type(exc).__name__
-    sender.status(frames.STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)
+    sender.status(_STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)
     delay = cfg["crash_reset_ms"]
     try:
         import machine
