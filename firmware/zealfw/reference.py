@@ -12,7 +12,6 @@ except ImportError:  # CPython: the conformance runner also runs there
     def const(x):
         return x
 
-from .framing import device_id8, fingerprint8, max_encoded_length, nonce_of  # noqa: F401
 from .mechanism import ReadingError
 
 # ---- wire protocol 2 (shared_spec/wire_format.md), as zealfw.frames/framing inline them ----
@@ -129,3 +128,9 @@ def uniform_below(n, words):
             return u
 
 
+def __getattr__(name):
+    # the wire helpers (device_id8, fingerprint8, max_encoded_length, nonce_of) are the
+    # Sender's set-up, in zealfw.framing; loaded only when asked for
+    from . import framing
+
+    return getattr(framing, name)
