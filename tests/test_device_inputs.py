@@ -359,3 +359,19 @@ def test_config_keys_documented_at_the_top_of_main():
 
     for key in fw_start._DEFAULTS:
         assert "#   %s " % key in head, key
+
+
+def test_a_port_without_unique_id_keeps_a_random_id_of_its_own(tmp_path, monkeypatch):
+    # CPython has no machine module, as the unix port has no machine.unique_id(): the id is
+    # made at random once per filesystem and kept (a fixed fallback merged such boards).
+    from zealfw import start
+
+    ids = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        first = start.device_id()
+        assert len(first) == 8 and start.device_id() == first  # kept across boots
+        assert (tmp_path / folder / "zeal_id.bin").read_bytes() == first
+        ids.append(first)
+    assert ids[0] != ids[1]  # 2^-64 chance of a false failure

@@ -94,12 +94,30 @@ def load_config(path):
 
 
 def device_id():
+    """machine.unique_id(), or on a port without one (the unix port) a random id made once
+    and kept in zeal_id.bin: a fixed fallback would give every such board the same id."""
     try:
         import machine
 
         return machine.unique_id()
     except (ImportError, AttributeError):
-        return b"unix"
+        pass
+    try:
+        with open("zeal_id.bin", "rb") as f:
+            uid = f.read(9)
+        if 0 < len(uid) < 9:
+            return uid
+    except OSError:
+        pass
+    import os
+
+    uid = os.urandom(8)
+    try:
+        with open("zeal_id.bin", "wb") as f:
+            f.write(uid)
+    except OSError:  # no writable filesystem: this boot's id only
+        pass
+    return uid
 
 
 def _streams(cfg):

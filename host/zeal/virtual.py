@@ -35,7 +35,6 @@ Production mode by default: the firmware draws a fresh key from its seed file (b
 1, 2, ... over restarts in the same folder). `vector_key=` selects vector mode (a given key,
 boot 0, every frame flagged VECTOR), for bit-exact tests only.
 """
-import binascii
 import json
 import os
 import select
@@ -189,10 +188,11 @@ class VirtualDevice:
         if self._stderr is not None:
             self._stderr.close()
         self._stderr = open(os.path.join(self.folder, "stderr.txt"), "wb")
-        # The unix port has no machine.unique_id(); give each virtual board its own id the way
-        # the firmware looks it up (main._device_id), leaving the main loop untouched.
-        code = ("import binascii,zealfw.main as m;m._device_id=lambda:binascii.unhexlify('%s');"
-                "m.run()" % binascii.hexlify(self.device_id).decode())
+        # The unix port has no machine.unique_id(): the firmware then takes its id from
+        # zeal_id.bin in its folder (made at random on first boot), so write this board's id.
+        with open(os.path.join(self.folder, "zeal_id.bin"), "wb") as fh:
+            fh.write(self.device_id)
+        code = "import zealfw.main as m;m.run()"
         self._proc = subprocess.Popen(
             [self._mp, "-c", code], cwd=self.folder, stdin=subprocess.PIPE,
             stdout=self._pty.master, stderr=self._stderr, close_fds=True,
