@@ -369,9 +369,9 @@ def test_a_port_without_unique_id_keeps_a_random_id_of_its_own(tmp_path, monkeyp
     ids = []
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
-        monkeypatch.chdir(tmp_path / folder)
-        first = start.device_id()
-        assert len(first) == 8 and start.device_id() == first  # kept across boots
+        config = str(tmp_path / folder / "zeal_config.json")
+        first = start.device_id(config)
+        assert len(first) == 8 and start.device_id(config) == first  # kept across boots
         assert (tmp_path / folder / "zeal_id.bin").read_bytes() == first
         ids.append(first)
     assert ids[0] != ids[1]  # 2^-64 chance of a false failure

@@ -93,17 +93,18 @@ def load_config(path):
     return cfg
 
 
-def device_id():
+def device_id(config_path="zeal_config.json"):
     """machine.unique_id(), or on a port without one (the unix port) a random id made once
-    and kept in zeal_id.bin: a fixed fallback would give every such board the same id."""
+    and kept in zeal_id.bin beside the config: a fixed fallback gave every such board one id."""
     try:
         import machine
 
         return machine.unique_id()
     except (ImportError, AttributeError):
         pass
+    path = config_path[:config_path.rfind("/") + 1] + "zeal_id.bin"
     try:
-        with open("zeal_id.bin", "rb") as f:
+        with open(path, "rb") as f:
             uid = f.read(9)
         if 0 < len(uid) < 9:
             return uid
@@ -111,9 +112,11 @@ def device_id():
         pass
     import os
 
+    if not hasattr(os, "urandom"):  # this board cannot run anyway (the key needs it)
+        return b"unix"
     uid = os.urandom(8)
     try:
-        with open("zeal_id.bin", "wb") as f:
+        with open(path, "wb") as f:
             f.write(uid)
     except OSError:  # no writable filesystem: this boot's id only
         pass
@@ -177,7 +180,7 @@ def prepare(config_path, out, inp):
     module freed after). Returns plain data for zealfw.build.make:
     (cfg, out, inp, on_repl, dev, profile fields as in _PROFILE_FIELDS, key, boot, vector),
     or None after a STATUS CONFIG / NO_PROFILE / BAD_PROFILE."""
-    dev = device_id()
+    dev = device_id(config_path)
     try:
         cfg = load_config(config_path)
         if out is None:
@@ -288,7 +291,7 @@ def crash(exc, config_path):
     debug = cfg["debug"]
     from . import frames
 
-    sender = frames.Sender(sys.stdout.buffer, 0, device_id=device_id(), debug=debug)
+    sender = frames.Sender(sys.stdout.buffer, 0, device_id=device_id(config_path), debug=debug)
     name = type(exc).__name__
     sender.status(_STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)
     delay = cfg["crash_reset_ms"]
