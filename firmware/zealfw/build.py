@@ -1,7 +1,16 @@
-# Boot-time work of the main loop, phase two: from zealfw.start.prepare's plain data, the
-# source (only the configured kind's module is imported), the Sender, the mechanism and the
-# control-line watch. zealfw.main.run frees this module before sampling; nothing it returns
-# is an object of a class defined here.
+# Boot-time work of the main loop, stage two: from zealfw.start.prepare's plain data, the
+# profile (loaded and checked by zealfw.profile, freed at once), the boot key (zealfw.seed,
+# freed at once), the Sender (its set-up, zealfw.framing, freed after), the source (only the
+# configured kind's module is imported) and the control-line watch. zealfw.main.run frees
+# this module, then makes the mechanism: its module and its set-up (zealfw.exact) are the
+# largest of the sampling path, so they are loaded when nothing of the start is left.
+# Nothing make() returns is an object of a class with methods defined here (it would keep
+# this module alive).
+#
+# Order, as the wire protocol promises (tests/test_firmware_loop.py): a bad config or a bad
+# profile ends the start with a HELLO without a profile and one STATUS before the seed file
+# is touched, so a board that cannot stream never advances its boot counter; the seed is
+# advanced and written before the first report (zealfw.seed), so a reboot never replays noise.
 try:
     from micropython import const
 except ImportError:  # CPython, for the host-side tests
@@ -11,7 +20,9 @@ except ImportError:  # CPython, for the host-side tests
 
 
 _RP2040_TEMP = const(4)        # RP2040's ADC channel of the internal temperature sensor
-_STATUS_CONFIG = const(5)      # = frames.STATUS_CONFIG
+_STATUS_NO_PROFILE = const(1)  # = frames.STATUS_* (named in zealfw.reference)
+_STATUS_BAD_PROFILE = const(2)
+_STATUS_CONFIG = const(5)
 
 
 def source_from_config(spec, stream=None):
@@ -59,11 +70,54 @@ def source_from_config(spec, stream=None):
 
 class _Profile:
     """The numbers of a checked profile that Zeal and the Sender read at construction (Zeal
-    keeps none of it)."""
+    keeps none of it), detached from zealfw.profile.Profile (whose k_lo property would keep
+    the loader alive)."""
 
 
-_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
-                   "cal", "fingerprint")  # = zealfw.start._PROFILE_FIELDS, in that order
+def _load_profile(path):
+    """(the checked profile's numbers as a _Profile, None) or (None, (STATUS code, message)).
+    The caller frees the loader (_forget("profile")) once this has returned: until then this
+    frame still refers to it."""
+    from . import profile as loader
+
+    try:
+        p = loader.load(path)
+    except loader.ProfileError as exc:
+        return None, (_STATUS_NO_PROFILE if exc.reason == "missing_file"
+                      else _STATUS_BAD_PROFILE, str(exc))
+    prof = _Profile()
+    for name in ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
+                 "cal", "fingerprint"):
+        setattr(prof, name, getattr(p, name))
+    return prof, None
+
+
+def _boot_key(cfg, dev):
+    """(key, boot counter, vector) of this boot; ValueError with one clear line. The caller
+    frees zealfw.seed (_forget("seed"))."""
+    if cfg["vector_mode"] and cfg["vector_key"] is not None:
+        import binascii
+
+        try:
+            key = binascii.unhexlify(cfg["vector_key"])
+        except ValueError:
+            key = b""
+        if len(key) != 32:
+            raise ValueError("vector_key must be 64 hex digits")
+        return key, 0, True
+    try:
+        import os
+
+        from . import seed
+    except ImportError as exc:
+        raise ValueError("cannot import the generator: %s" % exc)
+    if not hasattr(os, "urandom"):
+        raise ValueError("os.urandom is missing")
+    try:
+        key, boot = seed.derive_boot_key(cfg["seed"], extra=bytes(dev))
+    except OSError:
+        raise ValueError("no writable filesystem for the seed file %s" % cfg["seed"])
+    return key, boot, False
 
 
 def _bits_of(n):
@@ -108,24 +162,34 @@ def f64_pattern(n, d):
 
 
 def make(st):
-    """(cfg, mech, sender, source, control, on_repl, replay_in, public) for zealfw.main._loop,
-    or None after a STATUS CONFIG. public: the replaced readings' value (lo + hi)/2 as
-    (True, hi32, lo32), its float64 pattern's halves, or as (False, num, den) when it is no
-    float64."""
-    cfg, out, inp, on_repl, dev, fields, key, boot, vector = st
+    """(cfg, prof, key, sender, source, control, on_repl, replay_in, public) for zealfw.main,
+    which makes the mechanism from prof and key; or None after a STATUS CONFIG / NO_PROFILE /
+    BAD_PROFILE. public: the replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its
+    float64 pattern's halves, or as (False, num, den) when it is no float64."""
+    cfg, out, inp, on_repl, dev = st
+    st = None
     from .main import _forget
 
-    prof = _Profile()
-    for i in range(len(fields)):
-        setattr(prof, _PROFILE_FIELDS[i], fields[i])
+    debug = cfg["debug"]
+    prof, err = _load_profile(cfg["profile"])
+    _forget("profile")
+    if err is None:
+        try:
+            key, boot, vector = _boot_key(cfg, dev)
+        except ValueError as exc:
+            err = (_STATUS_CONFIG, str(exc))
+        _forget("seed")
+    if err is not None:
+        from .framing import stop_with_status
+
+        stop_with_status(out, dev, debug, err[0], err[1])
+        return None
     mid_n, mid_d = midpoint(prof)
     bits = f64_pattern(mid_n, mid_d)
     public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
-    debug = cfg["debug"]
     try:
-        # One set-up module at a time, each freed before the next is loaded, so the peak
-        # heap is what stays plus the largest of them: the Sender's (zealfw.framing), then
-        # the mechanism's (zealfw.exact), then the source's own module.
+        # One set-up module at a time, each freed before the next is loaded: the Sender's
+        # (zealfw.framing), then the source's own module.
         from . import frames
         from .framing import nonce_of
 
@@ -135,18 +199,11 @@ def make(st):
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
         _forget("framing")
-        from .mechanism import Zeal
-        from .words import CounterWords
-
-        mech = Zeal(prof, CounterWords(key))
-        _forget("exact")
         source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
-        from . import frames
+        from .framing import stop_with_status
 
-        sender = frames.Sender(out, 0, device_id=dev, debug=debug)
-        sender.hello()
-        sender.status(_STATUS_CONFIG, str(exc))
+        stop_with_status(out, dev, debug, _STATUS_CONFIG, str(exc))
         return None
     replay_in = getattr(source, "from_file", True) is False
     control = None
@@ -154,4 +211,4 @@ def make(st):
         from .control import Control
 
         control = Control(inp)
-    return cfg, mech, sender, source, control, on_repl, replay_in, public
+    return cfg, prof, key, sender, source, control, on_repl, replay_in, public

@@ -1,6 +1,7 @@
 # The Sender's set-up, off the sampling path (protocol 2, shared_spec/wire_format.md): the
-# id/fingerprint/nonce helpers and the Sender's construction (argument checks, the session
-# CRC, the HELLO made once, buffers sized once). zealfw.frames keeps only what runs while
+# id/fingerprint/nonce helpers, the Sender's construction (argument checks, the session
+# CRC, the HELLO made once, buffers sized once) and the start's error end (a HELLO without
+# a profile and one STATUS). zealfw.frames keeps only what runs while
 # sampling; zealfw.build frees this module before sampling. The protocol's named constants
 # (STATUS_*, FLAG_*, MAX_BODY, FIRMWARE), which only tests and the conformance runner read,
 # are in zealfw.reference: zealfw.frames forwards every name it does not define there.
@@ -77,6 +78,16 @@ def fingerprint8(fp):
     if len(fp) < 8:
         raise ValueError("fingerprint: need at least 8 bytes")
     return fp[:8]
+
+
+def stop_with_status(out, dev, debug, code, message):
+    """A HELLO without a profile, then STATUS `code` with `message`: how the start ends when
+    the board can send no data (CONFIG, NO_PROFILE, BAD_PROFILE)."""
+    from .frames import Sender
+
+    sender = Sender(out, 0, device_id=dev, debug=debug)
+    sender.hello()
+    sender.status(code, message)
 
 
 def _int_in(name, v, lo, hi):

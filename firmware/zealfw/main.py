@@ -46,12 +46,14 @@
 #
 # Heap: this module holds the loop only. Everything done once at boot (config, profile,
 # boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
-# zealfw.start, zealfw.profile, zealfw.seed and zealfw.build, which run() frees before
-# sampling (the sampling path is imported only after the profile's loader is gone); optional
-# parts (each sensor kind, the control-line watch) are imported only when configured. Every
-# name in a module loaded from .mpy (globals, attributes, parameters, short strings) is
-# interned for good, even after the module is freed: names are few and shared. Figures:
-# tools/bench_heap.py (the whole loop from .mpy on the unix port, smallest heap, B/report).
+# zealfw.start, zealfw.profile, zealfw.seed, zealfw.build, zealfw.framing and zealfw.exact,
+# each freed (and the heap collected, see _forget) before the next stage: the peak is what
+# stays plus one stage, not their sum. The mechanism, the largest module of the sampling
+# path, is loaded last, when nothing of the start is left. Optional parts (each sensor kind,
+# the control-line watch) are imported only when configured. Every name in a module loaded
+# from .mpy (globals, attributes, parameters, short strings) is interned for good, even
+# after the module is freed: names are few and shared. Figures: tools/bench_heap.py (the
+# whole loop from .mpy on the unix port, smallest heap, B/report).
 import sys
 
 try:
@@ -75,6 +77,9 @@ _STATUS_STOPPED = const(4)
 
 def run(config_path="zeal_config.json", out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
+    # The start in stages, each module freed before the next is imported (so the peak heap
+    # is what stays plus the largest stage, not their sum): zealfw.start (config, streams),
+    # zealfw.build (profile, boot key, Sender, source), then _loop makes the mechanism.
     from . import start
 
     st = start.prepare(config_path, out, inp)
@@ -87,7 +92,6 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     st = build.make(st)
     del build
     _forget("build")
-    _forget("exact")  # the mechanism's set-up, imported by Zeal()
     _forget("framing")  # the Sender's set-up
     if st is None:
         return 0
@@ -96,8 +100,13 @@ def run(config_path="zeal_config.json", out=None, inp=None):
 
 def _forget(name):
     """Drop the module zealfw.<name>, needed only at start (start, build, profile, seed,
-    exact, framing), so that the collector frees it: nothing may keep a reference to
-    anything it defines. On MicroPython only (CPython tests import them again)."""
+    exact, framing), and collect: nothing may keep a reference to anything it defines. On
+    MicroPython only (CPython tests import them again).
+
+    The collection is made here, by the caller of the stage that used the module, on
+    purpose: the collector scans the C stack conservatively, and a collection that happens
+    later, deep in an import (whose path buffer leaves old stack words unwritten), would
+    still find the stage's dead pointers there and keep the whole module alive."""
     if sys.implementation.name != "micropython":
         return
     sys.modules.pop("zealfw." + name, None)
@@ -105,14 +114,24 @@ def _forget(name):
 
     if name in zealfw.__dict__:
         delattr(zealfw, name)
+    import gc
+
+    gc.collect()
 
 
 def _loop(st):
     # one tuple argument: parameter names are kept (interned) in .mpy, local names are not
-    cfg, mech, sender, source, control, on_repl, replay_in, public = st
+    cfg, prof, key, sender, source, control, on_repl, replay_in, public = st
     st = None
+    # The mechanism last, once zealfw.build is freed: zealfw.mechanism is the largest module
+    # of the sampling path, and its set-up (zealfw.exact, freed after) the last one loaded.
+    from .mechanism import ReadingError, Zeal
+    from .words import CounterWords
+
+    mech = Zeal(prof, CounterWords(key))
+    prof = key = None
+    _forget("exact")
     from . import frames
-    from .mechanism import ReadingError
     from .sources import SourceError
 
     wdt = None

@@ -1,10 +1,13 @@
-# Boot-time work of the main loop, phase one, in a module of its own so that it can be freed
-# before the sampling path is imported (zealfw.main.run drops it from sys.modules): the
-# config (read and type-checked), the streams, the profile (loaded by zealfw.profile, also
-# freed), the generator key (zealfw.seed, also freed). Phase two (zealfw.build) makes the
-# source, the Sender and the mechanism. Also the rare ends, imported when they happen: STATUS
-# for a config/profile error, the hold after a stop with a watchdog, the CRASH report. The
-# config keys are documented at the top of main.py.
+# Boot-time work of the main loop, stage one, in a module of its own so that it is freed
+# before anything else is loaded (zealfw.main.run drops it from sys.modules): the config
+# (read and type-checked), the streams and the device id. Stage two (zealfw.build) loads the
+# profile (zealfw.profile), derives the boot key (zealfw.seed) and makes the Sender and the
+# source; the mechanism is made last, by zealfw.main, once build is freed. Also the rare
+# ends, imported when they happen: the hold after a stop with a watchdog, the CRASH report.
+# The config keys are documented at the top of main.py.
+#
+# Heap: the profile's loader is the largest start-up module; loading it while this module
+# was alive too was the start's highest peak, hence the split.
 #
 # prepare() returns plain data only: an object of a class defined here would keep this
 # module's globals, hence all of it, alive.
@@ -32,14 +35,10 @@ _DEFAULTS = {
     "profile": "zeal_profile.json", "seed": "zeal_seed.bin", "vector_mode": False,
     "vector_key": None, "debug": False,
 }
-from .main import _forget
-
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "write_timeout_ms", "start_delay_ms", "crash_reset_ms")
 _INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseconds
-_STATUS_NO_PROFILE = const(1)  # = frames.STATUS_* (frames is not imported in phase one)
-_STATUS_BAD_PROFILE = const(2)
-_STATUS_CONFIG = const(5)
+_STATUS_CONFIG = const(5)       # = frames.STATUS_* (frames is not imported in stage one)
 _STATUS_CRASH = const(6)
 _STATUS_HELD = const(7)
 
@@ -141,45 +140,10 @@ def _streams(cfg):
     raise ConfigError("output kind must be repl or uart")
 
 
-def _boot_key(cfg, dev):
-    """(key, boot counter) of this boot, or ConfigError with one clear line."""
-    try:
-        import os
-
-        from . import seed as seed_mod
-    except ImportError as exc:
-        raise ConfigError("cannot import the generator: %s" % exc)
-    if not hasattr(os, "urandom"):
-        raise ConfigError("os.urandom is missing")
-    try:
-        return seed_mod.derive_boot_key(cfg["seed"], extra=bytes(dev))
-    except OSError:
-        raise ConfigError("no writable filesystem for the seed file %s" % cfg["seed"])
-    finally:
-        del seed_mod
-        _forget("seed")
-
-
-def stop_with_status(out, dev, debug, code, message):
-    """A HELLO without a profile, then STATUS `code` with `message`: the board sends no
-    data."""
-    from . import frames
-
-    sender = frames.Sender(out, 0, device_id=dev, debug=debug)
-    sender.hello()
-    sender.status(code, message)
-
-
-_PROFILE_FIELDS = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
-                   "cal", "fingerprint")
-
-
 def prepare(config_path, out, inp):
-    """Phase one of the start, before any module of the sampling path is imported: the
-    config, the streams, the profile (its loader freed after), the generator key (the seed
-    module freed after). Returns plain data for zealfw.build.make:
-    (cfg, out, inp, on_repl, dev, profile fields as in _PROFILE_FIELDS, key, boot, vector),
-    or None after a STATUS CONFIG / NO_PROFILE / BAD_PROFILE."""
+    """Stage one of the start, before any other module is loaded: the config, the streams,
+    the device id. Returns plain data for zealfw.build.make: (cfg, out, inp, on_repl, dev),
+    or None after a STATUS CONFIG."""
     dev = device_id(config_path)
     try:
         cfg = load_config(config_path)
@@ -189,45 +153,16 @@ def prepare(config_path, out, inp):
         else:
             on_repl = False
     except (ConfigError, KeyError, AttributeError, ValueError, TypeError) as exc:
+        from .framing import stop_with_status
+
         out = out if out is not None else sys.stdout.buffer
         stop_with_status(out, dev, False, _STATUS_CONFIG, str(exc))
         return None
-    debug = cfg["debug"]
-    if debug:
+    if cfg["debug"]:
         # text: the host's framer skips it
         out.write(b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
                   b"readings and sensor errors are sent\r\n")
-    from . import profile as profile_mod
-
-    try:
-        p = profile_mod.load(cfg["profile"])
-        fields = tuple(getattr(p, name) for name in _PROFILE_FIELDS)
-    except profile_mod.ProfileError as exc:
-        code = _STATUS_NO_PROFILE if exc.reason == "missing_file" else _STATUS_BAD_PROFILE
-        stop_with_status(out, dev, debug, code, str(exc))
-        return None
-    finally:
-        p = None
-        del profile_mod
-        _forget("profile")
-    vector = cfg["vector_mode"] and cfg["vector_key"] is not None
-    try:
-        if vector:
-            import binascii
-
-            try:
-                key = binascii.unhexlify(cfg["vector_key"])
-            except ValueError:
-                key = b""
-            if len(key) != 32:
-                raise ConfigError("vector_key must be 64 hex digits")
-            boot = 0
-        else:
-            key, boot = _boot_key(cfg, dev)
-    except ConfigError as exc:
-        stop_with_status(out, dev, debug, _STATUS_CONFIG, str(exc))
-        return None
-    return cfg, out, inp, on_repl, dev, fields, key, boot, vector
+    return cfg, out, inp, on_repl, dev
 
 
 def hold(sender, ticks, path):
@@ -248,8 +183,6 @@ def hold(sender, ticks, path):
     except OSError:
         msg = ("watchdog running: no writable filesystem for the hold file %s; the board "
                "streams again after this reset" % path)
-    from . import frames
-
     sender.status(_STATUS_HELD, msg, ticks=ticks)
     import machine
 
