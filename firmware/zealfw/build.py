@@ -1,5 +1,5 @@
-# Boot-time work of the main loop, stage two: from zealfw.start.prepare's plain data, the
-# profile (loaded and checked by zealfw.profile, freed at once), the boot key (zealfw.seed,
+# Boot-time work of the main loop, stage three: from zealfw.start.prepare's plain data and
+# the profile's numbers (zealfw.profile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed,
 # freed at once), the Sender (its set-up, zealfw.framing, freed after), the source (only the
 # configured kind's module is imported) and the control-line watch. zealfw.main.run frees
 # this module, then makes the mechanism: its module and its set-up (zealfw.exact) are the
@@ -70,26 +70,7 @@ def source_from_config(spec, stream=None):
 
 class _Profile:
     """The numbers of a checked profile that Zeal and the Sender read at construction (Zeal
-    keeps none of it), detached from zealfw.profile.Profile (whose k_lo property would keep
-    the loader alive)."""
-
-
-def _load_profile(path):
-    """(the checked profile's numbers as a _Profile, None) or (None, (STATUS code, message)).
-    The caller frees the loader (_forget("profile")) once this has returned: until then this
-    frame still refers to it."""
-    from . import profile as loader
-
-    try:
-        p = loader.load(path)
-    except loader.ProfileError as exc:
-        return None, (_STATUS_NO_PROFILE if exc.reason == "missing_file"
-                      else _STATUS_BAD_PROFILE, str(exc))
-    prof = _Profile()
-    for name in ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
-                 "cal", "fingerprint"):
-        setattr(prof, name, getattr(p, name))
-    return prof, None
+    keeps none of it), from zealfw.profile.numbers (the loader itself is freed)."""
 
 
 def _boot_key(cfg, dev):
@@ -161,9 +142,10 @@ def f64_pattern(n, d):
     return (sign << 63) | (e << 52) | ((n << (53 - nb)) - (1 << 52))
 
 
-def make(st):
-    """(cfg, prof, key, sender, source, control, on_repl, replay_in, public) for zealfw.main,
-    which makes the mechanism from prof and key; or None after a STATUS CONFIG / NO_PROFILE /
+def make(st, p):
+    """From start's plain data st and zealfw.profile.numbers' result p: (cfg, prof, key,
+    sender, source, control, on_repl, replay_in, public) for zealfw.main, which makes the
+    mechanism from prof and key; or None after a STATUS CONFIG / NO_PROFILE /
     BAD_PROFILE. public: the replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its
     float64 pattern's halves, or as (False, num, den) when it is no float64."""
     cfg, out, inp, on_repl, dev = st
@@ -171,9 +153,15 @@ def make(st):
     from .main import _forget
 
     debug = cfg["debug"]
-    prof, err = _load_profile(cfg["profile"])
-    _forget("profile")
+    fields, err = p
+    p = None
     if err is None:
+        prof = _Profile()
+        i = 0
+        for name in ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
+                     "cal", "fingerprint"):  # the order of zealfw.profile.numbers
+            setattr(prof, name, fields[i])
+            i += 1
         try:
             key, boot, vector = _boot_key(cfg, dev)
         except ValueError as exc:

@@ -79,7 +79,8 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
     # The start in stages, each module freed before the next is imported (so the peak heap
     # is what stays plus the largest stage, not their sum): zealfw.start (config, streams),
-    # zealfw.build (profile, boot key, Sender, source), then _loop makes the mechanism.
+    # zealfw.profile (the largest), zealfw.build (boot key, Sender, source), then _loop makes
+    # the mechanism.
     from . import start
 
     st = start.prepare(config_path, out, inp)
@@ -87,9 +88,15 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     _forget("start")
     if st is None:
         return 0
+    from . import profile
+
+    p = profile.numbers(st[0]["profile"])
+    del profile
+    _forget("profile")
     from . import build
 
-    st = build.make(st)
+    st = build.make(st, p)
+    p = None
     del build
     _forget("build")
     _forget("framing")  # the Sender's set-up
@@ -153,6 +160,7 @@ def _loop(st):
     pub_f64, pub_a, pub_b = public
     ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
+    cfg = None           # the config's dict is not needed while sampling: free it
     ticks = 0            # sampling ticks = reports made (public)
     replaced = 0         # readings replaced by the public value (sent only in debug)
     sensor_errors = 0    # debug: SourceErrors, for the SENSOR statuses

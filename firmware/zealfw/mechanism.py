@@ -239,10 +239,11 @@ class Zeal:
         words = self.words
         jl = base + _bernoulli_frac(r, low, f, q, words)
         o = words.advance()
-        if _below(words.block, o, self._tb):   # next() < T: the window
-            return jl + self._win.draw(words)
-        u = self._out.draw(words)
-        return u if u < jl else u + self._nc
+        tb, win, out, nc = self._fin
+        if _below(words.block, o, tb):   # next() < T: the window
+            return jl + win.draw(words)
+        u = out.draw(words)
+        return u if u < jl else u + nc
 
     def _divide(self, y, n, q, c, s1, s0):
         """The report for pos = y n 2^c / q (y, n, q > 0), clamped at steps.
@@ -294,14 +295,16 @@ class Zeal:
 
     def _dyadic(self, f, e):
         # reading f 2^e; lo = lon 2^-la: x - lo = y 2^m0
-        la = -self._la
+        lon, la, _ = self._lo
+        la = -la
         m0 = e if e < la else la
-        y = (f << (e - m0)) - (self._lon << (la - m0))
+        y = (f << (e - m0)) - (lon << (la - m0))
         if y <= 0:  # x <= lo: pos = 0
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
-        return self._divide(y, self._kn, self._kd, m0 + self._e, self._s1, self._s0)
+        kn, kd, ke, s1, s0 = self._div  # pos = (x - lo) Kn 2^ke / Kd
+        return self._divide(y, kn, kd, m0 + ke, s1, s0)
 
     def sample(self, n, d):
         """One report as the offset j = k - k_lo in [0, N), for the reading n/d (d > 0)."""
@@ -309,13 +312,15 @@ class Zeal:
         if ld >= 0:
             return self._dyadic(n, -ld)
         # any other denominator (a raw count's calibration): divide by d lod Kd
-        y = n * self._lod - self._lon * d
+        lon, _, lod = self._lo
+        y = n * lod - lon * d
         if y <= 0:
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
         # (a divisor this large is a heap int anyway: one step each, fewest operations)
-        return self._divide(y, self._kn, d * self._lod * self._kd, self._e, 64, 64)
+        kn, kd, ke, _, _ = self._div
+        return self._divide(y, kn, d * lod * kd, ke, 64, 64)
 
     def perturb(self, n, d):
         """One report as the mantissa integer k (x* = 2^E (1 + k 2^-52))."""
@@ -394,17 +399,13 @@ class Zeal:
         gives the same numbers with heap ints. Clamping and the Bernoulli on the fraction
         are those of _divide and _dyadic for the same position.
         """
-        q = self._rq
-        ai, af = self._ra
-        rb = self._rb
+        q, ai, af, bi, bf, ni, nf = self._raw
         if raw >= 0:
             m = raw
-            bi = rb[0]
-            bf = rb[1]
         else:
             m = -raw
-            bi = rb[2]
-            bf = rb[3]
+            bi = ni
+            bf = nf
         t = 0
         r = 0
         at = 0

@@ -459,3 +459,18 @@ def from_doc(doc):
         on, od = rationals["cal_offset"]
         p.cal = (on * gd, gn * od, od * gd)
     return p
+
+
+# ---- the device's start ----------------------------------------------------------------------
+def numbers(path):
+    """For zealfw.main.run, which loads this module alone and frees it after: (fields, None)
+    with the checked profile's numbers as a plain tuple (lo, hi, n_cells, n_window,
+    threshold, k_lo, exponent, bits, cal, fingerprint), nothing that refers back to this
+    module; or (None, (STATUS code, message)): NO_PROFILE (1) for a missing file, else
+    BAD_PROFILE (2)."""
+    try:
+        p = load(path)
+    except ProfileError as exc:
+        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
+    return (p.lo, p.hi, p.n_cells, p.n_window, p.threshold, p.k_lo, p.exponent, p.bits, p.cal,
+            p.fingerprint), None
