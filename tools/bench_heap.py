@@ -206,7 +206,7 @@ def compile_firmware(dest, firmware):
             continue
         rel = "zealfw/" + f[:-3] + ".mpy"
         out = os.path.join(dest, rel)
-        name = "zealfw" if f == "__init__.py" else "zealfw." + f[:-3]
+        name = C.module_name("zealfw/" + f)  # as zeal flash and zeal conformance compile
         done = subprocess.run(tool + ["-s", name, "-o", out, os.path.join(pkg, f)],
                               capture_output=True, text=True)
         if done.returncode != 0:

@@ -4,11 +4,11 @@ Import name `zealfw` so it never shadows the host package `zeal`. The sampling p
 `main` (the loop, boot()), `mechanism` (exact, integer-only sampling), `words` (the SHA-256
 counter-mode generator), `frames` (wire protocol 2, bounded writes), `sources` (what sources
 share) and the configured source's module (`src_replay`, `src_adc`, `src_callable`), `control`
-(control lines, when needed). Imported once at start and freed before sampling: `start`
-(config, streams, profile, boot key; the hold and CRASH ends), `profile` (loading and
-checking `zeal_profile.json`), `seed` (the boot key), `build` (source, Sender, mechanism),
-`framing` (the Sender's set-up), `exact` (the mechanism's per-profile set-up). `reference`
-(decoders, reference forms, the wire protocol's named constants) serves the conformance
-runner and tests only.
+(control lines, when needed). Imported once at start, in stages, each freed before the
+next (zealfw.main.run): `start` (config, streams, device id; the hold and CRASH ends),
+`profile` (loading and checking `zeal_profile.json`), `build` (the boot key from `seed`, the
+Sender with its set-up `framing`, the source), then the mechanism with its per-profile
+set-up `exact`. `reference` (decoders, reference forms, the wire protocol's named
+constants) serves the conformance runner and tests only.
 """
 VERSION = (0, 1, 0)
