@@ -229,7 +229,9 @@ def test_replay_from_a_file_on_the_board(tmp_path):
     want = [mech.sample_offset(Fraction(x) if x == x else mid) for x in xs]
     want.append(mech.sample_offset(mid))   # in a file "!hello" is no control: a bad line
     assert lows_of(data) == want_lows(HAND, want)
-    assert len(hellos) == 1 and statuses[-1].ticks == 6
+    # the boot HELLO and the closing one after the last DATA (a late collector's resolve)
+    assert len(hellos) == 2 and statuses[-1].ticks == 6
+    assert hellos[-1].next_seq == len(data)
 
 
 def test_replay_file_missing_is_a_config_error(tmp_path):
@@ -246,9 +248,9 @@ def test_hello_request_in_the_replay_stream(tmp_path):
     kinds = "".join(type(i).__name__[0] for i in items)
     # boot HELLO; D0 at the start of tick 3; "!hello" is read with reading 4, so at the start
     # of tick 5 the full batch goes out (D1), then the HELLO; D2 at tick 7, whose read is
-    # "!stop"; then STOPPED
-    assert kinds == "HDDHDS"
-    assert [i.next_seq for i in items if isinstance(i, Hello)] == [0, 2]
+    # "!stop"; then the closing HELLO (DATA went out since the last one) and STOPPED
+    assert kinds == "HDDHDHS"
+    assert [i.next_seq for i in items if isinstance(i, Hello)] == [0, 2, 3]
 
 
 # ---- control lines while another source samples ------------------------------------------------
@@ -268,8 +270,9 @@ def test_hello_and_stop_lines_on_the_input(tmp_path):
                                     config=cfg))
     kinds = "".join(type(i).__name__[0] for i in items)
     # boot HELLO; the first tick's poll reads up to "!hello" (a partial "!hel" matches
-    # nothing) -> HELLO, one reading; the second tick's poll reads "junk" and "!stop"
-    assert kinds == "HHDS"
+    # nothing) -> HELLO, one reading; the second tick's poll reads "junk" and "!stop"; the
+    # short batch, the closing HELLO, STOPPED
+    assert kinds == "HHDHS"
     st = items[-1]
     assert st.code == "STOPPED" and st.ticks == 1
 

@@ -245,6 +245,11 @@ def _loop(st):
                         wdt.feed()
     finally:
         sender.flush()  # a full batch, or the short one at the end
+        # a closing HELLO after DATA that followed the last one: a collector that attached
+        # since then can still resolve the frames it kept (a "!hello" read just before
+        # "!stop" would otherwise go unanswered)
+        if sender._since_hello:
+            sender.hello()
         if debug:
             sender.status(_STATUS_STOPPED, b"stopped", ticks=ticks, replaced=replaced,
                           clamped=mech.clamped)
