@@ -33,19 +33,7 @@ from conftest import HUMIDITY, ROOT
 EXAMPLE = os.path.join(ROOT, "firmware", "examples", "rp2040_temp.json")
 
 
-def zeal_main(argv):
-    from zeal.cli import main
-
-    return main(argv)
-
-
-def one_line_error(capsys, argv):
-    code = zeal_main(argv)
-    out, err = capsys.readouterr()
-    assert code == 1, (out, err)
-    assert err.startswith("zeal: ") and err.count("\n") == 1, err
-    assert "Traceback" not in out + err
-    return err
+from test_deploy import one_line_error, zeal_main  # noqa: E402  (the real CLI, in process)
 
 
 @pytest.fixture

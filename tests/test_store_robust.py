@@ -104,17 +104,7 @@ def schema1_stored(frames) -> int:
     return n
 
 
-@pytest.fixture
-def db(tmp_path):
-    return str(tmp_path / "zeal.db")
-
-
-@pytest.fixture
-def store(db):
-    st = Store(db)
-    st.add_profile(PROF)
-    yield st
-    st.close()
+from test_store import db, store  # noqa: E402,F401  (the same fixtures: a fresh store)
 
 
 def sha(path):
