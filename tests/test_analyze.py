@@ -1,4 +1,4 @@
-"""Analysis of a store (zeal.analyze, zeal.plots): vectorised decoding bit-exact with
+"""Analysis of a store (zeal.analysis: analyze, export, plots): vectorised decoding bit-exact with
 zeal.wire.unpack_reports, estimates equal to the Estimator on the same offsets, loss sums,
 the multi-profile combination, CSV/Parquet export round trips, the CLI and the plots.
 Exact tests only: every store is filled from known offsets through zeal.wire.pack_reports.
@@ -15,12 +15,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from zeal import analyze as A
-from zeal import profile as P
-from zeal import reports, wire
+from zeal.analysis import analyze as A
+from zeal.analysis import decode
+from zeal.analysis import export as E
+from zeal.mechanism import profile as P
+from zeal import wire
+from zeal.mechanism import reports
 from zeal.errors import ZealError
-from zeal.estimate import Estimator, exact_sum
-from zeal.store import EventRecord, FrameRecord, Store, StoreError
+from zeal.mechanism.estimate import Estimator, exact_sum
+from zeal.collect.store import EventRecord, FrameRecord, Store, StoreError
 
 from conftest import HUMIDITY
 
@@ -80,7 +83,7 @@ def test_unpack_matches_unpack_reports_on_any_m_bit_values(bits):
         rows.append((DEV_A, 0, i, prof.fingerprint, count, wire.pack_reports(vals, bits), 0.0))
     want = np.concatenate([wire.unpack_reports(r[5], r[4], bits) for r in rows])
     assert np.array_equal(A.unpack_frames(rows, prof), want)
-    lay = A._layout(bits)
+    lay = decode._layout(bits)
     for r, (off, sh) in enumerate(lay.fields):
         assert 8 * off + sh == r * bits and off + lay.lane <= lay.group_bytes
         assert sh + bits <= 8 * lay.lane
@@ -262,10 +265,10 @@ def test_export_csv_round_trips_the_exact_doubles(store, tmp_path):
     path = str(tmp_path / "out.csv")
     with open(path, "w") as fh:
         fh.write("old contents\n")                     # replaced atomically
-    assert A.export(store, path, "csv") == len(expected)
+    assert E.export(store, path, "csv") == len(expected)
     with open(path, newline="") as fh:
         rows = list(csv.reader(fh))
-    assert tuple(rows[0]) == A.EXPORT_COLUMNS
+    assert tuple(rows[0]) == E.EXPORT_COLUMNS
     got = []
     for dev, boot, seq, idx, low, k, value, fp in rows[1:]:
         bits = int(np.float64(float(value)).view(np.uint64))  # text -> the identical double
@@ -273,31 +276,31 @@ def test_export_csv_round_trips_the_exact_doubles(store, tmp_path):
         got.append((dev, int(boot), int(seq), int(idx), int(low), int(k), bits, fp))
     assert got == expected
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]  # no temp file left
-    assert A.export(store, path, "csv", include_vector=True) == len(expected) + 3
+    assert E.export(store, path, "csv", include_vector=True) == len(expected) + 3
 
 
 def test_export_refuses_unknown_formats_and_parquet_on_stdout(store):
     two_profile_store(store)
     with pytest.raises(ZealError, match="format"):
-        A.export(store, "x.json", "json")
+        E.export(store, "x.json", "json")
     if _has("pyarrow"):
         with pytest.raises(ZealError, match="Parquet is binary"):
-            A.export(store, "-", "parquet")
+            E.export(store, "-", "parquet")
 
 
 def test_export_to_an_unwritable_place_is_an_error(store, tmp_path):
     two_profile_store(store)
     with pytest.raises(ZealError, match="cannot write"):
-        A.export(store, str(tmp_path / "no" / "such" / "dir.csv"), "csv")
+        E.export(store, str(tmp_path / "no" / "such" / "dir.csv"), "csv")
 
 
 def test_export_parquet_round_trip(store, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     expected = two_profile_store(store)
     path = str(tmp_path / "out.parquet")
-    assert A.export(store, path, "parquet") == len(expected)
+    assert E.export(store, path, "parquet") == len(expected)
     table = pq.read_table(path)
-    assert tuple(table.column_names) == A.EXPORT_COLUMNS
+    assert tuple(table.column_names) == E.EXPORT_COLUMNS
     assert str(table.schema.field("low").type) == "uint64"
     assert str(table.schema.field("k").type) == "uint64"
     assert str(table.schema.field("value").type) == "double"
@@ -321,9 +324,9 @@ def test_missing_extras_are_one_line_errors(store, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)   # import pyarrow -> ImportError
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(ZealError, match=r"needs pyarrow: pip install 'zeal-mcu\[parquet\]'"):
-        A.export(store, str(tmp_path / "x.parquet"), "parquet")
+        E.export(store, str(tmp_path / "x.parquet"), "parquet")
     assert not os.path.exists(tmp_path / "x.parquet")
-    from zeal import plots
+    from zeal.analysis import plots
     for mod in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(sys.modules, mod, None)
     with pytest.raises(ZealError, match=r"need matplotlib: pip install 'zeal-mcu\[plots\]'"):
@@ -402,13 +405,13 @@ def test_cli_export_default_name(store, capsys):
     with open(out) as fh:
         assert len(fh.read().splitlines()) == 4
     assert run(["export", "--db", store.path, "-o", "-"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == ",".join(A.EXPORT_COLUMNS)
+    assert capsys.readouterr().out.splitlines()[0] == ",".join(E.EXPORT_COLUMNS)
 
 
 # ---- plots -------------------------------------------------------------------------------------
 def test_cell_probabilities_match_the_exact_distribution():
-    from zeal.analysis import ExactGrid
-    from zeal import plots
+    from zeal.mechanism.grid import ExactGrid
+    from zeal.analysis import plots
 
     for bits in (3, 4, 8):
         grid = ExactGrid(P.from_bits(*HUMIDITY, 1.0, bits))
@@ -430,7 +433,7 @@ def test_plots_are_written(store, tmp_path):
     p4, p16 = P.from_bits(*HUMIDITY, 1.0, 4), P.from_bits(*HUMIDITY, 1.0, 16)
     fill(store, p4, DEV_A, offsets(p4, 12, 10, 64))
     fill(store, p16, DEV_B, offsets(p16, 13, 10, 64))
-    from zeal import plots
+    from zeal.analysis import plots
 
     paths = plots.plot_store(store, str(tmp_path / "plots"))
     names = sorted(os.path.basename(p) for p in paths)

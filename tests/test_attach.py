@@ -22,14 +22,17 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import datasets, profile as P, transport, wire
-from zeal.collector import Collector
-from zeal.conformance import locate_micropython
-from zeal.mechanism import ExactZeal
-from zeal.reports import offsets_from_low
-from zeal.store import Store
-from zeal.virtual import VirtualDevice
-from zeal.words import CounterWords
+from zeal import wire
+from zeal.analysis import datasets
+from zeal.mechanism import profile as P
+from zeal.wire import transport
+from zeal.collect.collector import Collector
+from zeal.board.firmware import locate_micropython
+from zeal.mechanism.scalar import ExactZeal
+from zeal.mechanism.reports import offsets_from_low
+from zeal.collect.store import Store
+from zeal.collect.virtual import VirtualDevice
+from zeal.mechanism.words import CounterWords
 
 from conftest import HUMIDITY
 from test_collector import ENV, collect_cmd, count, wait_for

@@ -22,9 +22,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from zeal import conformance as C
-from zeal import deploy as D
-from zeal import profile as P
+from zeal.board import conformance as C
+from zeal.board import flash as D
+from zeal.board import probe as PR
+from zeal.board import stop as S
+from zeal.mechanism import profile as P
 from zeal import wire
 from zeal.errors import ZealError
 
@@ -93,13 +95,13 @@ def status_frame(code, message=b""):
 
 
 def test_status_frames_decode_with_the_codes_stop_board_reads():
-    for code in (D.STATUS_STOPPED, D.STATUS_HELD):
+    for code in (S.STATUS_STOPPED, S.STATUS_HELD):
         frames = wire.Deframer().feed(status_frame(code, b"stopped"))
         assert len(frames) == 1 and isinstance(frames[0], wire.Status)
         assert frames[0].code == code
-    assert wire.STATUS_CODES[D.STATUS_STOPPED] == "STOPPED"
-    if D.STATUS_HELD in wire.STATUS_CODES:  # protocol 2
-        assert wire.STATUS_CODES[D.STATUS_HELD] == "HELD"
+    assert wire.STATUS_CODES[S.STATUS_STOPPED] == "STOPPED"
+    if S.STATUS_HELD in wire.STATUS_CODES:  # protocol 2
+        assert wire.STATUS_CODES[S.STATUS_HELD] == "HELD"
 
 
 class Clock:
@@ -191,12 +193,12 @@ class Board:
             self.reset_at = self.clock.t
             return b""
         data_noise = b"\x17\x02\x99\xff>>> \x01"  # part of a DATA run, a prompt-like tail
-        stopped = data_noise + status_frame(D.STATUS_STOPPED, b"stopped")
+        stopped = data_noise + status_frame(S.STATUS_STOPPED, b"stopped")
         if self.mode == "stream":
             return stopped + b"MicroPython v1.24.0 on 2024-10-25; Raspberry Pi Pico\r\n>>> "
         self.reset_at = self.clock.t + 0.3
         if self.mode == "watchdog":
-            return stopped + status_frame(D.STATUS_HELD, b"held: watchdog running")
+            return stopped + status_frame(S.STATUS_HELD, b"held: watchdog running")
         return stopped  # "watchdog-lost-held"
 
 
@@ -205,7 +207,7 @@ def run_stop(mode, **kwargs):
     board = Board(clock, mode, **{k: kwargs.pop(k) for k in ("absent_s", "comes_back")
                                   if k in kwargs})
     out = io.StringIO()
-    result = D.stop_board("fake://board", opener=board.open, clock=clock, sleep=clock.sleep,
+    result = S.stop_board("fake://board", opener=board.open, clock=clock, sleep=clock.sleep,
                           out=out, **kwargs)
     return result, board, clock, out.getvalue()
 
@@ -213,13 +215,13 @@ def run_stop(mode, **kwargs):
 def test_stop_a_board_at_its_repl():
     result, board, clock, _ = run_stop("repl")
     assert result.state == "repl" and result.codes == []
-    assert len(board.opened) == 1 and board.opened[0].written == D.STOP_LINE
+    assert len(board.opened) == 1 and board.opened[0].written == S.STOP_LINE
     assert board.opened[0].closed and clock.t < 1
 
 
 def test_stop_a_streaming_board_without_watchdog():
     result, board, clock, _ = run_stop("stream")
-    assert result.state == "stopped" and result.codes == [D.STATUS_STOPPED]
+    assert result.state == "stopped" and result.codes == [S.STATUS_STOPPED]
     assert len(board.opened) == 1 and board.opened[0].closed
 
 
@@ -229,7 +231,7 @@ def test_stop_a_board_whose_watchdog_runs(mode):
     while it is absent (failing), and the held REPL must answer a CR."""
     result, board, clock, out = run_stop(mode, absent_s=1.5, reappear=10)
     assert result.state == "held"
-    want = [D.STATUS_STOPPED, D.STATUS_HELD] if mode == "watchdog" else [D.STATUS_STOPPED]
+    want = [S.STATUS_STOPPED, S.STATUS_HELD] if mode == "watchdog" else [S.STATUS_STOPPED]
     assert result.codes == want
     assert len(board.opened) == 2 and all(s.closed for s in board.opened)
     assert board.opened[1].written == b"\r"
@@ -256,24 +258,24 @@ def test_zeal_stop_command(monkeypatch, capsys):
     import argparse
 
     parser = argparse.ArgumentParser(prog="zeal")
-    D.register_stop(parser.add_subparsers())
+    S.register_stop(parser.add_subparsers())
     for mode, needle in (("watchdog", "STOPPED, then HELD"), ("stream", "STOPPED; the board"),
                          ("repl", "was not streaming")):
         clock = Clock()
         board = Board(clock, mode)
-        monkeypatch.setattr(D, "_serial_opener", lambda baud, board=board: board.open)
-        monkeypatch.setattr(D.time, "monotonic", clock)
-        monkeypatch.setattr(D.time, "sleep", clock.sleep)
+        monkeypatch.setattr(S, "_serial_opener", lambda baud, board=board: board.open)
+        monkeypatch.setattr(S.time, "monotonic", clock)
+        monkeypatch.setattr(S.time, "sleep", clock.sleep)
         args = parser.parse_args(["stop", "--port", "fake://x", "--wait", "3"])
         # stop_board's clock/sleep defaults were bound at definition: pass through the fakes
-        monkeypatch.setattr(D, "stop_board", _with_clock(D.stop_board, clock))
+        monkeypatch.setattr(S, "stop_board", _with_clock(S.stop_board, clock))
         assert args.func(args) == 0
         assert needle in capsys.readouterr().out
         monkeypatch.undo()
     clock = Clock()
     board = Board(clock, "silent")
-    monkeypatch.setattr(D, "_serial_opener", lambda baud: board.open)
-    monkeypatch.setattr(D, "stop_board", _with_clock(D.stop_board, clock))
+    monkeypatch.setattr(S, "_serial_opener", lambda baud: board.open)
+    monkeypatch.setattr(S, "stop_board", _with_clock(S.stop_board, clock))
     args = parser.parse_args(["stop", "--port", "fake://x", "--wait", "1"])
     with pytest.raises(ZealError, match="no answer from fake://x within 1 s"):
         args.func(args)
@@ -287,7 +289,7 @@ def _with_clock(fn, clock):
 
 def test_stop_a_missing_port_is_one_line(tmp_path):
     with pytest.raises(ZealError, match="^cannot open .*no-such-port: no such port"):
-        D.stop_board(str(tmp_path / "no-such-port"))
+        S.stop_board(str(tmp_path / "no-such-port"))
 
 
 @pytest.mark.slow
@@ -313,8 +315,8 @@ def test_stop_through_a_port_that_vanishes_and_comes_back(tmp_path):
         master = new_pty()
         while b"!stop" not in got["first"]:
             got["first"].extend(os.read(master, 64))
-        os.write(master, status_frame(D.STATUS_STOPPED, b"stopped") +
-                 status_frame(D.STATUS_HELD, b"held"))
+        os.write(master, status_frame(S.STATUS_STOPPED, b"stopped") +
+                 status_frame(S.STATUS_HELD, b"held"))
         time.sleep(0.2)
         link.unlink()  # USB re-enumeration: the name goes away
         os.close(master)
@@ -330,10 +332,10 @@ def test_stop_through_a_port_that_vanishes_and_comes_back(tmp_path):
         while not link.is_symlink():
             time.sleep(0.01)
         start = time.monotonic()
-        result = D.stop_board(str(link), wait=10, reappear=10)
-        assert result.state == "held" and result.codes == [D.STATUS_STOPPED, D.STATUS_HELD]
+        result = S.stop_board(str(link), wait=10, reappear=10)
+        assert result.state == "held" and result.codes == [S.STATUS_STOPPED, S.STATUS_HELD]
         assert 1.0 <= time.monotonic() - start < 8
-        assert bytes(got["first"]) == D.STOP_LINE and bytes(got["second"]) == b"\r"
+        assert bytes(got["first"]) == S.STOP_LINE and bytes(got["second"]) == b"\r"
         t.join(5)
     finally:
         for master, slave in ptys:
@@ -510,7 +512,7 @@ def test_replay_file_named_in_a_config(prof_file):
     ("", None),
 ])
 def test_probe_output_mapping(output, problems):
-    assert D.probe_problems(output) == problems
+    assert PR.probe_problems(output) == problems
 
 
 def test_probe_code_runs_on_the_unix_port(tmp_path):
@@ -521,15 +523,15 @@ def test_probe_code_runs_on_the_unix_port(tmp_path):
     mp = C.locate_micropython()
     if mp is None:
         pytest.fail("the MicroPython unix port is a test dependency")
-    done = subprocess.run([mp, "-c", D.PROBE_CODE], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([mp, "-c", PR.PROBE_CODE], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
-    assert done.returncode == 0 and D.probe_problems(done.stdout) == [], done
+    assert done.returncode == 0 and PR.probe_problems(done.stdout) == [], done
     assert os.listdir(tmp_path) == []  # the probe file was removed
-    no_urandom = "import os\ndel os.urandom\n" + D.PROBE_CODE
+    no_urandom = "import os\ndel os.urandom\n" + PR.PROBE_CODE
     done = subprocess.run([mp, "-c", no_urandom], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     if done.returncode == 0:  # a port whose os module cannot lose attributes says nothing
-        assert D.probe_problems(done.stdout) in ([], ["its MicroPython has no os.urandom"])
+        assert PR.probe_problems(done.stdout) in ([], ["its MicroPython has no os.urandom"])
 
 
 def _fake_mpremote(tmp_path, stdout, code=0):
@@ -541,7 +543,7 @@ def _fake_mpremote(tmp_path, stdout, code=0):
 
 
 def test_run_probe_maps_the_board_to_one_line(tmp_path):
-    D.run_probe(_fake_mpremote(tmp_path, "ZEAL-PROBE ok\r\n"), "/dev/ttyACM0")
+    PR.run_probe(_fake_mpremote(tmp_path, "ZEAL-PROBE ok\r\n"), "/dev/ttyACM0")
     for stdout, code, want in (
             ("ZEAL-PROBE fs=19\r\n", 0,
              "the board on /dev/ttyACM0 cannot run Zeal: no filesystem is mounted (OSError 19, "
@@ -560,7 +562,7 @@ def test_run_probe_maps_the_board_to_one_line(tmp_path):
             ("hello\n", 0, "mpremote on /dev/ttyACM0: the board did not answer the probe "
                            "(output: hello |)")):
         with pytest.raises(ZealError) as info:
-            D.run_probe(_fake_mpremote(tmp_path, stdout, code), "/dev/ttyACM0")
+            PR.run_probe(_fake_mpremote(tmp_path, stdout, code), "/dev/ttyACM0")
         assert str(info.value) == want
 
 

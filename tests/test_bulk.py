@@ -6,12 +6,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from zeal import bulk
-from zeal import profile as P
-from zeal.analysis import ExactGrid
+from zeal.mechanism import bulk
+from zeal.mechanism import profile as P
+from zeal.mechanism import choose
+from zeal.mechanism.grid import ExactGrid
 from zeal.errors import InputError
-from zeal.mechanism import ExactZeal
-from zeal.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.scalar import ExactZeal
+from zeal.mechanism.words import CounterWords, ListWords, Recorder
 
 from conftest import EPSILONS, HUMIDITY
 
@@ -117,7 +118,7 @@ def test_matches_scalar_on_recorded_words(eps, bits):
 
 
 def test_auto_profile_and_float32_input():
-    prof = P.auto(LO, HI, 1.0)
+    prof = choose.auto(LO, HI, 1.0)
     x32 = np.random.default_rng(3).uniform(LO - 1, HI + 1, 500).astype(np.float32)
     expected, words, rest, _ = record(prof, x32.astype(np.float64), "auto-f32")
     assert bulk.sample_offsets(prof, x32, words, continuation(rest)).tolist() == expected
@@ -227,7 +228,7 @@ def test_large_grid_goes_through_the_exact_path():
 
 # ---- inputs --------------------------------------------------------------------------------
 def test_nan_and_infinities_are_rejected_with_a_count():
-    prof = P.auto(LO, HI, 1.0)
+    prof = choose.auto(LO, HI, 1.0)
     words = np.zeros((5, 3), dtype=np.uint64)
     with pytest.raises(InputError, match=r"^3 reading\(s\) are not finite \(1 NaN, 2 infinite"):
         bulk.sample_offsets(prof, [40.0, np.nan, np.inf, 50.0, -np.inf], words)
@@ -253,7 +254,7 @@ def test_clamping_counts_match_the_scalar():
 
 
 def test_empty_batch():
-    prof = P.auto(LO, HI, 1.0)
+    prof = choose.auto(LO, HI, 1.0)
     assert bulk.sample_offsets(prof, [], np.zeros((0, 3), dtype=np.uint64)).shape == (0,)
     assert bulk.sample_offsets_fast(prof, [], np.random.default_rng(0)).shape == (0,)
 

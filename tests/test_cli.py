@@ -104,7 +104,7 @@ def test_demo_json_runs_virtual_boards_end_to_end(tmp_path):
     assert doc["n"] == 400 and doc["bits"] == 4 and len(doc["devices"]) == 2
     assert doc["rejected_frames"] == 0 and doc["gaps"] == 0
     from fractions import Fraction
-    from zeal.datasets import aarhus
+    from zeal.analysis.datasets import aarhus
     assert doc["true_mean"] == float(sum(Fraction(float(t)) for t in aarhus("humidity", 400))
                                      / 400)
     again = zeal("demo", "--db", str(db))                 # never overwrites a database
@@ -151,7 +151,7 @@ def test_collector_side_mistakes_are_one_line_errors(tmp_path, args, fragment):
 def test_busy_database_is_a_one_line_error(tmp_path):
     import sqlite3
     db = tmp_path / "busy.db"
-    from zeal.store import Store
+    from zeal.collect.store import Store
     Store(db).close()
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")

@@ -11,12 +11,14 @@ import time
 
 import pytest
 
-from zeal import profile as P, reports, wire
+from zeal import wire
+from zeal.mechanism import profile as P
+from zeal.mechanism import reports
 from zeal.cli import main as cli_main
-from zeal.collector import Collector
-from zeal.store import Store, StoreError
-from zeal.transport import PortBusy, PortNotFound, open_port
-from zeal.virtual import Pty
+from zeal.collect.collector import Collector
+from zeal.collect.store import Store, StoreError
+from zeal.wire.transport import PortBusy, PortNotFound, open_port
+from zeal.collect.virtual import Pty
 
 from conftest import HOST, HUMIDITY
 

@@ -13,9 +13,12 @@ import time
 
 import pytest
 
-from zeal import datasets, profile as P, transport, wire
-from zeal.conformance import locate_micropython
-from zeal.virtual import Pty, VirtualDevice
+from zeal import wire
+from zeal.analysis import datasets
+from zeal.mechanism import profile as P
+from zeal.wire import transport
+from zeal.board.firmware import locate_micropython
+from zeal.collect.virtual import Pty, VirtualDevice
 
 from conftest import HUMIDITY
 from test_collector import ENV, collect_cmd, count, wait_for

@@ -13,14 +13,15 @@ import time
 
 import pytest
 
-from zeal import analyze as A
-from zeal import collector as C
-from zeal import transport, wire
+from zeal.analysis import analyze as A
+from zeal.collect import collector as C
+from zeal import wire
+from zeal.wire import transport
 from zeal.cli import main as cli_main
-from zeal.collector import Collector
+from zeal.collect.collector import Collector
 from zeal.errors import ZealError
-from zeal.store import Store
-from zeal.virtual import Pty
+from zeal.collect.store import Store
+from zeal.collect.virtual import Pty
 
 from test_collector import (DEV, ENV, FP, PROF, STOP, background, collect_cmd, count, data,
                             hello, run_stream, status, wait_for)

@@ -1,4 +1,4 @@
-"""Every shared vector through every implementation, bit for bit (zeal.conformance).
+"""Every shared vector through every implementation, bit for bit (zeal.board.conformance).
 
 Targets: the CPython host reference (in process), the firmware on the MicroPython unix port
 (a test dependency: missing means FAIL, not skip), and the same firmware under CPython.
@@ -16,8 +16,8 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import conformance as C
-from zeal import profile as P
+from zeal.board import conformance as C
+from zeal.mechanism import profile as P
 
 TARGETS = ("cpython", "micropython", "firmware-cpython")
 NEEDS_MICROPYTHON = ("micropython",)

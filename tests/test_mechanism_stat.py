@@ -11,12 +11,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from zeal import profile as P
-from zeal.analysis import ExactGrid
-from zeal.bulk import sample_offsets_fast
-from zeal.estimate import Estimator
-from zeal.mechanism import ExactZeal
-from zeal.words import CounterWords
+from zeal.mechanism import profile as P
+from zeal.mechanism.grid import ExactGrid
+from zeal.mechanism.bulk import sample_offsets_fast
+from zeal.mechanism.estimate import Estimator
+from zeal.mechanism.scalar import ExactZeal
+from zeal.mechanism.words import CounterWords
 
 from conftest import BITS, EPSILONS, HUMIDITY
 

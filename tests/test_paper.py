@@ -23,7 +23,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from zeal import paper as P
+from zeal.paper import formulas as P
 
 HUM = (23.5, 83.9, 1.0)
 SMALL = (0.0, 2.0, 2 * math.log(3))

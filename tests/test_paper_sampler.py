@@ -1,4 +1,4 @@
-"""The paper's float64 inverse-CDF sampler (zeal.paper_sampler): a reference, not the product.
+"""The paper's float64 inverse-CDF sampler (zeal.paper.sampler): a reference, not the product.
 
 Statistical tests use a fixed seed. Each check is calibrated to a false-failure probability
 ALPHA = 1e-7 with a rigorous (non-asymptotic) inequality; there are 8 checks, so a fresh seed
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from zeal import paper as P
-from zeal.paper_sampler import inverse_cdf, reachable_outputs, sample
+from zeal.paper import formulas as P
+from zeal.paper.sampler import inverse_cdf, reachable_outputs, sample
 
 HUM = (23.5, 83.9, 1.0)
 TINY = (5.0, 15.0, 1.0)  # the paper's Fig. holesInvCdf: Hbar = 10, h = 5, eps = 1

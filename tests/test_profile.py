@@ -7,8 +7,9 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import profile as P
-from zeal.analysis import worst_variance_ratio
+from zeal.mechanism import profile as P
+from zeal.mechanism import choose
+from zeal.mechanism.grid import worst_variance_ratio
 from zeal.errors import ProfileError
 
 from conftest import HUMIDITY
@@ -175,18 +176,18 @@ def test_exp_lower_bound_is_below_e():
 def test_auto_is_the_smallest_m_within_one_percent():
     lo, hi = HUMIDITY
     for eps in (0.5, 1.0, 2.0, 4.0):
-        prof = P.auto(lo, hi, eps)
+        prof = choose.auto(lo, hi, eps)
         assert worst_variance_ratio(prof)[1] <= P.AUTO_VARIANCE_SLACK
         for m in range(2, prof.bits):
             assert worst_variance_ratio(P.from_bits(lo, hi, eps, m))[1] > P.AUTO_VARIANCE_SLACK
-    assert P.auto(lo, hi, 1.0).bits == 4
-    assert math.isclose(P.auto(lo, hi, 1.0).ulp, 2.0 ** 4)
+    assert choose.auto(lo, hi, 1.0).bits == 4
+    assert math.isclose(choose.auto(lo, hi, 1.0).ulp, 2.0 ** 4)
 
 
 @pytest.mark.parametrize("lo, hi", [(0.0, 1e-300), (-3e-200, 5e-200), (1e290, 3e290)])
 def test_extreme_ranges_keep_the_variance_comparison_finite(lo, hi):
     """The ratio to PM is scale-free; tiny and huge ranges must not under/overflow to NaN."""
-    prof = P.auto(lo, hi, 1.0)
+    prof = choose.auto(lo, hi, 1.0)
     low, high = worst_variance_ratio(prof)
     assert math.isfinite(low) and math.isfinite(high) and high <= P.AUTO_VARIANCE_SLACK
     same_shape = P.from_bits(23.5, 83.9, 1.0, prof.bits)

@@ -1,4 +1,4 @@
-"""The SQLite store (zeal.store): schema version, WAL, idempotent frame inserts, refusal of a
+"""The SQLite store (zeal.collect.store): schema version, WAL, idempotent frame inserts, refusal of
 newer schema, busy database, event and link sums, profiles re-validated on load. Exact tests.
 Identity, unresolved frames, event keys, caps and robustness: test_store_robust.py."""
 import json
@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from zeal import profile as P
+from zeal.mechanism import profile as P
 from zeal import wire
 from zeal.errors import ProfileError
-from zeal.store import SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError
+from zeal.collect.store import SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError
 
 from conftest import HUMIDITY
 

@@ -1,4 +1,4 @@
-"""The store's schema 2 (zeal.store), issue 7 items 5, 7, 8, 9. Exact tests.
+"""The store's schema 2 (zeal.collect.store), issue 7 items 5, 7, 8, 9. Exact tests.
 
 - Identity: the three losses of schema 1's key (device, boot, seq, crc) -- a u16 sequence wrap,
   a boot counter restarted after a lost seed file, two boards with one id -- each shown to
@@ -21,11 +21,11 @@ import zlib
 
 import pytest
 
-from zeal import profile as P
-from zeal import store as S
+from zeal.mechanism import profile as P
+from zeal.collect import store as S
 from zeal import wire
 from zeal.errors import ZealError
-from zeal.store import (SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError,
+from zeal.collect.store import (SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError,
                         UnresolvedRecord, open_existing)
 
 from conftest import HUMIDITY

@@ -28,10 +28,10 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import profile as P
-from zeal.analysis import ExactGrid
-from zeal.mechanism import ExactZeal
-from zeal.words import CounterWords
+from zeal.mechanism import profile as P
+from zeal.mechanism.grid import ExactGrid
+from zeal.mechanism.scalar import ExactZeal
+from zeal.mechanism.words import CounterWords
 
 from conftest import HUMIDITY, ROOT
 from test_firmware_loop import (KEY, Data, Hello, Status, Text, f64, midpoint, parse_output,

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from zeal import profile as P
-from zeal import reports
+from zeal.mechanism import profile as P
+from zeal.mechanism import reports
 from zeal.errors import InputError, ProfileError
-from zeal.mechanism import (ExactZeal, reading_from_float32_bits, reading_from_float64_bits,
+from zeal.mechanism.scalar import (ExactZeal, reading_from_float32_bits, reading_from_float64_bits,
                             reading_from_raw)
-from zeal.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.words import CounterWords, ListWords, Recorder
 
 from conftest import ROOT
 

@@ -1,6 +1,6 @@
 """End to end without a board: the real firmware main loop under the MicroPython unix port
-(zeal.virtual.VirtualDevice), its frames through real pseudo-terminals read by pyserial, the
-Collector, SQLite; then every stored report is checked bit-exactly against the CPython
+(zeal.collect.virtual.VirtualDevice), its frames through real pseudo-terminals read by pyserial,
+the Collector, SQLite; then every stored report is checked bit-exactly against the CPython
 reference mechanism run on the same float64 readings with the same key.
 """
 import os
@@ -10,13 +10,16 @@ from fractions import Fraction
 
 import pytest
 
-from zeal import datasets, profile as P, reports, wire
-from zeal.collector import Collector
-from zeal.conformance import locate_micropython
-from zeal.mechanism import ExactZeal
-from zeal.store import Store
-from zeal.virtual import VirtualDevice
-from zeal.words import CounterWords
+from zeal import wire
+from zeal.analysis import datasets
+from zeal.mechanism import profile as P
+from zeal.mechanism import reports
+from zeal.collect.collector import Collector
+from zeal.board.firmware import locate_micropython
+from zeal.mechanism.scalar import ExactZeal
+from zeal.collect.store import Store
+from zeal.collect.virtual import VirtualDevice
+from zeal.mechanism.words import CounterWords
 
 from conftest import HUMIDITY
 
@@ -132,7 +135,7 @@ def test_reboot_on_the_same_line_is_an_event(tmp_path):
 def test_stop_line_from_the_host_and_clean_teardown():
     """`zeal stop` writes "!stop" to the port: the virtual board stops as a board does
     (flush, STATUS STOPPED, exit). Closing leaves no process, thread or fd behind."""
-    from zeal import transport
+    from zeal.wire import transport
 
     prof = P.from_bits(*HUMIDITY, 1.0, 8)
     fds = set(os.listdir("/proc/self/fd"))

@@ -18,10 +18,10 @@ import sys
 import numpy as np
 import pytest
 
-from zeal import profile as P
-from zeal import reports
+from zeal.mechanism import profile as P
+from zeal.mechanism import reports
 from zeal import wire
-from zeal import wire_conformance
+from zeal.wire import conformance as wire_conformance
 
 from conftest import ROOT
 

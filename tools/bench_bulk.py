@@ -19,8 +19,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
 
-from zeal import bulk  # noqa: E402
-from zeal import profile as P  # noqa: E402
+from zeal.mechanism import bulk  # noqa: E402
+from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism import choose  # noqa: E402
 
 LO, HI, EPS = 23.5, 83.9, 1.0
 
@@ -58,7 +59,7 @@ def main(argv=None):
 
     rng = np.random.default_rng(args.seed)
     x = rng.uniform(LO, HI, args.n)
-    profiles = [("auto", P.auto(LO, HI, EPS)), ("8", P.from_bits(LO, HI, EPS, 8)),
+    profiles = [("auto", choose.auto(LO, HI, EPS)), ("8", P.from_bits(LO, HI, EPS, 8)),
                 ("16", P.from_bits(LO, HI, EPS, 16))]
     chunks = [bulk.CHUNK] if not args.sweep else [1 << k for k in (11, 12, 13, 14, 15, 16, 17)]
 

@@ -11,7 +11,7 @@ It is then pushed, as fast as the pty takes it, through a fresh raw pty to
 
   raw copy   pyserial reading what is waiting (else the next byte) until every byte has
              arrived, no decoding: the ceiling of this transport;
-  collector  zeal.collector.Collector into a new SQLite file, until the STOPPED status is
+  collector  zeal.collect.collector.Collector into a new SQLite file, until the STOPPED status is
              committed: deframing, CRC, decoding, FrameRecords, transactions every 0.2 s.
 
 Best of R runs each, alternately. The ratio is collector reports/s over raw-copy reports/s
@@ -31,10 +31,13 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
 
-from zeal import profile as P, reports, transport, wire  # noqa: E402
-from zeal.collector import Collector  # noqa: E402
-from zeal.store import Store  # noqa: E402
-from zeal.virtual import Pty, VirtualDevice  # noqa: E402
+from zeal import wire  # noqa: E402
+from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism import reports  # noqa: E402
+from zeal.wire import transport  # noqa: E402
+from zeal.collect.collector import Collector  # noqa: E402
+from zeal.collect.store import Store  # noqa: E402
+from zeal.collect.virtual import Pty, VirtualDevice  # noqa: E402
 
 LO, HI, EPS = 23.5, 83.9, 1.0
 DEVICE = b"bench-01"

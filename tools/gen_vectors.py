@@ -16,13 +16,13 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
-from zeal import profile as P  # noqa: E402
-from zeal import reports  # noqa: E402
+from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism import reports  # noqa: E402
 from zeal.errors import InputError  # noqa: E402
-from zeal.floatbits import float64_to_bits  # noqa: E402
-from zeal.mechanism import (ExactZeal, reading_from_float32_bits,  # noqa: E402
+from zeal.mechanism.floatbits import float64_to_bits  # noqa: E402
+from zeal.mechanism.scalar import (ExactZeal, reading_from_float32_bits,  # noqa: E402
                             reading_from_float64_bits, reading_from_raw)
-from zeal.words import CounterWords, ListWords, Recorder  # noqa: E402
+from zeal.mechanism.words import CounterWords, ListWords, Recorder  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors")
 VERSION = 1

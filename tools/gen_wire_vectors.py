@@ -18,10 +18,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
-from zeal import profile as P  # noqa: E402
-from zeal import reports  # noqa: E402
+from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism import reports  # noqa: E402
 from zeal import wire  # noqa: E402
-from zeal.wire_conformance import decode_stream, encode_case  # noqa: E402
+from zeal.wire.conformance import decode_stream, encode_case  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors", "wire.json")
 PROFILES = os.path.join(ROOT, "shared_spec", "vectors", "profiles.json")

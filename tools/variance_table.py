@@ -3,7 +3,7 @@
 
 Usage: python tools/variance_table.py [--range LO HI] [--bits 2 8]
 Each cell is max over all inputs x in [lo, hi] of Var_exact(x) / Var_PM(x)
-(zeal.analysis.worst_variance_ratio: exact per-step extremes, evaluated in float64).
+(zeal.mechanism.grid.worst_variance_ratio: exact per-step extremes, evaluated in float64).
 """
 import argparse
 import os
@@ -11,8 +11,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
-from zeal import profile  # noqa: E402
-from zeal.analysis import worst_variance_ratio  # noqa: E402
+from zeal.mechanism import choose, profile  # noqa: E402
+from zeal.mechanism.grid import worst_variance_ratio  # noqa: E402
 
 
 def main() -> int:
@@ -28,7 +28,7 @@ def main() -> int:
     for eps in args.epsilon:
         cells = ["%.4f" % worst_variance_ratio(profile.from_bits(lo, hi, eps, m))[1]
                  for m in bits]
-        print("| %g | %s | %d |" % (eps, " | ".join(cells), profile.auto(lo, hi, eps).bits))
+        print("| %g | %s | %d |" % (eps, " | ".join(cells), choose.auto(lo, hi, eps).bits))
     return 0
 
 

@@ -44,8 +44,8 @@ def _fmt(value):
 # ---- profile ------------------------------------------------------------------------------------
 def profile_report(prof) -> dict:
     """Every figure a user may want about a profile (the --json contract)."""
-    from . import paper
-    from .analysis import ExactGrid, worst_variance_ratio
+    from .mechanism.grid import ExactGrid, worst_variance_ratio
+    from .paper import formulas as paper
 
     lo, hi, eps, e = prof.lo, prof.hi, prof.epsilon, prof.exponent
     grid = ExactGrid(prof)
@@ -72,7 +72,7 @@ def profile_report(prof) -> dict:
 
 
 def cmd_profile(args) -> int:
-    from . import profile as prof_mod
+    from .mechanism import choose, profile as prof_mod
 
     calibration = None
     if args.cal_gain is not None or args.cal_offset is not None:
@@ -82,7 +82,7 @@ def cmd_profile(args) -> int:
             prof_mod.Calibration.parse(args.cal_gain, "--cal-gain"),
             prof_mod.Calibration.parse(args.cal_offset, "--cal-offset"))
     lo, hi = args.range
-    prof = prof_mod.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
+    prof = choose.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
                           calibration=calibration)
     if args.output:
         out = _open(args.output, "w")
@@ -127,10 +127,10 @@ def _reading_from_text(text: str):
 
 
 def cmd_perturb(args) -> int:
-    from . import profile as prof_mod
-    from . import reports
-    from .mechanism import ExactZeal
-    from .words import CounterWords, key_from_hex, system_words
+    from .mechanism import profile as prof_mod
+    from .mechanism import reports
+    from .mechanism.scalar import ExactZeal
+    from .mechanism.words import CounterWords, key_from_hex, system_words
 
     prof = prof_mod.load(args.profile)
     if args.seed is not None:
@@ -166,9 +166,9 @@ def cmd_perturb(args) -> int:
 def cmd_aggregate(args) -> int:
     import numpy as np
 
-    from . import profile as prof_mod
-    from . import reports
-    from .estimate import Estimator
+    from .mechanism import profile as prof_mod
+    from .mechanism import reports
+    from .mechanism.estimate import Estimator
 
     prof = prof_mod.load(args.profile)
     offsets = []
@@ -209,7 +209,7 @@ def cmd_demo(args) -> int:
 
 # ---- conformance --------------------------------------------------------------------------------
 def cmd_conformance(args) -> int:
-    from . import conformance as C
+    from .board import conformance as C
 
     targets = [args.target] if args.target else ["cpython", "micropython"]
     if args.port:
@@ -314,13 +314,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the analysis as JSON "
                    "(overall keys plus true_mean and a per-device list)")
     p.set_defaults(func=cmd_demo)
-    from . import analyze, collector, deploy
+    from .analysis import analyze
+    from .board import devices, flash, stop
+    from .collect import collector
 
     collector.register(sub)
     analyze.register(sub)
-    deploy.register(sub)
+    flash.register(sub)
+    devices.register(sub)
 
-    deploy.register_stop(sub)
+    stop.register_stop(sub)
 
     p = sub.add_parser("conformance", help="run the shared vectors on CPython, MicroPython "
                        "and a board", description="Run every vector in shared_spec/vectors "

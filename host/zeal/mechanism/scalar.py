@@ -5,8 +5,8 @@ zealfw/mechanism.py is the integer-only twin and the vectors prove they agree.
 """
 from fractions import Fraction
 
-from .analysis import ExactGrid
-from .errors import InputError
+from .grid import ExactGrid
+from ..errors import InputError
 from .floatbits import bits_to_float32, bits_to_float64, exact
 from .profile import Profile
 from .words import system_words
@@ -81,7 +81,7 @@ class ExactZeal:
 
     def __init__(self, *, profile: Profile, words=None):
         if not isinstance(profile, Profile):
-            raise TypeError("profile must be a zeal.profile.Profile")
+            raise TypeError("profile must be a zeal.mechanism.profile.Profile")
         self.profile = profile
         self.words = words if words is not None else system_words()
         self.grid = ExactGrid(profile)

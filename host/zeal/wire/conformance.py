@@ -1,4 +1,4 @@
-"""Judge answers to the wire vectors (shared_spec/vectors/wire.json); the zeal.conformance
+"""Judge answers to the wire vectors (shared_spec/vectors/wire.json); the zeal.board.conformance
 checker of suite "wire".
 
 The device side (firmware/conformance/conformance_wire.py) answers `handle(case)` with
@@ -11,10 +11,11 @@ import json
 import os
 from typing import Iterable, List, Tuple
 
-from . import wire
+from .. import wire  # the package: codec, deframer and decoder together
 
-PROFILES_JSON = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "shared_spec", "vectors", "profiles.json")
+# the repository root is four folders up: host/zeal/wire/conformance.py
+PROFILES_JSON = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))), "shared_spec", "vectors", "profiles.json")
 
 DEVICE_TARGETS = ("both", "device")
 
@@ -100,7 +101,7 @@ _PROFILES = []
 
 def _known_profiles():
     if not _PROFILES:
-        from . import profile as P
+        from ..mechanism import profile as P
 
         with open(PROFILES_JSON) as fh:
             doc = json.load(fh)
@@ -127,7 +128,7 @@ def decode_stream(stream: bytes, *, vectors: bool = False, profiles=None) -> dic
 
 
 def handle(req: dict):
-    """The host implementation (target "cpython" of zeal.conformance): (ok, hex | reason) for
+    """The host implementation (target "cpython" of zeal.board.conformance): (ok, hex | reason) for
     encode cases, (True, expect-dict) for decode cases. Takes the request alone or inside
     the harness's envelope ({"suite", "id", "case": request})."""
     if "op" not in req and isinstance(req.get("case"), dict):

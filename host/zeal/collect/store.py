@@ -63,8 +63,8 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional
 from urllib.parse import quote
 
-from .errors import ProfileError, ZealError
-from .profile import Profile, loads as profile_loads
+from ..errors import ProfileError, ZealError
+from ..mechanism.profile import Profile, loads as profile_loads
 
 SCHEMA_VERSION = 2
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .paper import c_const, half_width, hbar, p_level
+from .formulas import c_const, half_width, hbar, p_level
 
 
 def inverse_cdf(lo, hi, eps, abar, x, u):

@@ -72,8 +72,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import InputError
-from .mechanism import ExactZeal
+from ..errors import InputError
+from .scalar import ExactZeal
 from .profile import Profile, WORD
 
 #: largest N - Nc served by the float64 fast path (see the module docstring)
@@ -92,7 +92,7 @@ class _Plan:
 
     def __init__(self, profile: Profile):
         if not isinstance(profile, Profile):
-            raise TypeError("profile must be a zeal.profile.Profile")
+            raise TypeError("profile must be a zeal.mechanism.profile.Profile")
         self.profile = profile
         self.lo = float(profile.lo)
         self.hi = float(profile.hi)
@@ -342,7 +342,7 @@ def sample_offsets_fast(profile: Profile, x, rng: np.random.Generator, *, chunk:
 
     For simulations and benchmarks only. numpy's generators are not cryptographic and are
     never to be used on or for devices: production reports take their words from
-    `zeal.words.system_words()` (or the device's generator). Each row's output has exactly
+    `zeal.mechanism.words.system_words()` (or the device's generator). Each row's output has exactly
     the mechanism's distribution given independent uniform words; rows that need the scalar
     fallback continue from the same generator.
     """

@@ -48,13 +48,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 
-from .errors import ZealError
+from ..errors import ZealError
+from .firmware import firmware_files
+from .probe import mpremote_error, probe_argv, run_probe
+from .stop import is_device_path, seconds_arg, stop_board, stop_text
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "firmware")
 
 BOARD_LIB = "lib/zealfw"
 BOARD_PROFILE = "zeal_profile.json"
@@ -62,12 +62,6 @@ BOARD_CONFIG = "zeal_config.json"
 BOARD_MAIN = "main.py"
 BOARD_REPLAY = "zeal_replay.txt"
 STAGE = "STAGE"  # shown in --dry-run for the temporary folder flash() makes
-STOP_LINE = b"\r\n!stop\r\n"
-# STATUS codes stop_board waits for (shared_spec: STOPPED 4; HELD 7 = the board resets into a
-# held REPL after a stop because its watchdog was running). Only Status.code is read, so any
-# wire protocol whose Deframer yields Status objects will do.
-STATUS_STOPPED = 4
-STATUS_HELD = 7
 # RP2040's machine.WDT takes at most 8388 ms (its 24-bit counter at 2 ticks per us); ESP32
 # allows more, but a config that must run on any board keeps to the smaller one.
 WDT_MAX_MS = 8388
@@ -90,43 +84,6 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 # ESP32 machine.ADC.ATTN_* values; RP2040 has no attenuation (the firmware skips it there)
 _ATTEN_NAMES = {"0db": 0, "2.5db": 1, "2_5db": 1, "6db": 2, "11db": 3}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-# ---- the firmware on this machine ------------------------------------------------------------
-def find_firmware():
-    """The firmware folder: the repository's firmware/ in a source checkout or an editable
-    install; in an installed wheel, the installed `zealfw` package (with `_board/main.py`)."""
-    if _layout(REPO_FIRMWARE) is not None:
-        return REPO_FIRMWARE
-    # find_spec on a top-level package locates it without importing it (device code imports
-    # `micropython`, which CPython does not have)
-    spec = importlib.util.find_spec("zealfw")
-    for folder in (spec.submodule_search_locations or ()) if spec else ():
-        if _layout(folder) is not None:
-            return os.path.abspath(folder)
-    raise ZealError("firmware not found: neither %s nor an installed zealfw package "
-                    "(reinstall zeal-mcu, or run from a source checkout)" % REPO_FIRMWARE)
-
-
-def _layout(folder):
-    """(package dir, board main.py) if `folder` is a firmware folder, else None."""
-    for pkg, main in ((os.path.join(folder, "zealfw"), os.path.join(folder, "board", "main.py")),
-                      (folder, os.path.join(folder, "_board", "main.py"))):
-        if os.path.isfile(os.path.join(pkg, "__init__.py")) and os.path.isfile(main):
-            return pkg, main
-    return None
-
-
-def firmware_files(firmware=None):
-    """(package dir, [module .py paths], board main.py) of a firmware folder."""
-    folder = firmware or find_firmware()
-    found = _layout(folder)
-    if found is None:
-        raise ZealError("%s is not a firmware folder (no zealfw/__init__.py and "
-                        "board/main.py)" % folder)
-    pkg, main = found
-    modules = [os.path.join(pkg, n) for n in sorted(os.listdir(pkg)) if n.endswith(".py")]
-    return pkg, modules, main
 
 
 # ---- the device config -----------------------------------------------------------------------
@@ -360,75 +317,6 @@ def _prepare_code(names):
                                         ", ".join(q(n) for n in names), q(BOARD_LIB + "/")))
 
 
-# Board-side probe: can the board write and remove a file, and does it have os.urandom? One
-# marker line, e.g. "ZEAL-PROBE ok" or "ZEAL-PROBE fs=19 urandom=AttributeError" (fs=errno of
-# the failed write, as MicroPython's OSError carries it in args[0]). Valid MicroPython.
-PROBE_FILE = "zeal_probe.tmp"
-PROBE_MARK = "ZEAL-PROBE"
-PROBE_CODE = ("import os\n"
-              "r = []\n"
-              "try:\n"
-              " f = open(%(file)s, \"wb\")\n"
-              " try:\n  f.write(b\"zeal\")\n finally:\n  f.close()\n"
-              " os.remove(%(file)s)\n"
-              "except OSError as e:\n"
-              " r.append(\"fs=\" + str(e.args[0] if e.args else \"?\").replace(\" \", \"_\"))\n"
-              "try:\n"
-              " if len(os.urandom(8)) != 8:\n  r.append(\"urandom=short\")\n"
-              "except Exception as e:\n"
-              " r.append(\"urandom=\" + type(e).__name__)\n"
-              "print(%(mark)s, \" \".join(r) or \"ok\")\n"
-              % {"file": json.dumps(PROBE_FILE), "mark": json.dumps(PROBE_MARK)})
-# errno -> (what the probe says, what mpremote_error adds); MicroPython's OSError carries the
-# errno number (OSError: 19, or [Errno 19] ENODEV)
-_ERRNO_TEXT = {
-    "19": ("no filesystem is mounted (OSError 19, ENODEV)",
-           "the board has no filesystem mounted, ENODEV"),
-    "30": ("its filesystem is read-only (OSError 30, EROFS)",
-           "the board's filesystem is read-only, EROFS"),
-    "28": ("its filesystem is full (OSError 28, ENOSPC)", "the board's filesystem is full, ENOSPC"),
-    "13": ("its filesystem refuses writes (OSError 13, EACCES)",
-           "the board's filesystem refuses writes, EACCES"),
-    "5": ("its filesystem gives I/O errors (OSError 5, EIO)",
-          "the board's filesystem gives I/O errors, EIO"),
-}
-
-
-def probe_problems(output):
-    """The problems a PROBE_CODE run reports, as phrases ([] for a board that passes), or
-    None when its output holds no marker line."""
-    for line in reversed(output.splitlines()):
-        line = line.strip()
-        if line.startswith(PROBE_MARK + " "):
-            break
-    else:
-        return None
-    problems = []
-    for token in line[len(PROBE_MARK) + 1:].split():
-        what, _, value = token.partition("=")
-        if what == "fs":
-            problems.append(_ERRNO_TEXT[value][0] if value in _ERRNO_TEXT else
-                            "its filesystem is not writable (OSError %s)" % value)
-        elif what == "urandom":
-            problems.append("its MicroPython has no os.urandom" if value == "AttributeError"
-                            else "os.urandom fails (%s)" % value)
-    return problems
-
-
-def probe_message(problems, what):
-    """One line naming why the board cannot take `what`."""
-    needs = []
-    if any("filesystem" in p for p in problems):
-        needs.append("a writable filesystem")
-    if any("urandom" in p for p in problems):
-        needs.append("os.urandom for its generator key")
-    return "%s: %s (Zeal needs %s; use a MicroPython build that has %s)" % (
-        what, "; ".join(problems), " and ".join(needs), "them" if len(needs) > 1 else "it")
-
-
-def probe_argv(port):
-    return [sys.executable, "-m", "mpremote", "connect", port, "+", "exec", PROBE_CODE]
-
 
 def mpremote_argv(port, pkg_files, root_files):
     """One mpremote invocation: connect, prepare lib/zealfw, copy, reset.
@@ -459,7 +347,7 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     folder for generated files (flash() passes a temporary one; the default is the
     placeholder STAGE). `mpy_cross`: an argv prefix, None to look for it, or False to act as
     if it were missing."""
-    from . import profile as P
+    from ..mechanism import profile as P
 
     prof = P.load(profile_path)
     cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file)
@@ -498,7 +386,7 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
 
     if compile:
         if mpy_cross is None:
-            from .conformance import locate_mpy_cross
+            from .firmware import locate_mpy_cross
 
             mpy_cross = locate_mpy_cross()
         if not mpy_cross:
@@ -507,7 +395,7 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
                                       "board)"))
             compile = False
     if compile:
-        from .conformance import module_name
+        from .firmware import module_name
 
         sources = [("%s/%s" % (BOARD_LIB, os.path.basename(m)), m) for m in modules]
         pkg_files = [os.path.join(stage, *rel[:-3].split("/")) + ".mpy" for rel, _ in sources]
@@ -552,210 +440,10 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
 
 
 # ---- running it ------------------------------------------------------------------------------
-def _is_device_path(port):
-    return port.startswith("/") and "://" not in port
-
-
-def _serial_opener(baudrate):
-    def open_port(port):
-        import serial
-
-        return serial.serial_for_url(port, baudrate=baudrate, timeout=0.1, write_timeout=2)
-    return open_port
-
-
-def _port_errors():
-    try:
-        import serial
-    except ImportError:
-        raise ZealError("pyserial is missing (pip install pyserial)") from None
-    return (serial.SerialException, OSError, ValueError)
-
-
-def _open_once(port, opener):
-    if _is_device_path(port) and not os.path.exists(port):
-        raise ZealError("cannot open %s: no such port (`zeal devices` lists connected boards)"
-                        % port)
-    errors = _port_errors()
-    try:
-        return opener(port)
-    except errors as exc:
-        raise ZealError("cannot open %s: %s" % (port, exc)) from None
-
-
-PROMPT = b">>> "
-
-
-@dataclass
-class StopResult:
-    """What stop_board saw. state: "stopped" (STATUS STOPPED, then the REPL), "held" (STOPPED
-    and HELD: the board reset into its held REPL, which answered), "repl" (the board was at its
-    REPL already), "silent" (no answer within the wait). codes: STATUS codes seen."""
-    state: str
-    codes: list = field(default_factory=list)
-
-
-def stop_board(port, *, wait=5.0, reappear=10.0, baudrate=115200, opener=None,
-               clock=time.monotonic, sleep=time.sleep, out=None):
-    """Give a board's REPL back, watchdog or not (`zeal stop`, and the first step of flash).
-
-    Sends "!stop" and reads the line through zeal.wire's Deframer (only Status.code is used):
-    a streaming board answers at its next sampling tick with STATUS STOPPED and returns to
-    its REPL (prompt ">>> "); one whose watchdog runs sends STOPPED, then HELD, and resets
-    (a machine.WDT cannot be stopped), coming back held in its REPL. The port vanishes while
-    USB re-enumerates, so after HELD (or a port lost after STOPPED) it is closed at once and
-    reopened every 0.2 s for up to `reappear` s, until the REPL answers a CR. A board already
-    at its REPL prints a SyntaxError and the prompt. `wait` bounds the wait for the first
-    answer: a board reads "!stop" once per sampling tick, so give more than its period_ms.
-    `opener(port)` returns a pyserial-like object (read(n), write(b), flush(), close());
-    tests pass a fake board. Raises ZealError (one line) for an unopenable port, a port lost
-    before STOPPED, or a board that does not come back."""
-    from . import wire
-
-    opener = opener or _serial_opener(baudrate)
-    errors = _port_errors()
-    ser = _open_once(port, opener)
-    deframer = wire.Deframer()
-    codes, tail = [], b""
-    lost = False
-    try:
-        try:
-            ser.write(STOP_LINE)
-            ser.flush()
-        except errors as exc:
-            raise ZealError("cannot write to %s: %s" % (port, exc)) from None
-        deadline = clock() + wait
-        while clock() < deadline:
-            try:
-                chunk = ser.read(256)
-            except errors:
-                if STATUS_STOPPED in codes:  # reset before its HELD frame got out
-                    lost = True
-                    break
-                raise ZealError("lost %s before the board answered \"!stop\"" % port) from None
-            if not chunk:
-                if tail.endswith(PROMPT):  # the prompt, and quiet after it
-                    return StopResult("stopped" if STATUS_STOPPED in codes else "repl", codes)
-                continue
-            tail = (tail + chunk)[-64:]
-            for frame in deframer.feed(chunk):
-                if not isinstance(frame, wire.Status):
-                    continue  # HELLO, sealed DATA
-                codes.append(frame.code)
-                if frame.code == STATUS_STOPPED:
-                    # HELD, if any, follows at once; the REPL's banner and prompt take a moment
-                    deadline = max(deadline, clock() + 3.0)
-            if STATUS_HELD in codes:
-                break
-        else:
-            if STATUS_STOPPED in codes:
-                return StopResult("stopped", codes)  # STOPPED, prompt not seen
-            return StopResult("silent", codes)
-    finally:
-        try:
-            ser.close()  # at once: a port held open keeps its name from the re-enumerated board
-        except errors:
-            pass
-    if out is not None:
-        print("      %s: the watchdog was running; waiting for %s to reset into its REPL"
-              % ("HELD" if not lost else "STOPPED and the port went away", port), file=out,
-              flush=True)
-    deadline = clock() + reappear
-    while clock() < deadline:
-        sleep(0.2)
-        try:
-            ser = opener(port)
-        except errors:
-            continue
-        try:
-            ser.write(b"\r")
-            ser.flush()
-            seen, until = b"", clock() + 1.0
-            while clock() < until and not seen.endswith(PROMPT):
-                seen = (seen + ser.read(64))[-64:]
-            if seen.endswith(PROMPT):
-                return StopResult("held", codes)
-        except errors:
-            pass  # still the old device going away, or the new one not ready
-        finally:
-            try:
-                ser.close()
-            except errors:
-                pass
-    raise ZealError("%s reset after STOPPED (its watchdog was running) but its REPL did not "
-                    "answer within %g s" % (port, reappear))
-
-
-def check_port(port, stop=True, wait=2.0):
-    """Open `port` (a device path or pyserial URL) once. A missing or unopenable port is a
-    ZealError with one line. With `stop`, stop the board as stop_board does (waiting up to
-    `wait` s for an answer); returns True when its REPL answered."""
-    if not stop:
-        _open_once(port, _serial_opener(115200)).close()
-        return False
-    return stop_board(port, wait=wait).state != "silent"
-
-
-def _stop_text(result, port, wait):
-    return {"stopped": "STOPPED: the board is at its REPL",
-            "held": "STOPPED, HELD: the board reset (its watchdog was running) and is held "
-                    "at its REPL",
-            "repl": "the board is at its REPL",
-            "silent": "no answer within %g s; carrying on" % wait}[result.state]
-
-
-def run_probe(argv, port, timeout=60):
-    """Run the PROBE_CODE mpremote command; ZealError (one line) if it fails or the board
-    lacks a writable filesystem or os.urandom."""
-    try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, text=True, errors="replace",
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ZealError("mpremote did not finish on %s within %d s" % (port, timeout)) from None
-    except OSError as exc:
-        raise ZealError("cannot run mpremote: %s" % exc) from None
-    if done.returncode != 0:
-        raise ZealError(mpremote_error(done.stdout, port))
-    problems = probe_problems(done.stdout)
-    if problems is None:
-        raise ZealError("mpremote on %s: the board did not answer the probe (output: %s)"
-                        % (port, " | ".join(done.stdout.split("\n")[-3:]).strip() or "none"))
-    if problems:
-        raise ZealError(probe_message(problems, "the board on %s cannot run Zeal" % port))
-
 
 def _have_mpremote():
     return importlib.util.find_spec("mpremote") is not None
 
-
-_ERR_LINE = re.compile(r"^(?:[\w.]*(?:Error|Exception)): (.+)$")
-
-
-def mpremote_error(output, port):
-    """One line from mpremote's output (its "mpremote: ..." message, or the last line of a
-    traceback, from mpremote or from the board)."""
-    lines = [l.strip() for l in output.splitlines() if l.strip()]
-    msg = None
-    for line in reversed(lines):
-        if line.startswith("mpremote: "):
-            msg = line[len("mpremote: "):]
-            break
-        m = _ERR_LINE.match(line)
-        if m:
-            # mpremote's own (qualified: mpremote.transport.TransportError) -> the message;
-            # the board's (OSError: 28) -> the whole line
-            msg = m.group(1) if "." in line.split(":", 1)[0] else line
-            break
-    if msg is None:
-        msg = lines[-1] if lines else "no output"
-    m = re.search(r"\[Errno (\d+)\]|OSError: (\d+)\b", msg)
-    if m and (m.group(1) or m.group(2)) in _ERRNO_TEXT:
-        msg += " (%s)" % _ERRNO_TEXT[m.group(1) or m.group(2)][1]
-    if "could not enter raw repl" in msg:
-        msg += (" (is it running MicroPython? A board streaming Zeal frames with a long "
-                "period_ms: `zeal stop --port PORT`, wait one period, flash again)")
-    return "mpremote failed on %s: %s" % (port, msg)
 
 
 def run_mpremote(argv, port, out, timeout=300, stage=None):
@@ -794,7 +482,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
     """Compile, stage and copy the firmware, profile and config to the board on `port`, then
     reset it. With dry_run, print every step and command and touch no board. Returns the
     steps (with the real stage folder when not a dry run)."""
-    from .conformance import ConformanceError, compile_tree
+    from .firmware import ConformanceError, compile_tree
 
     out = out or sys.stdout
     if dry_run:
@@ -802,7 +490,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                            firmware=firmware, watchdog_ms=watchdog_ms, replay_file=replay_file,
                            stop_wait=stop_wait)
         print("zeal flash --dry-run: nothing is sent to %s" % port, file=out)
-        if _is_device_path(port) and not os.path.exists(port):
+        if is_device_path(port) and not os.path.exists(port):
             print("note: %s does not exist now" % port, file=out)
         if not _have_mpremote():
             print("note: mpremote is not installed (pip install mpremote)", file=out)
@@ -820,7 +508,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
         steps = plan_flash(port, profile_path, sensor, config, compile, stage=stage,
                            mpy_cross=mpy_cross, firmware=firmware, watchdog_ms=watchdog_ms,
                            replay_file=replay_file, stop_wait=stop_wait)
-        if _is_device_path(port) and not os.path.exists(port):  # before any work
+        if is_device_path(port) and not os.path.exists(port):  # before any work
             raise ZealError("no such port %s (`zeal devices` lists connected boards)" % port)
         work = [s for s in steps if s.kind != "note"]
         for s in steps:
@@ -837,7 +525,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                 with open(step.path, "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(step.data)
             elif step.kind == "port":
-                print("      " + _stop_text(stop_board(step.port, wait=step.wait, out=out),
+                print("      " + stop_text(stop_board(step.port, wait=step.wait, out=out),
                                             step.port, step.wait), file=out, flush=True)
             elif step.kind == "probe":
                 run_probe(step.argv, step.port, timeout=timeout)
@@ -860,103 +548,12 @@ def _print_steps(steps, out):
             print("      " + line, file=out)
 
 
-# ---- finding boards --------------------------------------------------------------------------
-# (vid, pid or None for any, why)
-KNOWN_USB = (
-    (0x2E8A, None, "Raspberry Pi USB VID (RP2040/RP2350 boards)"),
-    (0x303A, None, "Espressif native USB (ESP32-S2/S3/C3/C6)"),
-    (0xF055, None, "MicroPython's USB VID"),
-    (0x10C4, 0xEA60, "CP210x USB-UART (common on ESP32 boards)"),
-    (0x1A86, 0x7523, "CH340 USB-UART (common on ESP32/ESP8266 boards)"),
-    (0x0403, None, "FTDI USB-UART"),
-)
-
-
-def _why(port):
-    reasons = []
-    vid, pid = getattr(port, "vid", None), getattr(port, "pid", None)
-    if vid is not None:
-        for kv, kp, why in KNOWN_USB:
-            if vid == kv and (kp is None or pid == kp):
-                reasons.append(why)
-    for attr in ("description", "manufacturer", "product"):
-        text = getattr(port, attr, None) or ""
-        if "micropython" in text.lower():
-            reasons.append("%s says MicroPython" % attr)
-            break
-    return "; ".join(reasons)
-
-
-def list_devices(all_ports=False):
-    """Serial ports that look like MicroPython boards (every port with all_ports), as dicts:
-    device, description, vid_pid ("2e8a:0005" or ""), serial_number, why_matched."""
-    from serial.tools import list_ports
-
-    rows = []
-    for p in list_ports.comports():
-        why = _why(p)
-        if not why and not all_ports:
-            continue
-        vid, pid = getattr(p, "vid", None), getattr(p, "pid", None)
-        rows.append({
-            "device": p.device,
-            "description": getattr(p, "description", None) or "",
-            "vid_pid": "%04x:%04x" % (vid, pid or 0) if vid is not None else "",
-            "serial_number": getattr(p, "serial_number", None) or "",
-            "why_matched": why,
-        })
-    rows.sort(key=lambda r: r["device"])
-    return rows
-
-
 # ---- command line ----------------------------------------------------------------------------
 def cmd_flash(args):
     flash(args.port, args.profile, sensor=args.sensor, config=args.config,
           compile=not args.no_compile, dry_run=args.dry_run, watchdog_ms=args.watchdog_ms,
           replay_file=args.replay_file, stop_wait=args.stop_wait)
     return 0
-
-
-def cmd_stop(args):
-    """`zeal stop`: one line for what happened; ZealError (exit 1) when the board is silent."""
-    result = stop_board(args.port, wait=args.wait, baudrate=args.baud)
-    if result.state == "silent":
-        raise ZealError("no answer from %s within %g s (a streaming board reads \"!stop\" at "
-                        "its next sampling tick: give --wait longer than its period_ms)"
-                        % (args.port, args.wait))
-    print({"stopped": "%s: STOPPED; the board is at its REPL",
-           "held": "%s: STOPPED, then HELD: its watchdog was running, so the board reset and is "
-                   "held at its REPL (it runs main.py again at its next reset)",
-           "repl": "%s: the board is at its REPL (it was not streaming)"}[result.state]
-          % args.port)
-    return 0
-
-
-def register_stop(subparsers):
-    """Add `zeal stop` (cli.py calls this in place of its own stop command)."""
-    p = subparsers.add_parser(
-        "stop", help="stop a streaming board and give its REPL back",
-        description="Send the line !stop to a board streaming Zeal frames and wait for its "
-                    "STOPPED status and REPL prompt. A board whose watchdog runs cannot stop "
-                    "it: it sends HELD and resets into a held REPL, which this waits for.")
-    p.add_argument("--port", required=True, metavar="PORT", help="serial port or pyserial URL")
-    p.add_argument("--baud", type=int, default=115200)
-    p.add_argument("--wait", type=_seconds, default=5.0, metavar="S",
-                   help="seconds to wait for the board's answer (default 5; a board reads "
-                        "!stop once per sampling tick, so give more than its period)")
-    p.set_defaults(func=cmd_stop)
-
-
-def _seconds(text):
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError("give seconds, 0..3600")
-    return value
 
 
 def _non_negative_int(text):
@@ -967,29 +564,8 @@ def _non_negative_int(text):
     return int(text)
 
 
-def cmd_devices(args):
-    rows = list_devices(all_ports=args.all)
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        if not rows:
-            print("no MicroPython boards found" if not args.all else "no serial ports found",
-                  file=sys.stderr)
-        return 0
-    if not rows:
-        print("no serial ports found" if args.all else
-              "no MicroPython boards found (zeal devices --all lists every serial port)")
-        return 0
-    head = ("device", "vid:pid", "serial", "description", "why")
-    table = [head] + [(r["device"], r["vid_pid"], r["serial_number"], r["description"],
-                       r["why_matched"] or "-") for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
-    return 0
-
-
 def register(subparsers):
-    """Add `zeal flash` and `zeal devices` to the CLI's sub-command table."""
+    """Add `zeal flash` to the CLI's sub-command table."""
     p = subparsers.add_parser(
         "flash", help="copy the firmware, a profile and a config to a MicroPython board",
         description="Validate the profile, compile the firmware with mpy-cross, copy it, the "
@@ -1016,7 +592,7 @@ def register(subparsers):
                    help="readings for the replay sensor, one a line (16 hex digits: float64 "
                         "bits, 8: float32 bits, or a decimal raw count), copied to :%s; the "
                         "board replays them once, then stops" % BOARD_REPLAY)
-    p.add_argument("--stop-wait", type=_seconds, default=2.0, metavar="S",
+    p.add_argument("--stop-wait", type=seconds_arg, default=2.0, metavar="S",
                    help="seconds to wait for a streaming board to answer !stop (default 2; "
                         "it reads the line once per sampling tick)")
     p.add_argument("--no-compile", action="store_true",
@@ -1025,10 +601,3 @@ def register(subparsers):
                    help="print every step and command; touch no board")
     p.set_defaults(func=cmd_flash)
 
-    p = subparsers.add_parser(
-        "devices", help="list serial ports that look like MicroPython boards",
-        description="List serial ports whose USB VID/PID belongs to common MicroPython "
-                    "boards or USB-UART bridges, or that say MicroPython.")
-    p.add_argument("--all", action="store_true", help="list every serial port")
-    p.add_argument("--json", action="store_true", help="print rows as JSON")
-    p.set_defaults(func=cmd_devices)

@@ -1,8 +1,8 @@
 """The Zeal paper's formulas in plain float64: a reference for reproducing the paper.
 
-This is NOT the product's exact grid (zeal.profile / zeal.analysis): here every quantity is
-the paper's real-valued formula evaluated in IEEE-754 double precision, so that the paper's
-numbers and its floating-point effects (Eq. (f)) can be reproduced.
+This is NOT the product's exact grid (zeal.mechanism.profile / zeal.mechanism.grid): here
+every quantity is the paper's real-valued formula evaluated in IEEE-754 double precision, so
+that the paper's numbers and its floating-point effects (Eq. (f)) can be reproduced.
 
 Notation (paper, Section "Zeal"): inputs x in [lo, hi], Hbar = (hi + lo)/2, h = (hi - lo)/2,
 a = e^(eps/2). Theorem numbers follow the paper (numbered within sections), with labels:

@@ -54,8 +54,9 @@ from typing import Optional
 
 import serial
 
-from . import transport, wire
-from .errors import ZealError
+from .. import wire
+from ..errors import ZealError
+from ..wire import transport
 from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, wrap_sql_error
 
 FLUSH = 0.2    # seconds between commits
@@ -173,7 +174,7 @@ class _Port:
 
 
 class Collector:
-    """Collect from `ports` (pyserial URLs) into `store` (a zeal.store.Store). Build it and
+    """Collect from `ports` (pyserial URLs) into `store` (a zeal.collect.store.Store). Build it and
     call `run` (once) in the thread that opened the store: sqlite connections are per thread.
 
     profiles: Profile objects the devices may announce; added to the store. Profiles already
@@ -764,7 +765,7 @@ def exit_status(pr: Progress) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .profile import load
+    from ..mechanism.profile import load
 
     profiles = [load(path) for path in args.profile]
     # A short busy timeout at the start (a locked database is reported at once), a long one

@@ -9,7 +9,7 @@ import os
 
 import serial
 
-from .errors import ZealError
+from ..errors import ZealError
 
 DEFAULT_BAUD = 115200  # ignored by USB-CDC, ptys, sockets; what a UART link runs at
 READ_TIMEOUT = 0.05    # short: reader threads check their stop flag this often

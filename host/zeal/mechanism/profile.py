@@ -12,6 +12,10 @@ A profile fixes the reading range [lo, hi], the budget epsilon and the binade ex
 
 The canonical form holds only integers and strings (no floats: a device with 32-bit floats
 must not parse them); the fingerprint is SHA-256 of that canonical JSON.
+
+Built here for a given E (`from_exponent`) or m (`from_bits`), and loaded (`load`, `loads`);
+choosing m automatically needs the exact variance, so `auto` and `build` live in
+zeal.mechanism.choose.
 """
 import hashlib
 import json
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal, ROUND_HALF_EVEN
 from fractions import Fraction
 
-from .errors import ProfileError
+from ..errors import ProfileError
 from .floatbits import bits_to_float64, float64_to_bits, hex64, parse_hex64
 
 FORMAT = "zeal-profile/1"
@@ -340,30 +344,6 @@ def from_bits(lo, hi, epsilon, bits, *, calibration=None) -> Profile:
         if cont.cells(e)[0].bit_length() <= bits:
             return _build(lo, hi, epsilon, e, calibration)
     raise ProfileError("no exponent gives %d bits per report" % bits)  # unreachable by m_min
-
-
-def auto(lo, hi, epsilon, *, calibration=None, slack=AUTO_VARIANCE_SLACK) -> Profile:
-    """Smallest m whose exact variance is <= slack x the continuous PM's at every input."""
-    from .analysis import worst_variance_ratio  # analysis imports this module
-
-    epsilon = epsilon_at_most(epsilon)
-    m_min, m_max = bits_range(lo, hi, epsilon)
-    for m in range(m_min, m_max + 1):
-        prof = from_bits(lo, hi, epsilon, m, calibration=calibration)
-        if prof.n_cells > 1 << 22:  # the grid is then far finer than any rounding effect
-            return prof
-        if worst_variance_ratio(prof)[1] <= slack:
-            return prof
-    return from_bits(lo, hi, epsilon, m_max, calibration=calibration)
-
-
-def build(lo, hi, epsilon, *, bits="auto", exponent=None, calibration=None) -> Profile:
-    """One entry point for the CLI: by exponent, by bits, or automatic."""
-    if exponent is not None:
-        return from_exponent(lo, hi, epsilon, exponent, calibration=calibration)
-    if bits in (None, "auto"):
-        return auto(lo, hi, epsilon, calibration=calibration)
-    return from_bits(lo, hi, epsilon, bits, calibration=calibration)
 
 
 # ---- loading --------------------------------------------------------------------------------

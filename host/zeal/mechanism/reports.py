@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import ReportError
+from ..errors import ReportError
 from .floatbits import bits_to_float64, float64_to_bits
 from .profile import MANTISSA_BITS, Profile
 

@@ -15,7 +15,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .analysis import ExactGrid, max_window_variance
+from .grid import ExactGrid, max_window_variance
 from .profile import Profile
 
 

@@ -3,7 +3,7 @@ unix port, its serial line bound to a pseudo-terminal. The host opens `VirtualDe
 (the pty's slave path) with pyserial exactly as it would open /dev/ttyACM0.
 
     with VirtualDevice(readings, profile=prof) as dev:
-        port = zeal.transport.open_port(dev.port)   # open first: pyserial flushes on open
+        port = zeal.wire.transport.open_port(dev.port)   # open first: pyserial flushes on open
         dev.start()
         ...
 
@@ -48,8 +48,8 @@ import threading
 import time
 import tty
 
-from .conformance import FIRMWARE, locate_micropython
-from .errors import ZealError
+from ..board.firmware import FIRMWARE, locate_micropython
+from ..errors import ZealError
 
 _STOP = b"!stop"
 _HELLO = b"!hello"
@@ -109,7 +109,8 @@ class Pty:
 class VirtualDevice:
     """One virtual board. `readings`: numbers, each replayed as its float64.
 
-    profile: zeal.profile.Profile (or its JSON text) written to the device's zeal_profile.json
+    profile: a zeal.mechanism.profile.Profile (or its JSON text) written to the device's
+             zeal_profile.json
     vector_key: 32 bytes (or 64 hex digits) -> vector mode; None -> production mode
     period_ms: time between readings (0: as fast as the firmware goes); batch: reports/frame
     device_id: up to 8 bytes, zero-padded to 8 as the firmware does (default random: the

@@ -18,10 +18,11 @@ from typing import List
 
 import numpy as np
 
-from .analysis import ExactGrid
-from .errors import ZealError
-from .estimate import Estimator
-from .profile import Profile
+from ..errors import ZealError
+from ..mechanism.estimate import Estimator
+from ..mechanism.grid import ExactGrid
+from ..mechanism.profile import Profile
+from .decode import Loaded
 
 MAX_BINS = 120
 RUNNING_POINTS = 400
@@ -162,10 +163,8 @@ def running_mean(profile: Profile, offsets, path: str, *, title_extra: str = "")
 
 def plot_store(store, outdir, *, include_vector: bool = False) -> List[str]:
     """Both plots for every profile with stored reports; returns the PNG paths."""
-    from .analyze import _Loaded  # analyze imports plots lazily
-
     _figure()  # a missing matplotlib fails before anything is read
-    data = _Loaded(store, include_vector)
+    data = Loaded(store, include_vector)
     if not data.rows:
         raise ZealError("no reports stored in %s" % store.path)
     try:

@@ -1,0 +1,134 @@
+"""Running mpremote on a board: the probe before a flash, and mpremote's failures as one line.
+
+PROBE_CODE is a short `mpremote exec`: can the board write and remove a file, and does it
+have os.urandom? `probe_problems(output)` reads its marker line, `probe_message` names what is
+missing in one line, `run_probe` runs it (`zeal flash`; the conformance runner's board target
+runs the same code through mpremote's transport). `mpremote_error(output, port)` turns
+mpremote's output (its message, or a traceback from it or from the board) into one line.
+"""
+import json
+import re
+import subprocess
+import sys
+
+from ..errors import ZealError
+
+
+# Board-side probe: can the board write and remove a file, and does it have os.urandom? One
+# marker line, e.g. "ZEAL-PROBE ok" or "ZEAL-PROBE fs=19 urandom=AttributeError" (fs=errno of
+# the failed write, as MicroPython's OSError carries it in args[0]). Valid MicroPython.
+PROBE_FILE = "zeal_probe.tmp"
+PROBE_MARK = "ZEAL-PROBE"
+PROBE_CODE = ("import os\n"
+              "r = []\n"
+              "try:\n"
+              " f = open(%(file)s, \"wb\")\n"
+              " try:\n  f.write(b\"zeal\")\n finally:\n  f.close()\n"
+              " os.remove(%(file)s)\n"
+              "except OSError as e:\n"
+              " r.append(\"fs=\" + str(e.args[0] if e.args else \"?\").replace(\" \", \"_\"))\n"
+              "try:\n"
+              " if len(os.urandom(8)) != 8:\n  r.append(\"urandom=short\")\n"
+              "except Exception as e:\n"
+              " r.append(\"urandom=\" + type(e).__name__)\n"
+              "print(%(mark)s, \" \".join(r) or \"ok\")\n"
+              % {"file": json.dumps(PROBE_FILE), "mark": json.dumps(PROBE_MARK)})
+# errno -> (what the probe says, what mpremote_error adds); MicroPython's OSError carries the
+# errno number (OSError: 19, or [Errno 19] ENODEV)
+ERRNO_TEXT = {
+    "19": ("no filesystem is mounted (OSError 19, ENODEV)",
+           "the board has no filesystem mounted, ENODEV"),
+    "30": ("its filesystem is read-only (OSError 30, EROFS)",
+           "the board's filesystem is read-only, EROFS"),
+    "28": ("its filesystem is full (OSError 28, ENOSPC)", "the board's filesystem is full, ENOSPC"),
+    "13": ("its filesystem refuses writes (OSError 13, EACCES)",
+           "the board's filesystem refuses writes, EACCES"),
+    "5": ("its filesystem gives I/O errors (OSError 5, EIO)",
+          "the board's filesystem gives I/O errors, EIO"),
+}
+
+
+def probe_problems(output):
+    """The problems a PROBE_CODE run reports, as phrases ([] for a board that passes), or
+    None when its output holds no marker line."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith(PROBE_MARK + " "):
+            break
+    else:
+        return None
+    problems = []
+    for token in line[len(PROBE_MARK) + 1:].split():
+        what, _, value = token.partition("=")
+        if what == "fs":
+            problems.append(ERRNO_TEXT[value][0] if value in ERRNO_TEXT else
+                            "its filesystem is not writable (OSError %s)" % value)
+        elif what == "urandom":
+            problems.append("its MicroPython has no os.urandom" if value == "AttributeError"
+                            else "os.urandom fails (%s)" % value)
+    return problems
+
+
+def probe_message(problems, what):
+    """One line naming why the board cannot take `what`."""
+    needs = []
+    if any("filesystem" in p for p in problems):
+        needs.append("a writable filesystem")
+    if any("urandom" in p for p in problems):
+        needs.append("os.urandom for its generator key")
+    return "%s: %s (Zeal needs %s; use a MicroPython build that has %s)" % (
+        what, "; ".join(problems), " and ".join(needs), "them" if len(needs) > 1 else "it")
+
+
+def probe_argv(port):
+    return [sys.executable, "-m", "mpremote", "connect", port, "+", "exec", PROBE_CODE]
+
+
+def run_probe(argv, port, timeout=60):
+    """Run the PROBE_CODE mpremote command; ZealError (one line) if it fails or the board
+    lacks a writable filesystem or os.urandom."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace",
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ZealError("mpremote did not finish on %s within %d s" % (port, timeout)) from None
+    except OSError as exc:
+        raise ZealError("cannot run mpremote: %s" % exc) from None
+    if done.returncode != 0:
+        raise ZealError(mpremote_error(done.stdout, port))
+    problems = probe_problems(done.stdout)
+    if problems is None:
+        raise ZealError("mpremote on %s: the board did not answer the probe (output: %s)"
+                        % (port, " | ".join(done.stdout.split("\n")[-3:]).strip() or "none"))
+    if problems:
+        raise ZealError(probe_message(problems, "the board on %s cannot run Zeal" % port))
+
+
+_ERR_LINE = re.compile(r"^(?:[\w.]*(?:Error|Exception)): (.+)$")
+
+
+def mpremote_error(output, port):
+    """One line from mpremote's output (its "mpremote: ..." message, or the last line of a
+    traceback, from mpremote or from the board)."""
+    lines = [l.strip() for l in output.splitlines() if l.strip()]
+    msg = None
+    for line in reversed(lines):
+        if line.startswith("mpremote: "):
+            msg = line[len("mpremote: "):]
+            break
+        m = _ERR_LINE.match(line)
+        if m:
+            # mpremote's own (qualified: mpremote.transport.TransportError) -> the message;
+            # the board's (OSError: 28) -> the whole line
+            msg = m.group(1) if "." in line.split(":", 1)[0] else line
+            break
+    if msg is None:
+        msg = lines[-1] if lines else "no output"
+    m = re.search(r"\[Errno (\d+)\]|OSError: (\d+)\b", msg)
+    if m and (m.group(1) or m.group(2)) in ERRNO_TEXT:
+        msg += " (%s)" % ERRNO_TEXT[m.group(1) or m.group(2)][1]
+    if "could not enter raw repl" in msg:
+        msg += (" (is it running MicroPython? A board streaming Zeal frames with a long "
+                "period_ms: `zeal stop --port PORT`, wait one period, flash again)")
+    return "mpremote failed on %s: %s" % (port, msg)
