@@ -1,26 +1,42 @@
-"""`zeal demo`: the whole product without hardware.
+"""`zeal demo`: the whole product without hardware, explained as it runs.
 
 Four virtual boards (the real firmware under the MicroPython unix port, each behind a
-pseudo-terminal) replay the first 5000 Aarhus humidity readings between them, privatising
-each on the "device"; the collector reads the four serial lines into SQLite; the analysis
-prints the private estimate beside the true mean.
+pseudo-terminal) replay the first 5000 Aarhus humidity readings between them, each board a
+contiguous slice, privatising each reading on the "device"; the collector reads the four
+serial lines into SQLite; the analysis prints, per device and overall, the private estimate
+beside the true mean of that device's readings, and says what the figures mean: the paper's
+AVG* and its bias on a coarse grid, the bits per report measured on the wire, and what eps
+protects (one reading) and how it adds up over a day of one board's readings.
+
+`run_demo` returns `zeal analyze`'s document ({"overall", "devices", "profiles"}, the same
+keys) with what only the demo knows added: "true_mean" and "readings" in the overall entry and
+in every device's, and a "demo" section (readings, unit, AVG*'s expectation for these readings,
+the wire cost split, the privacy accounting).
 """
+import hashlib
+import math
 import os
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from fractions import Fraction
 
 from .analysis import datasets
-from .analysis.analyze import analyze, format_table
+from .analysis.analyze import analyze, device_name, format_table
 from .collect.collector import Collector, _ProgressLine, summary_lines
 from .collect.store import Store
 from .collect.virtual import VirtualDevice
 from .errors import ZealError
 from .mechanism import choose
+from .mechanism.estimate import Estimator
 
 TIMEOUT = 120.0  # seconds; the run takes a few
+UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent
+RAW_DOUBLE_BITS = 64
+PERIOD_S = 60    # the sampling period the privacy accounting is stated for (1 reading/min)
+DAY_S = 86400
 
 
 def _start_when_open(collector, devices, failed):
@@ -37,8 +53,43 @@ def _start_when_open(collector, devices, failed):
         dev.start()
 
 
+def _exact_mean(xs) -> Fraction:
+    return sum(Fraction(x) * c for x, c in Counter(xs).items()) / len(xs)
+
+
+def expected_avg_star(profile, readings) -> Fraction:
+    """E[AVG*] for reports made from `readings`: AVG* is affine in the mean offset, and
+    E[j | x] = ExactGrid.mean_offset(x) exactly, so E[AVG*] = AVG*(sum_x E[j | x], n)."""
+    est = Estimator(profile)
+    total = sum(est.grid.mean_offset(Fraction(x)) * c for x, c in Counter(readings).items())
+    return est.avg_star(total, len(readings))
+
+
+def privacy_accounting(epsilon: float, ratio: Fraction, period_s: float = PERIOD_S) -> dict:
+    """What eps protects and how it adds up: each report is eps-DP for the one reading it
+    carries; k readings from one board compose sequentially to k * eps (basic composition: the
+    reports use independent randomness)."""
+    per_day = DAY_S / period_s
+    return {"epsilon": epsilon, "ratio_bound": float(ratio), "protects": "one reading",
+            "period_s": period_s, "readings_per_day": per_day,
+            "epsilon_per_board_day": per_day * epsilon}
+
+
+def _device_keys(seed, devices):
+    """Test keys for a seeded run (vector mode): one 32-byte key per board."""
+    return [hashlib.sha256(b"zeal-demo-seed %d %d" % (seed, i)).digest()
+            for i in range(devices)]
+
+
 def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=None,
-             progress=True) -> dict:
+             progress=True, seed=None) -> dict:
+    """Run the demo; print its explained results on stdout (progress on stderr) unless
+    progress=False, and return its document (module docstring).
+
+    seed: tests only. The boards then run in vector mode with keys derived from the seed, so
+    a run is reproducible; their frames are test-mode frames (the analysis counts them here
+    only), never private data. None (the default): fresh keys on every board, as in the field.
+    """
     if count < devices:
         raise ZealError("--count must be at least the number of devices (%d)" % devices)
     if not 1 <= devices <= 16:
@@ -52,26 +103,32 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     lo, hi = datasets.HUMIDITY_RANGE
     prof = choose.build(lo, hi, epsilon, bits=bits)
     say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
-    say("profile: range [%g, %g], epsilon %g, %d bits per report (E = %d, %d cells), "
-        "fingerprint %s" % (lo, hi, epsilon, prof.bits, prof.exponent, prof.n_cells,
+    say("profile: range [%g, %g] %s, epsilon %g, %d bits per report (E = %d, %d cells), "
+        "fingerprint %s" % (lo, hi, UNIT, epsilon, prof.bits, prof.exponent, prof.n_cells,
                             prof.fingerprint[:16]))
 
     readings = [float(t) for t in texts]  # what a sensor driver hands the firmware
     share = -(-count // devices)
     slices = [readings[i:i + share] for i in range(0, count, share)]
+    ids = [(b"demo-%03d" % i).ljust(8, b"\0") for i in range(len(slices))]
+    keys = _device_keys(seed, len(slices)) if seed is not None else [None] * len(slices)
+    vector = seed is not None
     with tempfile.TemporaryDirectory(prefix="zeal-demo-") as tmp:
         path = db if db is not None else os.path.join(tmp, "demo.db")
         boards = []
         try:
             for i, part in enumerate(slices):
-                boards.append(VirtualDevice(part, profile=prof, device_id=b"demo-%03d" % i,
+                boards.append(VirtualDevice(part, profile=prof, device_id=ids[i],
+                                            vector_key=keys[i],
                                             folder=os.path.join(tmp, "board%d" % i)))
             say("%d virtual boards (MicroPython unix port behind ptys): %s"
-                % (len(boards), ", ".join(b.port for b in boards)))
+                % (len(boards), ", ".join("%s on %s" % (device_name(b.device_id), b.port)
+                                          for b in boards)))
             with Store(path) as store:
                 show = _ProgressLine() if progress else None
                 col = Collector([b.port for b in boards], store, profiles=[prof],
-                                on_progress=show, log=show.say if show is not None else say)
+                                keep_vector=vector, on_progress=show,
+                                log=show.say if show is not None else say)
                 failed = []
                 starter = threading.Thread(target=_start_when_open, args=(col, boards, failed),
                                            daemon=True)
@@ -91,29 +148,88 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
                     raise ZealError("stored %d of %d reports (%s)%s"
                                     % (pr.reports, count, pr.reason,
                                        (": " + errs) if errs else ""))
-                doc = analyze(store)
+                doc = analyze(store, include_vector=vector)
                 if plots:
                     from .analysis import plots as plot_mod
 
-                    doc["plots"] = plot_mod.plot_store(store, plots)
+                    doc["plots"] = plot_mod.plot_store(
+                        store, plots, include_vector=vector, unit=UNIT,
+                        readings=dict(zip(ids, slices)))
         finally:
             for b in boards:
                 b.close()
-    true_mean = float(sum(Fraction(x) for x in readings) / count)
-    doc["true_mean"] = true_mean
-    doc["overall"]["true_mean"] = true_mean
+    explain(doc, prof, readings, dict(zip(ids, slices)))
     doc["database"] = db
     if progress:
-        print(format_table(doc))
-        o = doc["overall"]
-        print()
-        print("true mean of the %d readings   %.6f" % (count, true_mean))
-        print("private estimate (calibrated)  %.6f   99%% interval [%.4f, %.4f]"
-              % ((o["mean_calibrated"],) + tuple(o["ci99"])))
-        print("each report: %d bits on the device's grid, privacy ratio <= e^%g (exact)"
-              % (prof.bits, epsilon))
+        print(format_demo(doc))
         for p in doc.get("plots", []):
             print("plot written to %s" % p)
         if db is not None:
             print("database: %s (zeal analyze --db %s)" % (db, db))
     return doc
+
+
+def explain(doc: dict, prof, readings, by_device: dict) -> dict:
+    """Add what only the demo knows to `zeal analyze`'s document `doc` (in place): each
+    device's and the overall true mean, AVG*'s expectation, the wire cost split, the
+    privacy accounting."""
+    truth = {dev.hex(): xs for dev, xs in by_device.items()}
+    for d in doc["devices"]:
+        xs = truth.get(d["device"])
+        d["true_mean"] = float(_exact_mean(xs)) if xs else None
+        d["readings"] = len(xs) if xs else 0
+    o = doc["overall"]
+    o["true_mean"] = float(_exact_mean(readings))
+    o["readings"] = len(readings)
+    expected = expected_avg_star(prof, readings)
+    n = o["n"]
+    link_bits = o["wire_bits_per_report"]
+    ratio = Estimator(prof).grid.privacy_ratio
+    doc["demo"] = {
+        "dataset": "Aarhus citylab humidity, first %d readings" % len(readings),
+        "unit": UNIT,
+        "range": [prof.lo, prof.hi],
+        "avg_star": {"value": o["avg_star"], "expected_for_these_readings": float(expected),
+                     "bias": float(expected - _exact_mean(readings)),
+                     "n_cells": prof.n_cells, "n_window": prof.n_window},
+        "wire": {"bits_per_report": link_bits, "report_bits": prof.bits,
+                 "data_frame_bits_per_report": o["data_bits_per_report"],
+                 "hello_status_bits_per_report": (None if link_bits is None
+                                                  else link_bits - o["data_bits_per_report"]),
+                 "bytes_read": None if link_bits is None else round(link_bits * n / 8),
+                 "raw_double_bits": RAW_DOUBLE_BITS},
+        "privacy": privacy_accounting(prof.epsilon, ratio),
+    }
+    return doc
+
+
+def format_demo(doc: dict) -> str:
+    """The analysis table with each device's true mean, then what the figures mean."""
+    o, d = doc["overall"], doc["demo"]
+    a, w, p = d["avg_star"], d["wire"], d["privacy"]
+    unit = d["unit"]
+    lines = [format_table(doc, footer=False), ""]
+    lines.append("true mean of the %d readings  %.6f %s   (each device: its own slice of the "
+                 "data, column 'true mean')" % (o["readings"], o["true_mean"], unit))
+    lines.append("private estimate (calibrated)  %.6f %s   99%% interval [%.4f, %.4f] "
+                 "(Bernstein)" % ((o["mean_calibrated"], unit) + tuple(o["ci99"])))
+    lines.append("AVG* (the paper's estimator, mean(x*) - Abar)  %.4f %s: biased, expected "
+                 "%.4f for these readings (%+.4f): it inverts the continuous mechanism's mean, "
+                 "which a %d-cell grid with %d-cell windows does not keep; the calibrated mean "
+                 "inverts the grid's exact E[j | x]"
+                 % (a["value"], unit, a["expected_for_these_readings"], a["bias"],
+                    a["n_cells"], a["n_window"]))
+    if w["bits_per_report"] is not None:
+        lines.append("wire: %.2f bits per report measured on the serial lines (%d bytes for %d "
+                     "reports) vs %d for a raw double: %d report bits + %.2f DATA framing "
+                     "(header, CRC, COBS) + %.2f HELLO/STATUS frames"
+                     % (w["bits_per_report"], w["bytes_read"], o["n"], w["raw_double_bits"],
+                        w["report_bits"], w["data_frame_bits_per_report"] - w["report_bits"],
+                        w["hello_status_bits_per_report"]))
+    lines.append("privacy: eps = %g protects ONE reading (any two values of it change the odds "
+                 "of its report by at most e^%g = %.4g x; exact ratio %.4g)"
+                 % (p["epsilon"], p["epsilon"], math.exp(p["epsilon"]), p["ratio_bound"]))
+    lines.append("         a board's readings add up (sequential composition: eps per reading "
+                 "x readings): at one reading a minute, %d readings a day give eps = %g for "
+                 "one board's day" % (p["readings_per_day"], p["epsilon_per_board_day"]))
+    return "\n".join(lines)

@@ -31,6 +31,7 @@ from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401
 from .export import EXPORT_FORMATS, cmd_export
+from .plots import device_name
 
 CONFIDENCE = 0.99
 # Event kinds the collector records (store.py: events.kind).
@@ -180,12 +181,14 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     recorded bytes); per device and per profile it counts that device's DATA frames only
     (`data_bits_per_report` overall). Devices that sent no stored report but have events are
     listed with n = 0. Test-mode (vector) frames are left out unless include_vector.
+    Each device entry also has "device" (its 8-byte id in hex, as `zeal events --device`
+    takes it) and "name" (the id as text when printable ASCII, e.g. "demo-000", else the hex).
     ZealError if there are no reports (naming the devices that reported errors, if any).
     """
     data = Loaded(store, include_vector)
     health = device_health(data.statuses)
     if not data.rows:
-        failed = ["%s (%s)" % (dev.hex(), "; ".join(h["errors"]))
+        failed = ["%s (%s)" % (device_name(dev), "; ".join(h["errors"]))
                   for dev, h in sorted(health.items()) if h["errors"]]
         raise ZealError("no reports stored in %s" % store.path
                         + ("" if include_vector else " (test-mode frames not counted)")
@@ -249,7 +252,7 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
         if not doc["private"]:
             doc["replaced"] = h.get("replaced", 0)
             doc["clamped"] = h.get("clamped", 0)
-        devices.append(dict({"device": dev.hex()}, **doc))
+        devices.append(dict({"device": dev.hex(), "name": device_name(dev)}, **doc))
 
     profiles = []
     for fp, rows in data.by_fp.items():
@@ -325,18 +328,23 @@ def _num(value, spec="%.6f") -> str:
     return spec % value if isinstance(value, float) else str(value)
 
 
-def format_table(doc: dict) -> str:
-    """One line per device, then the overall line, then what the user must not miss: devices
-    that reported errors, and data from DEBUG builds (NOT private)."""
-    head = ("%-16s %9s %12s %25s %6s %9s %8s %6s %7s %7s"
-            % ("device", "n", "mean", "99% interval (Bernstein)", "bits", "wire b/r",
+def format_table(doc: dict, footer: bool = True) -> str:
+    """One line per device (named by its text id when printable, else hex), then the overall
+    line, then what the user must not miss: devices that reported errors, and data from DEBUG
+    builds (NOT private). A "true mean" column appears when the entries carry one (the demo).
+    footer: the AVG* and wire-cost line (the demo explains both itself)."""
+    truth = "true_mean" in doc["overall"]
+    head = ("%-16s %9s %12s %25s%s %6s %9s %8s %6s %7s %7s"
+            % ("device", "n", "mean", "99% interval (Bernstein)",
+               " %12s" % "true mean" if truth else "", "bits", "wire b/r",
                "rejected", "gaps", "reboots", "dropped"))
     lines = [head, "-" * len(head)]
 
     def line(name, d):
         ci = "-" if d["ci99"] is None else "[%.4f, %.4f]" % tuple(d["ci99"])
-        text = ("%-16s %9d %12s %25s %6s %9s %8d %6d %7d %7d"
-                % (name, d["n"], _num(d["mean_calibrated"]), ci, _num(d["bits"]),
+        text = ("%-16s %9d %12s %25s%s %6s %9s %8d %6d %7d %7d"
+                % (name, d["n"], _num(d["mean_calibrated"]), ci,
+                   " %12s" % _num(d.get("true_mean")) if truth else "", _num(d["bits"]),
                    _num(d["wire_bits_per_report"], "%.2f"), d["rejected_frames"], d["gaps"],
                    d["reboots"], d.get("frames_dropped", 0)))
         if not d.get("private", True):
@@ -344,24 +352,29 @@ def format_table(doc: dict) -> str:
         return text
 
     for d in doc["devices"]:
-        lines.append(line(d["device"], d))
+        lines.append(line(d.get("name", d["device"]), d))
     lines.append(line("overall", doc["overall"]))
     o = doc["overall"]
-    lines.append("AVG* (exact) %s; data frames %s bits/report; TR (paper) %s"
-                 % (_num(o["avg_star"]), _num(o["data_bits_per_report"], "%.2f"),
-                    _num(o["transmission_ratio"], "%.4f")))
+    if footer:
+        lines.append("AVG* (the paper's estimator, exact; biased on coarse grids) %s; "
+                     "wire bits per report: %s all bytes read, %s DATA frames (a raw double: "
+                     "64); TR (paper) %s"
+                     % (_num(o["avg_star"]), _num(o["wire_bits_per_report"], "%.2f"),
+                        _num(o["data_bits_per_report"], "%.2f"),
+                        _num(o["transmission_ratio"], "%.4f")))
     if isinstance(o["bits"], list):
         lines.append("%d profiles: overall = n-weighted mean of the per-profile calibrated "
                      "means; interval by a union bound" % len(o["bits"]))
     for d in doc["devices"]:
         if d.get("errors"):
-            lines.append("device %s reported errors: %s" % (d["device"], "; ".join(d["errors"])))
+            lines.append("device %s reported errors: %s"
+                         % (d.get("name", d["device"]), "; ".join(d["errors"])))
     for d in doc["devices"]:
         if not d.get("private", True):
             lines.append("device %s runs a DEBUG build: its %d reports are NOT PRIVATE "
                          "(readings replaced %d, clamped %d)"
-                         % (d["device"], d["debug_reports"], d.get("replaced", 0),
-                            d.get("clamped", 0)))
+                         % (d.get("name", d["device"]), d["debug_reports"],
+                            d.get("replaced", 0), d.get("clamped", 0)))
     if not o.get("private", True):
         lines.append("WARNING: %d of the %d reports come from DEBUG builds and are NOT "
                      "PRIVATE" % (o["debug_reports"], o["n"]))

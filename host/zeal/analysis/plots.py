@@ -1,20 +1,31 @@
 """PNG plots of a store's reports (matplotlib, optional extra `plots`).
 
 One pair of plots per profile:
-- `histogram-<fp8>.png`: the reports per cell against the mechanism's exact output
-  distribution P(j | x) at x = the calibrated mean, with the band [P_lo, P_hi] that every
-  P(j | x) lies in (the e^eps guarantee). Cells are shown on the reading scale through the
-  calibrated estimate x_hat(j) = lo + g (j - c0); wide grids are binned, each bin showing the
-  average probability per cell.
-- `running-mean-<fp8>.png`: the calibrated mean of the first n reports (arrival order) with
-  its 99% Bernstein interval (Estimator.bernstein_halfwidth(n)), n on a log scale.
+- `histogram-<fp8>.png`: the fraction of reports per cell, cells shown on the reading scale
+  through the calibrated estimate x_hat(j) = lo + g (j - c0) (wide grids are binned, each bin
+  showing the average per cell).
+  - With the true readings known (`readings`: the demo, a replay), against the exact
+    expected histogram for those readings: the MIXTURE (1/n) sum_i P(j | x_i) over the
+    readings behind the reports (`mixture_probabilities`), with a 99% band for the observed
+    fractions (Bernstein per bin, union over the bins).
+  - Without them, no curve pretends to be expected: reports from many different readings
+    follow a mixture that cannot be computed without those readings. What holds for any
+    readings is drawn instead: every cell's probability, hence every mixture's, lies in
+    [P_lo, P_hi] (the e^eps guarantee).
+- `running-mean-<fp8>.png`: the calibrated mean of the first n reports (arrival order), with
+  two 99% Bernstein intervals, each labelled for what it is: per n (holds at each n
+  separately) and time-uniform (holds at every n at once: a union bound over n with
+  delta_n = 0.01 / (n (n + 1))); and, with the true readings known, the true mean of the
+  same n readings.
 
+Axes carry units: the reading's unit when given (`unit`), "reports", "probability".
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no global backend change).
 """
 import math
 import os
+from collections import Counter
 from fractions import Fraction
-from typing import List
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -22,13 +33,15 @@ from ..errors import ZealError
 from ..mechanism.estimate import Estimator
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
-from .decode import Loaded
+from .decode import ROW_BOOT, ROW_COUNT, ROW_DEVICE, ROW_SEQ, Loaded
 
 MAX_BINS = 120
 RUNNING_POINTS = 400
+CONFIDENCE = 0.99
+_CHUNK = 2048  # distinct readings per block of the float mixture (bounds its memory)
 
 
-def _figure(width=8.0, height=4.8):
+def _figure(width=8.0, height=6.4):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -54,17 +67,115 @@ def cell_probabilities(grid: ExactGrid, x, edges: np.ndarray) -> np.ndarray:
     cells of each bin are counted by interval overlap, so any N works (ExactGrid.distribution
     enumerates every cell, which only suits small grids; the tests compare the two).
     """
-    pos = grid.position(Fraction(x))
-    base = math.floor(pos)
-    frac = float(pos - base)
-    a, b = edges[:-1].astype(np.float64), edges[1:].astype(np.float64)
+    return mixture_probabilities(grid, [Fraction(x)], edges)
 
-    def overlap(start):
-        return np.clip(np.minimum(b, start + grid.nc) - np.maximum(a, start), 0, None)
 
-    inside = (1 - frac) * overlap(base) + frac * overlap(base + 1)
-    p_lo, p_hi = float(grid.p_lo), float(grid.p_hi)
-    return p_lo + (p_hi - p_lo) * inside / (b - a)
+def _positions(grid: ExactGrid, readings) -> tuple:
+    """The distinct readings as (count, b, f) with pos(x) = b + f exactly (f a Fraction)."""
+    out = []
+    for x, count in Counter(Fraction(x) for x in readings).items():
+        pos = grid.position(x)
+        base = math.floor(pos)
+        out.append((count, base, pos - base))
+    return out
+
+
+def mixture_probabilities(grid: ExactGrid, readings: Sequence, edges, *, exact: bool = False):
+    """The exact expected histogram of reports from these readings, per cell of each bin.
+
+    n reports, report i made from reading x_i, are independent with P(report i = j) =
+    P(j | x_i); the expected fraction of reports in cell j is therefore the mixture
+    M(j) = (1/n) sum_i P(j | x_i), not P(j | x) at any single x (not even the mean: P(j | x)
+    is not affine in x across window starts). Per bin [a, b) this returns
+    (1/(b - a)) sum_{a <= j < b} M(j)
+      = P_lo + (P_hi - P_lo) (1/(n (b - a))) sum_x c_x ((1 - f_x) ov(b_x) + f_x ov(b_x + 1)),
+    c_x the number of readings equal to x (equal readings are grouped, so the cost is per
+    distinct reading), ov(s) the overlap of [a, b) with the window [s, s + Nc).
+
+    exact=True returns a list of Fractions (the tests compare it with ExactGrid.distribution
+    and with the exact mean map); otherwise float64 with numpy.
+    """
+    groups = _positions(grid, readings)
+    n = sum(c for c, _, _ in groups)
+    if n == 0:
+        raise ZealError("no readings for the mixture")
+    edges = [int(e) for e in edges]
+    d = grid.p_hi - grid.p_lo
+    if exact:
+        out = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            def ov(s):
+                return max(0, min(b, s + grid.nc) - max(a, s))
+            inside = sum(c * ((1 - f) * ov(s) + f * ov(s + 1)) for c, s, f in groups)
+            out.append(grid.p_lo + d * Fraction(inside) / (n * (b - a)))
+        return out
+    a = np.asarray(edges[:-1], dtype=np.float64)
+    b = np.asarray(edges[1:], dtype=np.float64)
+    inside = np.zeros(a.size)
+    for i in range(0, len(groups), _CHUNK):
+        part = groups[i:i + _CHUNK]
+        c = np.array([g[0] for g in part], dtype=np.float64)[:, None]
+        s = np.array([g[1] for g in part], dtype=np.float64)[:, None]
+        f = np.array([float(g[2]) for g in part], dtype=np.float64)[:, None]
+
+        def ov(start):
+            return np.clip(np.minimum(b, start + grid.nc) - np.maximum(a, start), 0, None)
+
+        inside += (c * ((1 - f) * ov(s) + f * ov(s + 1))).sum(axis=0)
+    return float(grid.p_lo) + float(d) * inside / (n * (b - a))
+
+
+def bernstein_halfwidth(n: int, var: float, bound: float, delta: float) -> float:
+    """lambda with 2 exp(-n lambda^2 / (2 (var + bound lambda / 3))) = delta: a mean of n
+    independent terms, each within `bound` of its expectation, with average variance `var`,
+    is within lambda of its expectation with probability >= 1 - delta (Bernstein)."""
+    ell = math.log(2 / delta)
+    c = ell * bound / 3
+    return (c + math.sqrt(c * c + 2 * n * ell * var)) / n
+
+
+def band_halfwidths(expected_per_cell, widths, n: int, delta: float) -> np.ndarray:
+    """Per bin, lambda such that every bin's observed fraction per cell is within lambda of
+    its expectation at once with probability >= 1 - delta.
+
+    The count in a bin of w cells is a sum of n independent indicators with probabilities
+    p_i (mean p = w M); their total variance sum p_i (1 - p_i) <= n p (1 - p) (concavity),
+    each within 1 of its mean: Bernstein at delta / bins for each bin, a union bound over
+    the bins, then divided by w (per cell)."""
+    widths = np.asarray(widths, dtype=np.float64)
+    p = np.clip(np.asarray(expected_per_cell, dtype=np.float64) * widths, 0.0, 1.0)
+    per_bin = delta / len(widths)
+    return np.array([bernstein_halfwidth(n, q * (1 - q), 1.0, per_bin) for q in p]) / widths
+
+
+def _any_readings_halfwidths(widths, p_lo, p_hi, n, delta) -> np.ndarray:
+    """band_halfwidths for bins whose expected probability per cell is unknown but in
+    [p_lo, p_hi]: the variance p (1 - p) of a bin's mass p is taken at its largest there."""
+    widths = np.asarray(widths, dtype=np.float64)
+    lo, hi = p_lo * widths, np.minimum(p_hi * widths, 1.0)
+    worst = np.clip(0.5, lo, hi)  # p (1 - p) peaks at 1/2
+    per_bin = delta / len(widths)
+    return np.array([bernstein_halfwidth(n, q * (1 - q), 1.0, per_bin) for q in worst]) / widths
+
+
+def histogram_data(profile: Profile, offsets, readings=None, *,
+                   confidence: float = CONFIDENCE) -> dict:
+    """What the histogram draws: edges (cells), widths, counts, observed (fraction of reports
+    per cell), and with `readings` (the n true readings behind the n reports, any order) the
+    exact expected mixture per cell and its simultaneous `confidence` band half-widths."""
+    grid = Estimator(profile).grid
+    j = np.asarray(offsets, dtype=np.int64)
+    edges = cell_edges(profile.n_cells)
+    counts, _ = np.histogram(j.astype(np.float64), bins=edges.astype(np.float64))
+    widths = np.diff(edges)
+    doc = {"edges": edges, "widths": widths, "counts": counts, "n": int(j.size),
+           "observed": counts / (j.size * widths), "expected": None, "band": None}
+    if readings is not None:
+        if len(readings) != j.size:
+            raise ZealError("%d readings for %d reports" % (len(readings), j.size))
+        doc["expected"] = mixture_probabilities(grid, readings, edges)
+        doc["band"] = band_halfwidths(doc["expected"], widths, j.size, 1 - confidence)
+    return doc
 
 
 def _reading(grid: ExactGrid, cells) -> np.ndarray:
@@ -82,48 +193,95 @@ def _prepare(profile: Profile, offsets):
     return est, est.grid, j
 
 
-def histogram(profile: Profile, offsets, path: str, *, title_extra: str = "") -> str:
-    """Histogram of the reports against P(j | x = calibrated mean) and [P_lo, P_hi]."""
+def _unit(unit: Optional[str]) -> str:
+    return "(%s)" % unit if unit else "(the profile's scale; unit not recorded)"
+
+
+def _legend(fig, ax) -> None:
+    """The legend under the axes, so it hides no data."""
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1,
+              framealpha=0.9)
+    fig.tight_layout()
+
+
+def _title(profile: Profile, what: str, extra: str) -> str:
+    return ("%s\nprofile %s: range [%g, %g], eps = %g, m = %d bits, N = %d cells%s"
+            % (what, profile.fingerprint[:8], profile.lo, profile.hi, profile.epsilon,
+               profile.bits, profile.n_cells, extra))
+
+
+def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str = None,
+              title_extra: str = "") -> str:
+    """Histogram of the reports against the exact mixture over `readings` (when given) or
+    against the band [P_lo, P_hi] that every cell's probability lies in."""
     est, grid, j = _prepare(profile, offsets)
     summary = est.summarize(j)
-    edges = cell_edges(profile.n_cells)
-    counts, _ = np.histogram(j.astype(np.float64), bins=edges.astype(np.float64))
-    widths = np.diff(edges)
-    observed = counts / (j.size * widths)  # fraction of reports per cell
-    mech = cell_probabilities(grid, Fraction(summary.mean_calibrated), edges)
+    h = histogram_data(profile, j, readings)
+    edges, widths, observed = h["edges"], h["widths"], h["observed"]
     xs = _reading(grid, edges - 0.5)  # cell j spans x_hat(j) -/+ g/2
+    p_lo, p_hi = float(grid.p_lo), float(grid.p_hi)
 
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
-    ax.stairs(observed, xs, fill=True, color="#9ecae1", label="reports (n = %d)" % j.size)
-    ax.stairs(mech, xs, color="#d62728", linewidth=1.6,
-              label="mechanism P(j | x = %.4g), exact" % summary.mean_calibrated)
-    p_lo, p_hi = float(grid.p_lo), float(grid.p_hi)
-    ax.axhspan(p_lo, p_hi, color="#2ca02c", alpha=0.10,
-               label="[P_lo, P_hi]: every P(j | x) lies here (ratio %.4g <= e^%g)"
-               % (p_hi / p_lo, profile.epsilon))
+    ax.stairs(observed, xs, fill=True, color="#c6dbef",
+              label="reports: fraction per cell (n = %d reports)" % j.size)
+    ax.stairs(observed, xs, color="#2171b5", linewidth=0.9)
+    top = max(float(observed.max()), p_hi)
+    if h["expected"] is not None:
+        exp_, band = h["expected"], h["band"]
+        ax.stairs(exp_ + band, xs, baseline=exp_ - band, fill=True, color="#fd8d3c",
+                  alpha=0.35, label="99%% band for the bars if the mechanism is right "
+                  "(Bernstein, all %d bins at once)" % len(widths))
+        ax.stairs(exp_, xs, baseline=None, color="#d62728", linewidth=1.6,
+                  label="expected for these %d readings: exact mixture (1/n) sum P(j | x_i)"
+                  % j.size)
+        top = max(top, float((exp_ + band).max()))
+        true_mean = float(sum(Fraction(x) for x in readings) / len(readings))
+        ax.axvline(true_mean, color="#d62728", linewidth=1.0, linestyle="--",
+                   label="true mean of the readings %.4f %s" % (true_mean, unit or ""))
+        what = "Reports vs. their exact expected histogram for the true readings"
+    else:
+        what = ("Reports per cell (true readings unknown: their expected histogram cannot be "
+                "drawn)")
+    label = ("[P_lo, P_hi]: every cell's probability, for any readings, lies here "
+             "(ratio %.4g <= e^%g)" % (p_hi / p_lo, profile.epsilon))
+    if h["expected"] is None:
+        ax.axhspan(p_lo, p_hi, color="#2ca02c", alpha=0.10, label=label)
+        # Sampling noise around that band, valid for any readings: a bin's expected fraction
+        # per cell lies in [P_lo, P_hi], so its count's variance is at most n max p (1 - p)
+        # over that range (Bernstein, all bins at once, as band_halfwidths).
+        lam = _any_readings_halfwidths(widths, p_lo, p_hi, j.size, 1 - CONFIDENCE)
+        ax.stairs(p_hi + lam, xs, baseline=None, color="#2ca02c", linewidth=0.9, linestyle=":",
+                  label="[P_lo - l, P_hi + l]: where the bars lie with 99%% probability for "
+                        "any readings (l: Bernstein, all %d bins at once)" % len(widths))
+        ax.stairs(np.maximum(p_lo - lam, 0), xs, baseline=None, color="#2ca02c", linewidth=0.9,
+                  linestyle=":")
+        top = max(top, float((p_hi + lam).max()))
+    else:
+        ax.axhline(p_lo, color="#2ca02c", linewidth=0.8, linestyle="--", label=label)
     ax.axhline(p_lo, color="#2ca02c", linewidth=0.8, linestyle="--")
     ax.axhline(p_hi, color="#2ca02c", linewidth=0.8, linestyle="--")
-    ax.axvspan(profile.lo, profile.hi, color="0.5", alpha=0.08,
-               label="reading range [%g, %g]" % (profile.lo, profile.hi))
+    ax.axvspan(profile.lo, profile.hi, color="0.5", alpha=0.10,
+               label="reading range [%g, %g] %s" % (profile.lo, profile.hi, unit or ""))
     ax.axvline(summary.mean_calibrated, color="k", linewidth=1.0, linestyle=":",
-               label="calibrated mean %.4f" % summary.mean_calibrated)
+               label="calibrated mean of the reports %.4f %s"
+               % (summary.mean_calibrated, unit or ""))
     cells = "one bar per cell" if widths.max() == 1 else "bins of ~%d cells" % int(widths.mean())
-    ax.set_xlabel("report on the reading scale: calibrated estimate x_hat(j) (%s)" % cells)
-    ax.set_ylabel("probability per cell")
-    ax.set_ylim(0, max(float(observed.max()), p_hi) * 1.35)
-    ax.set_title("Reports vs. the mechanism's output distribution\nprofile %s: m = %d bits, "
-                 "N = %d cells, eps = %g%s" % (profile.fingerprint[:8], profile.bits,
-                                               profile.n_cells, profile.epsilon, title_extra),
-                 fontsize=10)
-    ax.legend(fontsize=7.5, loc="upper left", framealpha=0.9)
-    fig.tight_layout()
+    ax.set_xlabel("report, as its cell's calibrated estimate x_hat(j) %s; %s"
+                  % (_unit(unit), cells))
+    ax.set_ylabel("probability per cell (fraction of reports)")
+    ax.set_ylim(0, top * 1.15)
+    ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
+    _legend(fig, ax)
     fig.savefig(path, format="png")
     return path
 
 
-def running_mean(profile: Profile, offsets, path: str, *, title_extra: str = "") -> str:
-    """The calibrated mean of the first n reports vs n, with its 99% Bernstein interval."""
+def running_mean(profile: Profile, offsets, path: str, *, readings=None, unit: str = None,
+                 title_extra: str = "") -> str:
+    """The calibrated mean of the first n reports vs n, with its per-n and time-uniform 99%
+    Bernstein intervals, and the true mean of the same n readings when `readings` (in the
+    reports' order) are given."""
     est, grid, j = _prepare(profile, offsets)
     n = j.size
     # Cumulative sums in float64 around an integer centre (offsets reach 2^52 and n * 2^52
@@ -133,40 +291,104 @@ def running_mean(profile: Profile, offsets, path: str, *, title_extra: str = "")
     ns = np.unique(np.geomspace(1, n, min(n, RUNNING_POINTS)).round().astype(np.int64))
     shift = float(centre - grid.intercept)
     means = float(grid.lo) + float(grid.gain) * (cum[ns - 1] / ns + shift)
-    half = np.array([est.bernstein_halfwidth(int(k)) for k in ns])
+    alpha = 1 - CONFIDENCE
+    per_n = np.array([bernstein_halfwidth(int(k), est.var_bound, est.dev_bound, alpha)
+                      for k in ns])
+    uniform = np.array([bernstein_halfwidth(int(k), est.var_bound, est.dev_bound,
+                                            alpha / (k * (k + 1.0))) for k in ns])
     final = est.summarize(j)
 
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
-    ax.fill_between(ns, means - half, means + half, color="#9ecae1", alpha=0.6,
-                    label="99% interval for the mean of the first n readings (Bernstein)")
-    ax.plot(ns, means, color="#08519c", linewidth=1.4, label="calibrated mean of first n")
+    ax.fill_between(ns, means - per_n, means + per_n, color="#9ecae1", alpha=0.6,
+                    label="99% interval at each n separately (Bernstein)")
+    ax.plot(ns, means - uniform, color="#3182bd", linewidth=0.9, linestyle="--",
+            label="99% interval at every n at once (time-uniform: Bernstein, "
+                  "union over n, delta_n = 0.01/(n(n+1)))")
+    ax.plot(ns, means + uniform, color="#3182bd", linewidth=0.9, linestyle="--")
+    ax.plot(ns, means, color="#08519c", linewidth=1.4,
+            label="calibrated mean of the first n reports")
+    if readings is not None:
+        x = np.asarray([float(v) for v in readings], dtype=np.float64)
+        if x.size != n:
+            raise ZealError("%d readings for %d reports" % (x.size, n))
+        true_run = np.cumsum(x - x.mean())[ns - 1] / ns + x.mean()
+        ax.plot(ns, true_run, color="#d62728", linewidth=1.2,
+                label="true mean of the same n readings (final %.4f %s)" % (x.mean(), unit or ""))
     ax.axhline(final.mean_calibrated, color="k", linewidth=0.9, linestyle=":",
-               label="final: %.4f [%.4f, %.4f]" % ((final.mean_calibrated,) + final.ci99))
-    ax.axhline(profile.lo, color="0.4", linewidth=0.8, linestyle="--")
-    ax.axhline(profile.hi, color="0.4", linewidth=0.8, linestyle="--",
-               label="reading range [%g, %g]" % (profile.lo, profile.hi))
+               label="final estimate %.4f, per-n 99%% interval [%.4f, %.4f] %s"
+               % ((final.mean_calibrated,) + final.ci99 + (unit or "",)))
+    ax.axhline(profile.lo, color="0.4", linewidth=0.8, linestyle="-.")
+    ax.axhline(profile.hi, color="0.4", linewidth=0.8, linestyle="-.",
+               label="reading range [%g, %g] %s" % (profile.lo, profile.hi, unit or ""))
     width = profile.hi - profile.lo
-    ax.set_ylim(profile.lo - 0.5 * width, profile.hi + 0.5 * width)
+    ax.set_ylim(profile.lo - 0.6 * width, profile.hi + 0.6 * width)
     ax.set_xscale("log")
     ax.set_xlim(1, max(n, 2))
-    ax.set_xlabel("number of reports n (arrival order)")
-    ax.set_ylabel("estimated mean reading")
-    ax.set_title("Running calibrated mean with its 99%% interval\nprofile %s: m = %d bits, "
-                 "eps = %g, n = %d%s" % (profile.fingerprint[:8], profile.bits,
-                                         profile.epsilon, n, title_extra), fontsize=10)
-    ax.legend(fontsize=7.5, loc="upper right", framealpha=0.9)
-    fig.tight_layout()
+    ax.set_xlabel("number of reports n (reports, in arrival order; log scale)")
+    ax.set_ylabel("mean reading %s" % _unit(unit))
+    ax.set_title(_title(profile, "Running calibrated mean of the reports with 99% intervals",
+                        ", n = %d%s" % (n, title_extra)), fontsize=9.5)
+    _legend(fig, ax)
     fig.savefig(path, format="png")
     return path
 
 
-def plot_store(store, outdir, *, include_vector: bool = False) -> List[str]:
-    """Both plots for every profile with stored reports; returns the PNG paths."""
+def aligned_readings(data: Loaded, readings: Mapping[bytes, Sequence]) -> Dict[str, list]:
+    """fingerprint -> the true reading behind each of its reports, in the order of
+    data.offsets(fp), from `readings`: device id (8 bytes, as in HELLO) -> that device's
+    readings in the order it took them. Report k of a device, counting its stored reports in
+    (boot, seq) order, is its reading k, so every report a device made must be stored: a
+    ZealError says which device's counts differ."""
+    want = {bytes(d).ljust(8, b"\0"): list(v) for d, v in readings.items()}
+    start = {}  # (device, boot, seq) -> index of the frame's first report in the device's list
+    per_dev: Dict[bytes, list] = {}
+    for r in data.rows:
+        per_dev.setdefault(bytes(r[ROW_DEVICE]), []).append(r)
+    for dev, rows in per_dev.items():
+        if dev not in want:
+            raise ZealError("no readings given for device %s" % device_name(dev))
+        k = 0
+        for r in sorted(rows, key=lambda r: (r[ROW_BOOT], r[ROW_SEQ])):
+            start[(dev, r[ROW_BOOT], r[ROW_SEQ])] = k
+            k += r[ROW_COUNT]
+        if k != len(want[dev]):
+            raise ZealError("device %s: %d reports stored for %d readings given"
+                            % (device_name(dev), k, len(want[dev])))
+    out = {}
+    for fp, rows in data.by_fp.items():
+        seq = []
+        for r in rows:
+            dev = bytes(r[ROW_DEVICE])
+            k = start[(dev, r[ROW_BOOT], r[ROW_SEQ])]
+            seq.extend(want[dev][k:k + r[ROW_COUNT]])
+        out[fp] = seq
+    return out
+
+
+def device_name(device_id: bytes) -> str:
+    """A device id as people read it: its text when the id (without the zero padding HELLO
+    adds) is printable ASCII, e.g. "demo-000", else its 16 hex digits."""
+    raw = bytes(device_id)
+    text = raw.rstrip(b"\0")
+    if text and all(0x20 < c < 0x7f for c in text):
+        return text.decode("ascii")
+    return raw.hex()
+
+
+def plot_store(store, outdir, *, include_vector: bool = False,
+               readings: Optional[Mapping[bytes, Sequence]] = None,
+               unit: Optional[str] = None) -> List[str]:
+    """Both plots for every profile with stored reports; returns the PNG paths.
+
+    readings: device id -> the true readings that device took, in order (the demo and a
+    replay know them); the histogram then shows the exact expected mixture and the running
+    mean the true mean. unit: the readings' unit, for the axes."""
     _figure()  # a missing matplotlib fails before anything is read
     data = Loaded(store, include_vector)
     if not data.rows:
         raise ZealError("no reports stored in %s" % store.path)
+    truth = aligned_readings(data, readings) if readings is not None else {}
     try:
         os.makedirs(outdir, exist_ok=True)
     except OSError as exc:
@@ -178,7 +400,7 @@ def plot_store(store, outdir, *, include_vector: bool = False) -> List[str]:
         for name, draw in (("histogram", histogram), ("running-mean", running_mean)):
             path = os.path.join(outdir, "%s-%s.png" % (name, fp[:8]))
             try:
-                paths.append(draw(prof, j, path))
+                paths.append(draw(prof, j, path, readings=truth.get(fp), unit=unit))
             except OSError as exc:
                 raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
     return paths
