@@ -188,6 +188,18 @@ def test_analyze_one_profile_equals_the_estimator(store):
     assert table.count("\n") == 2 + 3 + 1 and DEV_C.hex() in table
 
 
+def test_analyze_names_devices_by_their_text_ids(store):
+    prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    named = b"attic-1".ljust(8, b"\0")              # HELLO pads ids with zeros
+    fill(store, prof, named, offsets(prof, 21, 2, 8))
+    fill(store, prof, DEV_A, offsets(prof, 22, 2, 8))
+    doc = A.analyze(store)
+    names = {d["device"]: d["name"] for d in doc["devices"]}
+    assert names == {named.hex(): "attic-1", DEV_A.hex(): DEV_A.hex()}
+    rows = A.format_table(doc).splitlines()
+    assert rows[2].split()[0] == "attic-1" and rows[3].split()[0] == DEV_A.hex()
+
+
 def test_analyze_several_profiles_combines_by_weight_and_union_bound(store):
     p4, p16 = P.from_bits(*HUMIDITY, 1.0, 4), P.from_bits(*HUMIDITY, 2.0, 16)
     f4, f16 = offsets(p4, 3, 20, 64), offsets(p16, 4, 7, 64)
