@@ -213,10 +213,10 @@ def format_demo(doc: dict) -> str:
                  "data, column 'true mean')" % (o["readings"], o["true_mean"], unit))
     lines.append("private estimate (calibrated)  %.6f %s   99%% interval [%.4f, %.4f] "
                  "(Bernstein)" % ((o["mean_calibrated"], unit) + tuple(o["ci99"])))
-    lines.append("AVG* (the paper's estimator, mean(x*) - Abar)  %.4f %s: biased, expected "
-                 "%.4f for these readings (%+.4f): it inverts the continuous mechanism's mean, "
-                 "which a %d-cell grid with %d-cell windows does not keep; the calibrated mean "
-                 "inverts the grid's exact E[j | x]"
+    lines.append("AVG* (the paper's estimator, mean(x*) - Abar)  %.4f %s: expected %.4f for "
+                 "these readings, bias %+.4f: it inverts the continuous mechanism's mean, which "
+                 "a %d-cell grid with %d-cell windows only approximates (the coarser the grid, "
+                 "the larger the bias); the calibrated mean inverts the grid's exact E[j | x]"
                  % (a["value"], unit, a["expected_for_these_readings"], a["bias"],
                     a["n_cells"], a["n_window"]))
     if w["bits_per_report"] is not None:
@@ -231,5 +231,6 @@ def format_demo(doc: dict) -> str:
                  % (p["epsilon"], p["epsilon"], math.exp(p["epsilon"]), p["ratio_bound"]))
     lines.append("         a board's readings add up (sequential composition: eps per reading "
                  "x readings): at one reading a minute, %d readings a day give eps = %g for "
-                 "one board's day" % (p["readings_per_day"], p["epsilon_per_board_day"]))
+                 "one board's day (the demo's boards replay as fast as they can)"
+                 % (p["readings_per_day"], p["epsilon_per_board_day"]))
     return "\n".join(lines)

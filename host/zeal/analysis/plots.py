@@ -223,16 +223,17 @@ def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str 
 
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
-    ax.stairs(observed, xs, fill=True, color="#c6dbef",
+    # z-order: the band (if any) below the bars, the bars see-through, the curve on top
+    ax.stairs(observed, xs, fill=True, color="#9ecae1", alpha=0.55, zorder=2,
               label="reports: fraction per cell (n = %d reports)" % j.size)
-    ax.stairs(observed, xs, color="#2171b5", linewidth=0.9)
+    ax.stairs(observed, xs, color="#2171b5", linewidth=0.9, zorder=3)
     top = max(float(observed.max()), p_hi)
     if h["expected"] is not None:
         exp_, band = h["expected"], h["band"]
-        ax.stairs(exp_ + band, xs, baseline=exp_ - band, fill=True, color="#fd8d3c",
-                  alpha=0.35, label="99%% band for the bars if the mechanism is right "
+        ax.stairs(exp_ + band, xs, baseline=exp_ - band, fill=True, color="#fdd0a2",
+                  alpha=0.8, zorder=1, label="99%% band for the bars if the mechanism is right "
                   "(Bernstein, all %d bins at once)" % len(widths))
-        ax.stairs(exp_, xs, baseline=None, color="#d62728", linewidth=1.6,
+        ax.stairs(exp_, xs, baseline=None, color="#d62728", linewidth=1.6, zorder=4,
                   label="expected for these %d readings: exact mixture (1/n) sum P(j | x_i)"
                   % j.size)
         top = max(top, float((exp_ + band).max()))
