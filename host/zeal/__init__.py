@@ -13,4 +13,5 @@ Sub-packages follow the data, from a reading to a report; each imports only thos
 On top: `cli` (the `zeal` command; also `python -m zeal`) and `demo`.
 """
 
+# the package version, read by pyproject.toml (setuptools dynamic) and `zeal --version`
 __version__ = "0.1.0"

