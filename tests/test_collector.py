@@ -227,13 +227,58 @@ def test_socket_url(tmp_path):
 
 
 def test_missing_port(tmp_path, capsys):
+    """An absent port is waited for (the README's promise: retried every second), with one
+    line on stderr; at the end of a run during which it never appeared the summary says so and
+    the exit status is 1. Without waiting (the library's wait_for_ports=False) it is
+    PortNotFound at once."""
+    missing = str(tmp_path / "no-such-tty")
     with Store(tmp_path / "z.db") as store:
         with pytest.raises(PortNotFound):
-            Collector([str(tmp_path / "no-such-tty")], store).run(duration=1)
-    rc = cli_main(["collect", "--port", str(tmp_path / "no-such-tty"),
-                   "--db", str(tmp_path / "z.db")])
+            Collector([missing], store, wait_for_ports=False).run(duration=1)
+    rc = cli_main(["collect", "--port", missing, "--db", str(tmp_path / "z.db"),
+                   "--duration", "1.2"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "Traceback" not in err
+    assert err == ("zeal: no port %s (is the board plugged in? `zeal devices` lists the boards "
+                   "attached); waiting for it (tried every 1 s)\n" % missing), err
+    assert "error: %s was absent for the whole run" % missing in out
+
+
+def test_port_absent_at_the_start_is_collected_once_it_appears(tmp_path, capsys):
+    """The port's path does not exist when collect starts; it appears later (a board plugged
+    in): its frames are stored and the run ends normally."""
+    db = str(tmp_path / "z.db")
+    alias = str(tmp_path / "ttyLATE")
+    lines = []
+    t, out = background(lambda: Collector([alias], Store(db), profiles=[PROF], log=lines.append),
+                        until_stopped=True, duration=30)
+    wait_for(lambda: lines)
+    assert lines[0].startswith("zeal: no port %s (is the board plugged in?" % alias)
+    time.sleep(1.2)  # at least one retry while absent
+    with Pty() as line:
+        os.symlink(line.port, alias)
+        wait_for(lambda: os.path.exists(db) and count(db, "SELECT COUNT(*) FROM links") == 1)
+        line.write(hello(1) + data(1, 0) + data(1, 1) + STOP)
+        t.join()
+    assert "error" not in out, out.get("error")
+    assert out["progress"].frames == 2 and out["progress"].never_opened == []
+
+
+@pytest.mark.parametrize("port, why", [
+    ("DIR", "a directory, not a serial port"),
+    ("FILE", "a regular file, not a serial port"),
+    ("nosuch://x", "unknown URL scheme 'nosuch'"),
+    ("socket://no-port-here", "needs HOST:PORT"),
+])
+def test_a_name_that_can_never_be_a_port_is_one_line_at_once(tmp_path, capsys, port, why):
+    (tmp_path / "plain").write_text("")
+    port = {"DIR": str(tmp_path), "FILE": str(tmp_path / "plain")}.get(port, port)
+    start = time.monotonic()
+    rc = cli_main(["collect", "--port", port, "--db", str(tmp_path / "z.db")])
     err = capsys.readouterr().err
-    assert rc == 1 and err.startswith("zeal: no port ") and err.count("\n") == 1
+    assert rc == 1 and time.monotonic() - start < 5
+    assert err == "zeal: cannot open %s: %s" % (port, err.split(": ", 2)[2]) and why in err
+    assert err.count("\n") == 1
 
 
 def test_busy_port():

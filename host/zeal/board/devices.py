@@ -1,6 +1,13 @@
 """`zeal devices`: serial ports that look like MicroPython boards (USB VID/PID, descriptions)."""
 import json
+import os
 import sys
+
+from ..errors import ZealError
+
+AUTO = "auto"
+PORT_HELP = ("serial port or pyserial URL (/dev/ttyACM0, socket://HOST:PORT, ...), or 'auto': "
+             "the one board `zeal devices` lists")
 
 # (vid, pid or None for any, why)
 KNOWN_USB = (
@@ -48,6 +55,39 @@ def list_devices(all_ports=False):
         })
     rows.sort(key=lambda r: r["device"])
     return rows
+
+
+def resolve_port(port, *, out=sys.stderr):
+    """The port to use for --port PORT: PORT itself, or for "auto" the one board that
+    `zeal devices` lists (a line on `out` names it). No board, or several: ZealError naming
+    what was found."""
+    if port != AUTO:
+        return port
+    rows = list_devices()
+    if len(rows) == 1:
+        print("zeal: --port auto: %s (%s)" % (rows[0]["device"], rows[0]["why_matched"]),
+              file=out, flush=True)
+        return rows[0]["device"]
+    if not rows:
+        others = [r["device"] for r in list_devices(all_ports=True)]
+        raise ZealError("--port auto: no MicroPython board found%s; give --port PORT"
+                        % (" (other serial ports: %s)" % ", ".join(others) if others else
+                           " and no serial port at all"))
+    raise ZealError("--port auto: %d boards found (%s); give one with --port PORT"
+                    % (len(rows), ", ".join(r["device"] for r in rows)))
+
+
+def check_present(port):
+    """ZealError with the one missing-port message (zeal.wire.transport.missing_port) when
+    `port` is a device path that does not exist, or "cannot open PORT: why" when it can
+    never be a port (a directory, a regular file, an unknown URL scheme)."""
+    from ..wire.transport import missing_port, never_a_port
+
+    why = never_a_port(port)
+    if why:
+        raise ZealError("cannot open %s: %s" % (port, why))
+    if "://" not in port and os.sep in port and not os.path.exists(port):
+        raise ZealError(missing_port(port))
 
 
 def cmd_devices(args):

@@ -74,6 +74,7 @@ REPLAY_LINE_MAX = 40
 CONFIG_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "sensor",
                "output", "watchdog_ms", "start_delay_ms", "crash_reset_ms", "profile", "seed",
                "vector_mode", "vector_key", "debug", "write_timeout_ms")
+CONFIG_MAX = 1 << 16  # bytes: the device reads its config whole into RAM
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "start_delay_ms", "crash_reset_ms", "write_timeout_ms")
 SENSOR_FORMS = "adc:PIN[:ATTEN], rp2040-temp, replay, callable:MODULE.FUNCTION"
@@ -168,12 +169,22 @@ def is_rp2040_temp(sensor):
 def load_config_file(path):
     """A --config FILE: a JSON object with device config keys, checked as the board would."""
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            doc = json.load(fh)
+        with open(path, "rb") as fh:
+            data = fh.read(CONFIG_MAX + 1)
     except OSError as exc:
         raise ZealError("cannot read config %s: %s" % (path, exc.strerror or exc)) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ZealError("config %s is not valid JSON: %s" % (path, exc)) from None
+    if len(data) > CONFIG_MAX:
+        raise ZealError("config %s is longer than %d bytes (a device config is a few hundred)"
+                        % (path, CONFIG_MAX))
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ZealError("config %s is not UTF-8 text" % path) from None
+    except RecursionError:
+        raise ZealError("config %s is not valid JSON for a config: nested too deeply"
+                        % path) from None
+    except ValueError as exc:  # JSON syntax, or an integer of more than 4300 digits
+        raise ZealError("config %s is not valid JSON: %s" % (path, str(exc)[:120])) from None
     if not isinstance(doc, dict):
         raise ZealError("config %s must be a JSON object" % path)
     return doc
@@ -478,13 +489,16 @@ def run_mpremote(argv, port, out, timeout=300, stage=None):
 
 def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run=False,
           out=None, mpy_cross=None, firmware=None, timeout=300, stop_wait=2.0,
-          watchdog_ms=None, replay_file=None):
+          watchdog_ms=None, replay_file=None, result_out=None):
     """Compile, stage and copy the firmware, profile and config to the board on `port`, then
-    reset it. With dry_run, print every step and command and touch no board. Returns the
-    steps (with the real stage folder when not a dry run)."""
+    reset it. With dry_run, print every step and command on `out` (default stdout: the plan
+    is the result) and touch no board. Otherwise progress goes to `out` (default stderr) and
+    the closing "flashed ..." line to `result_out` (None: to `out`; False: not printed). Returns the steps
+    (with the real stage folder when not a dry run)."""
+    from .devices import check_present
     from .firmware import ConformanceError, compile_tree
 
-    out = out or sys.stdout
+    out = out or (sys.stdout if dry_run else sys.stderr)  # the plan is a result; progress not
     if dry_run:
         steps = plan_flash(port, profile_path, sensor, config, compile, mpy_cross=mpy_cross,
                            firmware=firmware, watchdog_ms=watchdog_ms, replay_file=replay_file,
@@ -508,8 +522,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
         steps = plan_flash(port, profile_path, sensor, config, compile, stage=stage,
                            mpy_cross=mpy_cross, firmware=firmware, watchdog_ms=watchdog_ms,
                            replay_file=replay_file, stop_wait=stop_wait)
-        if is_device_path(port) and not os.path.exists(port):  # before any work
-            raise ZealError("no such port %s (`zeal devices` lists connected boards)" % port)
+        check_present(port)  # before any work: the one missing-port message
         work = [s for s in steps if s.kind != "note"]
         for s in steps:
             if s.kind == "note":
@@ -532,8 +545,9 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                 print("      the board can write files and has os.urandom", file=out)
             elif step.kind == "mpremote":
                 run_mpremote(step.argv, step.port, out, timeout=timeout, stage=stage)
-        print("flashed %s: %d files; the board resets and runs main.py"
-              % (port, len(steps[-1].files)), file=out)
+        if result_out is not False:
+            print("flashed %s: %d files; the board resets and runs main.py"
+                  % (port, len(steps[-1].files)), file=result_out or out)
     return steps
 
 
@@ -549,10 +563,49 @@ def _print_steps(steps, out):
 
 
 # ---- command line ----------------------------------------------------------------------------
+def plan_doc(port, steps):
+    """The plan of `zeal flash --dry-run --json`: notes, numbered steps with their exact
+    commands (argv lists) or file contents, and the files that land on the board."""
+    work = [s for s in steps if s.kind != "note"]
+    doc = {"port": port, "dry_run": True,
+           "port_exists": not (is_device_path(port) and not os.path.exists(port)),
+           "mpremote_installed": _have_mpremote(),
+           "notes": [s.label for s in steps if s.kind == "note"], "steps": []}
+    for i, step in enumerate(work, 1):
+        item = {"step": i, "kind": step.kind, "label": step.label}
+        if step.kind == "compile":
+            item["commands"] = [list(c) for c in step.commands]
+        elif step.kind in ("mpremote", "probe"):
+            item["argv"] = list(step.argv)
+        elif step.kind == "write":
+            item["board_file"] = os.path.basename(step.path)
+            if step.show:
+                item["text"] = step.data
+        elif step.kind == "port":
+            item["wait_s"] = step.wait
+        doc["steps"].append(item)
+    doc["files"] = [{"board": remote, "local": local} for local, remote in steps[-1].files]
+    doc["stage"] = "%s: a temporary folder made when flashing" % STAGE
+    return doc
+
+
 def cmd_flash(args):
-    flash(args.port, args.profile, sensor=args.sensor, config=args.config,
-          compile=not args.no_compile, dry_run=args.dry_run, watchdog_ms=args.watchdog_ms,
-          replay_file=args.replay_file, stop_wait=args.stop_wait)
+    from .devices import resolve_port
+
+    port = resolve_port(args.port)
+    if args.dry_run and args.json:
+        steps = plan_flash(port, args.profile, args.sensor, args.config, not args.no_compile,
+                           watchdog_ms=args.watchdog_ms, replay_file=args.replay_file,
+                           stop_wait=args.stop_wait)
+        print(json.dumps(plan_doc(port, steps), indent=1))
+        return 0
+    steps = flash(port, args.profile, sensor=args.sensor, config=args.config,
+                  compile=not args.no_compile, dry_run=args.dry_run,
+                  watchdog_ms=args.watchdog_ms, replay_file=args.replay_file,
+                  stop_wait=args.stop_wait, result_out=False if args.json else sys.stdout)
+    if args.json and not args.dry_run:
+        print(json.dumps({"port": port, "flashed": True,
+                          "files": [remote for _, remote in steps[-1].files]}, indent=1))
     return 0
 
 
@@ -566,14 +619,15 @@ def _non_negative_int(text):
 
 def register(subparsers):
     """Add `zeal flash` to the CLI's sub-command table."""
+    from .devices import PORT_HELP
+
     p = subparsers.add_parser(
         "flash", help="copy the firmware, a profile and a config to a MicroPython board",
         description="Validate the profile, compile the firmware with mpy-cross, copy it, the "
                     "profile, the config and main.py to the board with mpremote, and reset "
                     "it. Files on the board: lib/zealfw/, zeal_profile.json, "
                     "zeal_config.json, main.py.")
-    p.add_argument("--port", required=True, metavar="PORT",
-                   help="the board's serial port or pyserial URL (see `zeal devices`)")
+    p.add_argument("--port", required=True, metavar="PORT", help=PORT_HELP)
     p.add_argument("--profile", required=True, metavar="FILE",
                    help="profile made by `zeal profile -o FILE`")
     p.add_argument("--sensor", metavar="SPEC",
@@ -581,23 +635,29 @@ def register(subparsers):
                         "rp2040-temp (the RP2040's internal temperature sensor, ADC channel "
                         "4; profile: firmware/examples/rp2040_temp.json), replay (readings "
                         "from --replay-file, or sent over the line; the firmware's default), "
-                        "or callable:MODULE.FUNCTION (a driver on the board)")
+                        "or callable:MODULE.FUNCTION (a driver on the board); default: the "
+                        "config's sensor, else replay")
     p.add_argument("--config", metavar="FILE",
                    help="device config JSON (keys: see firmware/zealfw/main.py); --sensor "
-                        "overrides its sensor")
+                        "overrides its sensor (default: none; keys left out take the "
+                        "firmware's defaults)")
     p.add_argument("--watchdog-ms", type=_non_negative_int, metavar="MS",
                    help="machine.WDT timeout on the board, 1..%d (the RP2040's maximum), 0 for "
-                        "none; overrides the config's watchdog_ms" % WDT_MAX_MS)
+                        "none; overrides the config's watchdog_ms (default: the config's, "
+                        "else 0)" % WDT_MAX_MS)
     p.add_argument("--replay-file", metavar="FILE",
                    help="readings for the replay sensor, one a line (16 hex digits: float64 "
                         "bits, 8: float32 bits, or a decimal raw count), copied to :%s; the "
-                        "board replays them once, then stops" % BOARD_REPLAY)
+                        "board replays them once, then stops (default: none)" % BOARD_REPLAY)
     p.add_argument("--stop-wait", type=seconds_arg, default=2.0, metavar="S",
-                   help="seconds to wait for a streaming board to answer !stop (default 2; "
-                        "it reads the line once per sampling tick)")
+                   help="seconds to wait for a streaming board to answer !stop (default "
+                        "%(default)g; it reads the line once per sampling tick)")
     p.add_argument("--no-compile", action="store_true",
                    help="copy .py sources instead of .mpy (MicroPython older than 1.19)")
     p.add_argument("--dry-run", action="store_true",
                    help="print every step and command; touch no board")
+    p.add_argument("--json", action="store_true",
+                   help="with --dry-run: the plan as JSON (steps, exact argv lists, files); "
+                        "otherwise: progress on stderr and the result as JSON")
     p.set_defaults(func=cmd_flash)
 

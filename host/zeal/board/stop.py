@@ -5,7 +5,7 @@ and return to its REPL. A board whose watchdog runs cannot stop it: it sends STO
 HELD, and resets into a REPL held by a marker file; `stop_board` waits for the port to come
 back and for the REPL to answer. `check_port` opens a port once (and stops its board).
 """
-import os
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -29,6 +29,7 @@ def _serial_opener(baudrate):
         import serial
 
         return serial.serial_for_url(port, baudrate=baudrate, timeout=0.1, write_timeout=2)
+    open_port.real_port = True  # _open_once checks the name first (tests' fakes have none)
     return open_port
 
 
@@ -40,10 +41,11 @@ def _port_errors():
     return (serial.SerialException, OSError, ValueError)
 
 
-def _open_once(port, opener):
-    if is_device_path(port) and not os.path.exists(port):
-        raise ZealError("cannot open %s: no such port (`zeal devices` lists connected boards)"
-                        % port)
+def _open_once(port, opener, check=True):
+    from .devices import check_present
+
+    if check:  # a real port (not a test's fake opener): the one missing-port message
+        check_present(port)
     errors = _port_errors()
     try:
         return opener(port)
@@ -79,7 +81,7 @@ def stop_board(port, *, wait=5.0, reappear=10.0, baudrate=115200, opener=None,
 
     opener = opener or _serial_opener(baudrate)
     errors = _port_errors()
-    ser = _open_once(port, opener)
+    ser = _open_once(port, opener, getattr(opener, "real_port", False))
     deframer = wire.Deframer()
     codes, tail = [], b""
     lost = False
@@ -169,33 +171,50 @@ def stop_text(result, port, wait):
             "silent": "no answer within %g s; carrying on" % wait}[result.state]
 
 
+_STATE_TEXT = {
+    "stopped": "%s: STOPPED; the board is at its REPL",
+    "held": "%s: STOPPED, then HELD: its watchdog was running, so the board reset and is held "
+            "at its REPL (it runs main.py again at its next reset)",
+    "repl": "%s: the board is at its REPL (it was not streaming)"}
+
+
 def cmd_stop(args):
-    """`zeal stop`: one line for what happened; ZealError (exit 1) when the board is silent."""
-    result = stop_board(args.port, wait=args.wait, baudrate=args.baud)
+    """`zeal stop`: one line (or with --json one object) for what happened; ZealError (exit 1)
+    when the board is silent."""
+    from .devices import resolve_port
+
+    port = resolve_port(args.port)
+    result = stop_board(port, wait=args.wait, baudrate=args.baud)
     if result.state == "silent":
         raise ZealError("no answer from %s within %g s (a streaming board reads \"!stop\" at "
                         "its next sampling tick: give --wait longer than its period_ms)"
-                        % (args.port, args.wait))
-    print({"stopped": "%s: STOPPED; the board is at its REPL",
-           "held": "%s: STOPPED, then HELD: its watchdog was running, so the board reset and is "
-                   "held at its REPL (it runs main.py again at its next reset)",
-           "repl": "%s: the board is at its REPL (it was not streaming)"}[result.state]
-          % args.port)
+                        % (port, args.wait))
+    if args.json:
+        print(json.dumps({"port": port, "state": result.state, "status_codes": result.codes,
+                          "message": _STATE_TEXT[result.state] % port}, indent=1))
+    else:
+        print(_STATE_TEXT[result.state] % port)
     return 0
 
 
 def register_stop(subparsers):
     """Add `zeal stop` (cli.py calls this in place of its own stop command)."""
+    from .devices import PORT_HELP
+
     p = subparsers.add_parser(
         "stop", help="stop a streaming board and give its REPL back",
         description="Send the line !stop to a board streaming Zeal frames and wait for its "
                     "STOPPED status and REPL prompt. A board whose watchdog runs cannot stop "
                     "it: it sends HELD and resets into a held REPL, which this waits for.")
-    p.add_argument("--port", required=True, metavar="PORT", help="serial port or pyserial URL")
-    p.add_argument("--baud", type=int, default=115200)
+    p.add_argument("--port", required=True, metavar="PORT", help=PORT_HELP)
+    p.add_argument("--baud", type=int, default=115200, metavar="BAUD",
+                   help="line speed for a UART link; USB boards ignore it (default %(default)s)")
     p.add_argument("--wait", type=seconds_arg, default=5.0, metavar="S",
-                   help="seconds to wait for the board's answer (default 5; a board reads "
-                        "!stop once per sampling tick, so give more than its period)")
+                   help="seconds to wait for the board's answer (default %(default)g; a board "
+                        "reads !stop once per sampling tick, so give more than its period)")
+    p.add_argument("--json", action="store_true",
+                   help="print the outcome as JSON: port, state (stopped, held, repl), "
+                        "status_codes (STATUS codes seen), message")
     p.set_defaults(func=cmd_stop)
 
 

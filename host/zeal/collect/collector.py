@@ -19,8 +19,11 @@ later frame is read); those that open are stored as frames and their rows delete
 transaction, those refused are deleted and counted, the rest stay for a later HELLO (another
 boot's) or a later run.
 
-A port that fails to open at the start is a user mistake (PortError). A port that fails
-later (USB unplugged, a board reset that re-enumerates, the pty of a virtual device gone) is
+A port that is absent at the start (no such device path yet, nobody listening at a socket)
+is waited for: a line says so and it is tried every RETRY seconds, like an unplugged one
+(wait_for_ports=False makes it an error instead); a port that can never open (a directory,
+an unknown URL scheme, no permission, busy) is a user mistake (PortError) at once. A port
+that fails later (USB unplugged, a board reset that re-enumerates, the pty of a virtual device gone) is
 retried every RETRY seconds until the run ends; each link (one open..close of a port) is a
 row in `links`, with connect/disconnect events. A reader that fails with any other exception
 (a bug, pyserial's select() on a descriptor >= 1024) is reported (event `reader_error`, a line
@@ -90,6 +93,7 @@ class Progress:
     connected: int = 0        # ports open now
     stopped: int = 0          # ports whose device sent STATUS STOPPED (or an error status)
     failed_devices: list = field(default_factory=list)  # (port, device hex, code, message)
+    never_opened: list = field(default_factory=list)  # ports absent for the whole run
     reason: str = ""          # why the run ended ("" while running)
 
     @property
@@ -149,6 +153,7 @@ class _Port:
         self.anchor = None            # (session hex or None, last seq seen) for event keys
         self.ordinal = Counter()      # reason -> rejects since the anchor moved
         self.failures = 0             # reader exceptions (reader)
+        self.opened = False           # the port opened at least once this run (reader)
         self.backlog = []             # _Item: unresolved DATA of this port, oldest first
         # writer
         self.link = None
@@ -183,11 +188,13 @@ class Collector:
     log: called with one line of text for what a user must see as it happens (device STATUS,
     a reader that failed, a device id on two ports); default: print to stderr.
     verbose: log the periodic STATUS OK heartbeats too.
+    wait_for_ports: a port absent at the start is waited for (tried every RETRY seconds,
+    with a line through `log`) instead of raising PortNotFound.
     """
 
     def __init__(self, ports, store: Store, *, profiles=(), keep_vector: bool = False,
                  on_progress=None, baudrate: int = transport.DEFAULT_BAUD, log=None,
-                 verbose: bool = False):
+                 verbose: bool = False, wait_for_ports: bool = True):
         urls = [ports] if isinstance(ports, str) else list(ports)
         if not urls:
             raise ZealError("no port to collect from")
@@ -204,6 +211,7 @@ class Collector:
         self.on_progress = on_progress
         self.baudrate = baudrate
         self.verbose = verbose
+        self.wait_for_ports = wait_for_ports
         self.log = log if log is not None else self._stderr
         for prof in profiles:
             store.add_profile(prof)
@@ -268,6 +276,7 @@ class Collector:
             # this completes it: decoded and stored as any other frame.
             self._decode(p, b"\x00")
         p.nbytes = 0
+        p.opened = True
         self._queue.put(("connect", p, None))
         try:
             sent = transport.send_line(p.serial, wire.HELLO_REQUEST)
@@ -545,6 +554,12 @@ class Collector:
         if notify and self.on_progress is not None:
             self.on_progress(self.progress)
 
+    def _close_all(self) -> None:
+        for q in self.ports:
+            if q.serial is not None:
+                q.serial.close()
+                q.serial = None
+
     def stop(self) -> None:
         """Ask `run` to end (from another thread or a signal handler): it commits and returns."""
         self._stop.set()
@@ -562,20 +577,31 @@ class Collector:
         called, or SIGINT/SIGTERM (Ctrl-C) arrives; then commit everything read and close
         the links. Without a condition it runs until stopped or interrupted.
 
-        Raises PortError if a port cannot be opened at the start, StoreError if the store
-        cannot be written (busy beyond its timeout, disk full)."""
+        Raises PortError if a port cannot be opened at the start (an absent one only without
+        wait_for_ports), StoreError if the store cannot be written (busy beyond its timeout,
+        disk full)."""
         self.store.write()  # fail now, not at the first commit, if the database is locked
+        for p in self.ports:
+            why = transport.never_a_port(p.url)
+            if why:
+                raise transport.PortError("cannot open %s: %s" % (p.url, why))
+        waiting = []
         for p in self.ports:
             try:
                 p.serial = transport.open_port(p.url, baudrate=self.baudrate)
+            except transport.PortNotFound as exc:
+                if not self.wait_for_ports:
+                    self._close_all()
+                    raise
+                waiting.append(str(exc))
             except transport.PortError:
-                for q in self.ports:
-                    if q.serial is not None:
-                        q.serial.close()
-                        q.serial = None
+                self._close_all()
                 raise
+        for text in waiting:
+            self.log("zeal: %s; waiting for it (tried every %g s)" % (text, RETRY))
         for p in self.ports:
-            self._connected(p)
+            if p.serial is not None:
+                self._connected(p)
         handlers = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -620,6 +646,7 @@ class Collector:
         self._commit_all(started, notify=False)
         pr = self.progress
         pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
+        pr.never_opened = [p.url for p in self.ports if not p.opened]
         pr.failed_devices = [(p.url, p.writer_device.hex() if p.writer_device else None)
                              + p.error_status for p in self.ports
                              if p.error_status is not None and p.frames_seen == 0]
@@ -650,16 +677,19 @@ def register(subparsers):
                     "database. A frame counts as stored once committed (every 0.2 s). "
                     "Ctrl-C stops cleanly.")
     p.add_argument("--port", action="append", required=True, metavar="URL",
-                   help="serial port or pyserial URL (repeatable)")
-    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database (created)")
+                   help="serial port or pyserial URL (/dev/ttyACM0, a pty path, "
+                        "socket://HOST:PORT), or 'auto': the one board `zeal devices` lists; "
+                        "repeatable. A port absent at the start is waited for")
+    p.add_argument("--db", required=True, metavar="FILE",
+                   help="SQLite database (created if missing; an existing one is added to)")
     p.add_argument("--profile", action="append", default=[], metavar="FILE",
                    help="profile file the devices use (repeatable; profiles already in the "
-                        "database are known too)")
+                        "database are known too; default: none)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--duration", type=_positive(float), metavar="S",
-                   help="stop after S seconds")
+                   help="stop after S seconds (default: run until stopped)")
     g.add_argument("--reports", type=_positive(int), metavar="N",
-                   help="stop once at least N reports are stored")
+                   help="stop once at least N reports are stored (default: no limit)")
     p.add_argument("--until-stopped", action="store_true",
                    help="stop once every device has sent STATUS STOPPED (after `zeal stop` "
                         "or the end of a replay)")
@@ -668,8 +698,13 @@ def register(subparsers):
     p.add_argument("--verbose", action="store_true",
                    help="also show the periodic STATUS OK heartbeats (device STATUS messages "
                         "of any other kind are always shown as they arrive)")
-    p.add_argument("--baud", type=int, default=transport.DEFAULT_BAUD)
-    p.epilog = ("Exit status: 0 collected; 1 a user mistake or a database/port error; "
+    p.add_argument("--baud", type=int, default=transport.DEFAULT_BAUD, metavar="BAUD",
+                   help="line speed for a UART link; USB boards, ptys and sockets ignore it "
+                        "(default %(default)s)")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as JSON on stdout (progress stays on stderr)")
+    p.epilog = ("Exit status: 0 collected; 1 a user mistake or a database/port error (a port "
+                "absent for the whole run included); "
                 "3 a device reported an error STATUS (NO_PROFILE, BAD_PROFILE, CONFIG, CRASH) "
                 "and sent no data; 4 a port's reader failed unexpectedly (reported, retried: "
                 "data may be missing).")
@@ -686,8 +721,8 @@ class _ProgressLine:
     rate shown is that since the previous update (the summary gives the run's average).
     `say(text)`: a line of its own (a device STATUS...), above the progress line."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr  # as it is now
         self.tty = stream.isatty()
         self.every = 0.5 if self.tty else 5.0
         self.last = (0.0, 0)  # (elapsed, reports) at the previous update
@@ -752,28 +787,55 @@ def summary_lines(pr: Progress) -> list:
     for port, dev, code, message in pr.failed_devices:
         lines.append("error: device %s on %s reported %s%s and sent no data"
                      % (dev or "?", port, code, (": " + message) if message else ""))
+    for port in pr.never_opened:
+        lines.append("error: %s was absent for the whole run" % port)
     return lines
 
 
+def summary_doc(pr: Progress) -> dict:
+    """The summary as `zeal collect --json` prints it (units in the key names)."""
+    return {
+        "reports": pr.reports, "frames": pr.frames,
+        "devices": sorted(d.hex() for d in pr.devices if d is not None),
+        "elapsed_s": round(pr.elapsed, 3), "reports_per_s": round(pr.rate, 3),
+        "ended": pr.reason, "duplicate_frames": pr.duplicates,
+        "resolved_frames": pr.resolved, "unresolved_frames": pr.unresolved,
+        "rejected_frames": dict(sorted(pr.rejects.items())), "lost_frames": pr.gaps,
+        "reboots": pr.reboots, "disconnects": pr.disconnects, "bytes_read": pr.bytes,
+        "duplicate_ids": pr.duplicate_ids, "reader_errors": pr.reader_errors,
+        "failed_devices": [{"port": port, "device": dev, "code": code, "message": message}
+                           for port, dev, code, message in pr.failed_devices],
+        "never_opened": list(pr.never_opened),
+        "exit_status": exit_status(pr),
+    }
+
+
 def exit_status(pr: Progress) -> int:
-    """0, or EXIT_DEVICE_ERROR / EXIT_READER_ERROR (see `zeal collect --help`)."""
+    """0, or EXIT_DEVICE_ERROR / EXIT_READER_ERROR, or 1 for a port absent for the whole run
+    (see `zeal collect --help`)."""
     if pr.failed_devices:
         return EXIT_DEVICE_ERROR
     if pr.reader_errors:
         return EXIT_READER_ERROR
+    if pr.never_opened:
+        return 1
     return 0
 
 
 def cmd_collect(args) -> int:
+    import json
+
+    from ..board.devices import resolve_port
     from ..mechanism.profile import load
 
     profiles = [load(path) for path in args.profile]
+    ports = [resolve_port(port) for port in args.port]
     # A short busy timeout at the start (a locked database is reported at once), a long one
     # while running (another writer's transaction must not end the collection).
     store = Store(args.db, timeout=1.0)
     try:
         show = _ProgressLine()
-        col = Collector(args.port, store, profiles=profiles, keep_vector=args.keep_vector,
+        col = Collector(ports, store, profiles=profiles, keep_vector=args.keep_vector,
                         on_progress=show, baudrate=args.baud, log=show.say,
                         verbose=args.verbose)
         store.write()
@@ -785,6 +847,9 @@ def cmd_collect(args) -> int:
             show.end()
     finally:
         store.close()
-    for line in summary_lines(pr):
-        print(line)
+    if args.json:
+        print(json.dumps(summary_doc(pr), indent=1))
+    else:
+        for line in summary_lines(pr):
+            print(line)
     return exit_status(pr)

@@ -160,8 +160,12 @@ def worst_variance_ratio(profile: Profile) -> tuple:
     s, gain = float(g.slope), float(g.gain / ((g.hi - g.lo) / 2))
     delta = 2.0 / steps
     a_exp = math.exp(profile.epsilon / 2)
-    pa = 1 / (a_exp - 1)
-    pb = (a_exp + 3) / (3 * (a_exp - 1) ** 2)
+    am1 = a_exp - 1
+    if am1 < 1e-3:  # small epsilon: a - 1 by expm1, not by cancellation (0 below 2.2e-16)
+        am1 = math.expm1(profile.epsilon / 2)
+        a_exp = 1 + am1
+    pa = 1 / am1
+    pb = (a_exp + 3) / (3 * am1 ** 2)
     u0 = -1.0 + np.arange(steps) * delta
     g2 = gain * gain
     alpha = g2 * w[:-1]

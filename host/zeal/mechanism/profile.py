@@ -32,6 +32,9 @@ MANTISSA_BITS = 52
 WORD = 1 << 64
 K_HI = (1 << MANTISSA_BITS) - 2
 EPSILON_MAX = 20.0
+# Below 2^-64 no grid is private: T*No > (2^64 - T)*Nc needs T above 2^64*Nc/N by at least 1,
+# and the certified T exceeds it by about 2^64 (Nc No / N^2)(L - 1) <= 2^62 eps (profile.md).
+EPSILON_MIN = 2.0 ** -64
 # "auto" picks the smallest m whose exact variance is at most this factor of the continuous
 # piecewise mechanism's, at every input: no user loses more than 1% utility against PM.
 AUTO_VARIANCE_SLACK = 1.01
@@ -74,7 +77,9 @@ class Continuous:
     def e_enc(self) -> int:
         """Smallest E with 2C <= 2^E (paper Thm 3.5: ceil(log2(2C)))."""
         two_c = 2 * self.c
-        e = math.floor(math.log2(float(two_c)))
+        # a first guess from the decimal exponent (float(two_c) overflows beyond 1.8e308),
+        # then exact steps to the one E with 2^(E-1) < 2C <= 2^E
+        e = math.floor(two_c.adjusted() * math.log2(10))
         while Decimal(2) ** e < two_c:
             e += 1
         while Decimal(2) ** (e - 1) >= two_c:
@@ -268,6 +273,9 @@ def _parameters(lo, hi, epsilon) -> tuple:
         raise ProfileError("range is empty: lo (%r) must be below hi (%r)" % (lo, hi))
     if not 0 < epsilon <= EPSILON_MAX:
         raise ProfileError("epsilon must be in (0, %g], got %r" % (EPSILON_MAX, epsilon))
+    if epsilon < EPSILON_MIN:
+        raise ProfileError("epsilon %r is too small for any grid: below 2^-64 (about %.2g) the "
+                           "64-bit threshold T cannot make P_hi > P_lo" % (epsilon, EPSILON_MIN))
     if not math.isfinite(hi - lo):
         raise ProfileError("range [%r, %r] is too wide for float64" % (lo, hi))
     return float(lo), float(hi), epsilon
@@ -284,8 +292,14 @@ def is_private(n: int, nc: int, t: int, eps) -> bool:
 def exponent_range(cont: Continuous) -> tuple:
     """(E_min, E_max): E_min = E_U^enc; E_max the last exponent with a valid grid."""
     e_min = cont.e_enc()
-    if e_min < -1000 or e_min > 1000:
-        raise ProfileError("range width is outside what the float64 grid can hold")
+    if e_min > 1022:
+        raise ProfileError("the mechanism's output range 2C = %s (the range's width times "
+                           "(a+1)/(a-1), a = e^(epsilon/2)) is above 2^1022 (about 4.49e+307), "
+                           "the widest float64 binade a grid may use: narrow the range or "
+                           "raise epsilon" % format(2 * cont.c, ".3e"))
+    if e_min < -1000:
+        raise ProfileError("range width %s is below what the float64 grid can hold"
+                           % format(2 * cont.h, ".3e"))
     e = e_min
     while True:
         n, nc = cont.cells(e + 1)

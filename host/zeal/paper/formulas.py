@@ -13,6 +13,7 @@ a = e^(eps/2). Theorem numbers follow the paper (numbered within sections), with
 """
 import math
 from decimal import Context, Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -21,16 +22,35 @@ WORD_BITS = 64
 _DEC = Context(prec=60)
 
 
-def _ceil_log2(x: float) -> int:
-    """ceil(log2(x)) for a positive float64, exactly.
+def _ceil_log2(x) -> int:
+    """ceil(log2(x)) for a positive finite float64 (or Fraction), exactly.
 
     math.log2 rounds, so a value just above a power of two could come out as the power
-    itself; frexp gives x = m * 2^e with m in [0.5, 1) exactly.
+    itself; frexp gives x = m * 2^e with m in [0.5, 1) exactly. A Fraction (the exact value
+    where a float64 quotient would overflow or underflow) is placed between powers of two
+    by its integers.
     """
-    if not x > 0:
+    if isinstance(x, Fraction):
+        if not x > 0:
+            raise ValueError("ceil_log2 needs a positive value, got %r" % (x,))
+        e = x.numerator.bit_length() - x.denominator.bit_length()
+        while Fraction(2) ** e < x:
+            e += 1
+        while Fraction(2) ** (e - 1) >= x:
+            e -= 1
+        return e
+    if not (x > 0 and math.isfinite(x)):
         raise ValueError("ceil_log2 needs a positive finite value, got %r" % (x,))
     m, e = math.frexp(x)
     return e - 1 if m == 0.5 else e
+
+
+def _em1(eps):
+    """a - 1 = e^(eps/2) - 1 without cancellation (expm1), for the fallbacks below."""
+    d = math.expm1(eps / 2)
+    if not d > 0:
+        raise ValueError("epsilon %r is too small for float64 (e^(eps/2) - 1 is 0)" % (eps,))
+    return d
 
 
 def _ulp_pow2(exponent: int) -> float:
@@ -38,31 +58,58 @@ def _ulp_pow2(exponent: int) -> float:
     return math.ldexp(1.0, exponent - MANTISSA_BITS)
 
 
+# Extreme inputs (a range near 1.8e308, epsilon near 2^-64): each formula is evaluated as the
+# paper writes it; only where that overflows or divides by a rounded-away zero is it
+# re-associated (halves first, the ratio before the product, expm1 for a - 1), so that every
+# value float64 can hold is returned, and the usual inputs give the paper's bits unchanged.
+def _scalar(x):
+    return isinstance(x, (float, int)) and not isinstance(x, bool)
+
+
 def hbar(lo, hi):
     """Hbar = (hi + lo)/2, the centre of the input range (Section "Zeal")."""
-    return (hi + lo) / 2
+    m = (hi + lo) / 2
+    if _scalar(m) and not math.isfinite(m):
+        m = hi / 2 + lo / 2
+    return m
 
 
 def half_width(lo, hi):
     """h = (hi - lo)/2, the half-width of the input range (Section "Zeal")."""
-    return (hi - lo) / 2
+    h = (hi - lo) / 2
+    if _scalar(h) and not math.isfinite(h):
+        h = hi / 2 - lo / 2
+    return h
 
 
 def c_const(lo, hi, eps):
     """C = h (a + 1)/(a - 1), a = e^(eps/2), Eq. (c): the half-width of the output range."""
     a = math.exp(eps / 2)
-    return half_width(lo, hi) * (a + 1) / (a - 1)
+    h = half_width(lo, hi)
+    if a - 1 > 0:
+        c = h * (a + 1) / (a - 1)
+        if math.isfinite(c):
+            return c
+    d = _em1(eps)
+    return h * ((d + 2) / d)
 
 
 def p_level(lo, hi, eps):
     """p = (e^eps - a)/(2 h (a + 1)), the high density level of Eq. (pdf)."""
     a = math.exp(eps / 2)
-    return (math.exp(eps) - a) / (2 * half_width(lo, hi) * (a + 1))
+    p = (math.exp(eps) - a) / (2 * half_width(lo, hi) * (a + 1))
+    if p > 0:
+        return p
+    d = _em1(eps)  # e^eps - a = a (a - 1)
+    return ((1 + d) * d / (2 + d)) / half_width(lo, hi) / 2
 
 
 def e_enc(lo, hi, eps):
     """E_enc = ceil(log2(2C)), Thm 3.5: the smallest binade [2^E, 2^(E+1)) holding 2C."""
-    return _ceil_log2(2 * c_const(lo, hi, eps))
+    c = c_const(lo, hi, eps)
+    if math.isfinite(2 * c):
+        return _ceil_log2(2 * c)
+    return _ceil_log2(c) + 1  # doubling is exact: only the overflow is avoided
 
 
 def e_vul(lo, hi, eps):
@@ -70,7 +117,13 @@ def e_vul(lo, hi, eps):
 
     ceil(-1 + y) = ceil(y) - 1 for real y, which lets _ceil_log2 stay exact.
     """
-    return max(_ceil_log2(math.exp(eps) / p_level(lo, hi, eps)) - 1, e_enc(lo, hi, eps))
+    p = p_level(lo, hi, eps)
+    ratio = math.exp(eps) / p if p > 0 else math.inf
+    if not math.isfinite(ratio):  # p underflowed, or e^eps / p overflows: exactly
+        d = Fraction(_em1(eps))
+        h = Fraction(half_width(lo, hi))
+        ratio = Fraction(math.exp(eps)) * 2 * h * (2 + d) / ((1 + d) * d)
+    return max(_ceil_log2(ratio) - 1, e_enc(lo, hi, eps))
 
 
 def _check_exponent(lo, hi, eps, exponent):
@@ -115,7 +168,10 @@ def gamma_min(lo, hi, eps, E):
     Eq. (alignds) with this E.
     """
     _check_exponent(lo, hi, eps, E)
-    return 1 + 11 + E - _ceil_log2(2 * c_const(lo, hi, eps) + 3 * _ulp_pow2(E))
+    width = 2 * c_const(lo, hi, eps) + 3 * _ulp_pow2(E)
+    if not math.isfinite(width):  # halve it: exact, and the same rounding one binade down
+        return 1 + 11 + E - (_ceil_log2(c_const(lo, hi, eps) + 1.5 * _ulp_pow2(E)) + 1)
+    return 1 + 11 + E - _ceil_log2(width)
 
 
 def transmission_ratio(gamma):

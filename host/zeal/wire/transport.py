@@ -35,6 +35,50 @@ class PortBusy(PortError):
     """Another program has the port open exclusively (a second collector, a terminal...)."""
 
 
+def missing_port(url: str) -> str:
+    """The one message every command gives for a port that is not there (collect, flash,
+    stop, conformance --port)."""
+    return ("no port %s (is the board plugged in? `zeal devices` lists the boards attached)"
+            % url)
+
+
+def _known_scheme(scheme: str) -> bool:
+    import importlib
+
+    if not scheme.isidentifier():
+        return False
+    for package in getattr(serial, "protocol_handler_packages", ["serial.urlhandler"]):
+        try:
+            importlib.import_module("%s.protocol_%s" % (package, scheme.lower()))
+            return True
+        except ImportError:
+            continue
+    return False
+
+
+def never_a_port(url: str):
+    """Why `url` can never name a port (a directory, a regular file, an unknown URL scheme, a
+    socket:// URL without HOST:PORT), or None. Such a mistake is reported at once ("cannot
+    open URL: why"); a port that is merely absent may still be plugged in and is waited for
+    by the collector."""
+    if "://" in url:
+        scheme, _, rest = url.partition("://")
+        if not _known_scheme(scheme):
+            return "unknown URL scheme %r (a device path, or loop://, socket://HOST:PORT, " \
+                   "rfc2217://HOST:PORT)" % scheme
+        if scheme.lower() in ("socket", "rfc2217"):
+            host, _, port = rest.partition("/")[0].rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                return "a %s:// URL needs HOST:PORT, e.g. %s://192.168.1.20:7000" % (
+                    scheme, scheme)
+        return None
+    if os.path.isdir(url):
+        return "a directory, not a serial port"
+    if os.path.exists(url) and os.path.isfile(url):
+        return "a regular file, not a serial port"
+    return None
+
+
 _MISSING = {errno.ENOENT, errno.ENODEV, errno.ENXIO, errno.ECONNREFUSED}
 _BUSY = {errno.EBUSY, errno.EAGAIN, errno.EWOULDBLOCK}
 
@@ -60,7 +104,7 @@ def _classify(url: str, exc: Exception) -> PortError:
     if code in _BUSY or "exclusively lock" in text:
         return PortBusy("port %s is busy (another program has it open)" % url)
     if code in _MISSING or "No such file" in text or "refused" in text:
-        return PortNotFound("no port %s (is the device plugged in?)" % url)
+        return PortNotFound(missing_port(url))
     if code == errno.EACCES or "ermission denied" in text:
         return PortError("no permission to open %s (on Linux: add yourself to the "
                          "'dialout' group)" % url)
