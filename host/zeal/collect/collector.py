@@ -723,7 +723,7 @@ class _ProgressLine:
 
     def __init__(self, stream=None):
         self.stream = stream if stream is not None else sys.stderr  # as it is now
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
         self.every = 0.5 if self.tty else 5.0
         self.last = (0.0, 0)  # (elapsed, reports) at the previous update
         self.width = 0
