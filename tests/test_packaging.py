@@ -66,8 +66,10 @@ def built(tmp_path_factory):
             shutil.copy2(os.path.join(ROOT, name), src / name)
     dist = tmp / "dist"
     # (build_meta rewrites sys.argv: the arguments are read first)
-    code = ("import os, sys, tarfile\n"
+    code = ("import os, sys, tarfile, warnings\n"
             "out, unpack = sys.argv[1], sys.argv[2]\n"
+            "warnings.simplefilter('always')\n"
+            "warnings.filterwarnings('ignore', category=DeprecationWarning)\n"
             "from setuptools import build_meta as b\n"
             "sd = b.build_sdist(out)\n"
             "with tarfile.open(os.path.join(out, sd)) as t:\n"
@@ -78,12 +80,15 @@ def built(tmp_path_factory):
             "os.chdir(os.path.join(unpack, sd[:-len('.tar.gz')]))\n"
             "whl = b.build_wheel(out)\n"
             "print('BUILT', sd, whl)\n")
-    # -W always: every warning printed, even one already shown in this process;
-    # PYTHONDONTWRITEBYTECODE off: setuptools warns when it cannot byte-compile (a property
-    # of the environment, not of the project)
+    # Every warning is printed, even one already shown in this process, except Python's
+    # DeprecationWarning (one library's internals calling another's, e.g. setuptools 77
+    # importing pkg_resources): setuptools' own warnings, SetuptoolsDeprecationWarning included,
+    # derive from UserWarning, and distutils logs "warning: ..." lines.
+    # PYTHONDONTWRITEBYTECODE unset: setuptools warns when it cannot byte-compile (a property
+    # of the environment, not of the project).
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "SETUPTOOLS_USE_DISTUTILS")}
-    done = subprocess.run([sys.executable, "-W", "always", "-c", code, str(dist),
+    done = subprocess.run([sys.executable, "-c", code, str(dist),
                            str(tmp / "unpacked")],
                           cwd=src, env=env, capture_output=True, text=True, timeout=120)
     output = done.stdout + done.stderr
