@@ -57,7 +57,7 @@ def list_devices(all_ports=False):
     return rows
 
 
-def resolve_port(port, *, out=sys.stderr):
+def resolve_port(port, *, out=None):
     """The port to use for --port PORT: PORT itself, or for "auto" the one board that
     `zeal devices` lists (a line on `out` names it). No board, or several: ZealError naming
     what was found."""
@@ -66,7 +66,7 @@ def resolve_port(port, *, out=sys.stderr):
     rows = list_devices()
     if len(rows) == 1:
         print("zeal: --port auto: %s (%s)" % (rows[0]["device"], rows[0]["why_matched"]),
-              file=out, flush=True)
+              file=out or sys.stderr, flush=True)
         return rows[0]["device"]
     if not rows:
         others = [r["device"] for r in list_devices(all_ports=True)]
