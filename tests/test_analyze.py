@@ -1,10 +1,9 @@
 """Analysis of a store (zeal.analysis: analyze, export, plots): vectorised decoding bit-exact with
 zeal.wire.unpack_reports, estimates equal to the Estimator on the same offsets, loss sums,
-the multi-profile combination, CSV/Parquet export round trips, the CLI and the plots.
+the multi-profile combination, the export CLI's default name, the CLI and the plots.
 Exact tests only: every store is filled from known offsets through zeal.wire.pack_reports.
 """
 import argparse
-import csv
 import json
 import math
 import os
@@ -253,91 +252,8 @@ def test_one_report_has_no_normal_interval(store):
     assert all(math.isfinite(v) for v in o["ci99"])
 
 
-# ---- export ------------------------------------------------------------------------------------
-def two_profile_store(store):
-    p4, p52 = P.from_bits(*HUMIDITY, 1.0, 4), P.from_bits(*HUMIDITY, 1.0, 52)
-    f4 = offsets(p4, 8, 4, 9) + [[0, p4.n_cells - 1]]
-    f52 = offsets(p52, 9, 3, 64) + [[0, p52.n_cells - 1, 1]]
-    fill(store, p4, DEV_A, f4, boot=3, first_seq=100)
-    fill(store, p52, DEV_B, f52, boot=4)
-    fill(store, p4, DEV_C, offsets(p4, 10, 1, 3), vector=True)
-    expected = []
-    for prof, dev, boot, seq0, frames in ((p4, DEV_A, 3, 100, f4), (p52, DEV_B, 4, 0, f52)):
-        for i, j in enumerate(frames):
-            for idx, v in enumerate(j):
-                k = prof.k_lo + int(v)
-                bits = ((prof.exponent + 1023) << 52) | k
-                expected.append((dev.hex(), boot, seq0 + i, idx, k - prof.wire_base, k, bits,
-                                 prof.fingerprint))
-    return expected
-
-
-def test_export_csv_round_trips_the_exact_doubles(store, tmp_path):
-    expected = two_profile_store(store)
-    path = str(tmp_path / "out.csv")
-    with open(path, "w") as fh:
-        fh.write("old contents\n")                     # replaced atomically
-    assert E.export(store, path, "csv") == len(expected)
-    with open(path, newline="") as fh:
-        rows = list(csv.reader(fh))
-    assert tuple(rows[0]) == E.EXPORT_COLUMNS
-    got = []
-    for dev, boot, seq, idx, low, k, value, fp in rows[1:]:
-        bits = int(np.float64(float(value)).view(np.uint64))  # text -> the identical double
-        assert value == repr(float(value))
-        got.append((dev, int(boot), int(seq), int(idx), int(low), int(k), bits, fp))
-    assert got == expected
-    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]  # no temp file left
-    assert E.export(store, path, "csv", include_vector=True) == len(expected) + 3
-
-
-def test_export_refuses_unknown_formats_and_parquet_on_stdout(store):
-    two_profile_store(store)
-    with pytest.raises(ZealError, match="format"):
-        E.export(store, "x.json", "json")
-    if _has("pyarrow"):
-        with pytest.raises(ZealError, match="Parquet is binary"):
-            E.export(store, "-", "parquet")
-
-
-def test_export_to_an_unwritable_place_is_an_error(store, tmp_path):
-    two_profile_store(store)
-    with pytest.raises(ZealError, match="cannot write"):
-        E.export(store, str(tmp_path / "no" / "such" / "dir.csv"), "csv")
-
-
-def test_export_parquet_round_trip(store, tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
-    expected = two_profile_store(store)
-    path = str(tmp_path / "out.parquet")
-    assert E.export(store, path, "parquet") == len(expected)
-    table = pq.read_table(path)
-    assert tuple(table.column_names) == E.EXPORT_COLUMNS
-    assert str(table.schema.field("low").type) == "uint64"
-    assert str(table.schema.field("k").type) == "uint64"
-    assert str(table.schema.field("value").type) == "double"
-    cols = table.to_pydict()
-    bits = np.array(cols["value"], dtype=np.float64).view(np.uint64).tolist()
-    got = list(zip(cols["device"], cols["boot"], cols["seq"], cols["index"], cols["low"],
-                   cols["k"], bits, cols["fingerprint"]))
-    assert got == expected
-
-
-def _has(name):
-    try:
-        __import__(name)
-        return True
-    except ImportError:
-        return False
-
-
 def test_missing_extras_are_one_line_errors(store, tmp_path, monkeypatch):
-    two_profile_store(store)
-    monkeypatch.setitem(sys.modules, "pyarrow", None)   # import pyarrow -> ImportError
-    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ZealError, match=r"needs pyarrow: pip install 'zeal-mcu\[parquet\]'"):
-        E.export(store, str(tmp_path / "x.parquet"), "parquet")
-    assert not os.path.exists(tmp_path / "x.parquet")
+    fill(store, P.from_bits(*HUMIDITY, 1.0, 8), DEV_A, [[1, 2, 3]])
     from zeal.analysis import plots
     for mod in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(sys.modules, mod, None)

@@ -30,7 +30,7 @@ from ..mechanism.profile import Profile
 from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401
-from .export import EXPORT_FORMATS, cmd_export
+from .export import register as register_export
 from .plots import device_name
 
 CONFIDENCE = 0.99
@@ -417,19 +417,7 @@ def register(subparsers) -> None:
                    help="count test-mode (vector) frames too (never real data)")
     p.set_defaults(func=cmd_analyze)
 
-    p = subparsers.add_parser("export", help="write every stored report to CSV or Parquet",
-                              description="One row per report: device, boot, seq, index, "
-                              "low, k, value (the exact double), fingerprint.")
-    p.add_argument("--db", required=True, metavar="FILE", help="the collector's database")
-    p.add_argument("--format", choices=EXPORT_FORMATS, default="csv",
-                   help="csv (default) or parquet (needs pyarrow: "
-                        "pip install 'zeal-mcu[parquet]')")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="output file (default: the database's name with .csv/.parquet; "
-                        "'-' for CSV on stdout)")
-    p.add_argument("--include-vector", action="store_true",
-                   help="export test-mode (vector) frames too")
-    p.set_defaults(func=cmd_export)
+    register_export(subparsers)
 
     p = subparsers.add_parser("events", help="list the events the collector stored (status, "
                               "gaps, rejects, reboots, connects, ...)",
