@@ -98,15 +98,17 @@ def test_demo_json_runs_virtual_boards_end_to_end(tmp_path):
     done = zeal("demo", "--json", "--count", "400", "--devices", "2", "--db", str(db))
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
+    overall = doc["overall"]  # the layout of zeal analyze --json, plus the demo's figures
     for key in ("n", "mean_calibrated", "ci99", "avg_star", "bits", "wire_bits_per_report",
                 "rejected_frames", "gaps", "true_mean"):
-        assert key in doc
-    assert doc["n"] == 400 and doc["bits"] == 4 and len(doc["devices"]) == 2
-    assert doc["rejected_frames"] == 0 and doc["gaps"] == 0
+        assert key in overall
+    assert overall["n"] == 400 and overall["bits"] == 4 and len(doc["devices"]) == 2
+    assert overall["rejected_frames"] == 0 and overall["gaps"] == 0
+    assert "profiles" in doc and "demo" in doc
     from fractions import Fraction
     from zeal.analysis.datasets import aarhus
-    assert doc["true_mean"] == float(sum(Fraction(float(t)) for t in aarhus("humidity", 400))
-                                     / 400)
+    assert overall["true_mean"] == float(sum(Fraction(float(t)) for t in aarhus("humidity", 400))
+                                         / 400)
     again = zeal("demo", "--db", str(db))                 # never overwrites a database
     assert again.returncode == 1 and "exists" in again.stderr
 
@@ -195,3 +197,16 @@ def test_profile_epsilon_is_held_for_the_number_as_typed(tmp_path, typed):
     exact = Fraction(typed)
     # never above what was typed, and the nearest float64 at or below it (one ulp at most)
     assert stored <= exact < stored + Fraction(2) ** -52 * stored * 2
+
+
+def test_aggregate_on_a_range_past_float64_bounds_is_valid_json(tmp_path):
+    # (hi - lo)^2 overflows float64: the Bernstein interval is unbounded, shown as null
+    prof = tmp_path / "wide.json"
+    assert zeal("profile", "--range", "-1e200", "1e200", "--epsilon", "1", "--bits", "8",
+                "-o", str(prof)).returncode == 0
+    reps = zeal("perturb", "--profile", str(prof), "--seed", "1", stdin="0\n1e199\n")
+    assert reps.returncode == 0, reps.stderr
+    done = zeal("aggregate", "--profile", str(prof), "--json", stdin=reps.stdout)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["n"] == 2 and doc["ci99"] == [None, None]

@@ -76,6 +76,11 @@ def _fmt(value):
     return "%.10g" % value if isinstance(value, float) else str(value)
 
 
+def _num(value) -> str:
+    """Six decimals for readings of everyday size, 10 significant digits beyond 1e15."""
+    return "%.6f" % value if abs(value) < 1e15 else "%.10g" % value
+
+
 def _finite(value):
     """A float figure, or None where float64 cannot hold it (JSON has no inf/NaN)."""
     import math
@@ -257,16 +262,18 @@ def cmd_aggregate(args) -> int:
                         "overflows float64 for the range [%r, %r] (ranges up to about 1e150 "
                         "wide work)" % (prof.lo, prof.hi)) from None
     doc = summary.as_dict()
-    if args.json:
-        print(json.dumps(doc, indent=1))
+    if args.json:  # an interval past float64 is null (JSON has no inf)
+        doc = {k: ([_finite(x) for x in v] if isinstance(v, (list, tuple)) else _finite(v))
+               for k, v in doc.items()}
+        print(json.dumps(doc, indent=1, allow_nan=False))
     else:
         print("n                 %d" % summary.n)
-        print("mean (calibrated) %.6f" % summary.mean_calibrated)
-        print("99%% interval      [%.6f, %.6f]  (Bernstein; normal approx. [%.6f, %.6f])"
-              % (summary.ci99 + summary.ci99_clt))
-        print("AVG* (exact)      %.6f" % summary.avg_star)
-        print("AVG* (float64)    %.6f  (naive sum near Abar, for comparison only)"
-              % summary.avg_star_naive)
+        print("mean (calibrated) %s" % _num(summary.mean_calibrated))
+        print("99%% interval      [%s, %s]  (Bernstein; normal approx. [%s, %s])"
+              % tuple(_num(v) for v in summary.ci99 + summary.ci99_clt))
+        print("AVG* (exact)      %s" % _num(summary.avg_star))
+        print("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
+              % _num(summary.avg_star_naive))
     return 0
 
 
@@ -276,10 +283,8 @@ def cmd_demo(args) -> int:
 
     doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits, count=args.count,
                    devices=args.devices, plots=args.plots, progress=not args.json)
-    if args.json:
-        out = dict(doc["overall"])
-        out["devices"] = doc["devices"]
-        print(json.dumps(out, indent=1))
+    if args.json:  # zeal analyze --json's document, plus the demo's own section
+        print(json.dumps(doc, indent=1))
     return 0
 
 
@@ -422,8 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="virtual boards (default %(default)d)")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here (needs "
                    "matplotlib; default: none)")
-    p.add_argument("--json", action="store_true", help="print the analysis as JSON "
-                   "(overall keys plus true_mean and a per-device list)")
+    p.add_argument("--json", action="store_true", help="print `zeal analyze --json`'s "
+                   "document (overall, devices, profiles) with true_mean and readings in "
+                   "overall and each device, and a demo section (AVG* expectation, wire cost, "
+                   "privacy accounting)")
     p.set_defaults(func=cmd_demo)
     from .analysis import analyze
     from .board import devices, flash, stop

@@ -31,7 +31,7 @@ from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401
 from .export import register as register_export
-from .plots import device_name
+from ..wire.codec import device_name
 
 CONFIDENCE = 0.99
 # Event kinds the collector records (store.py: events.kind).

@@ -33,6 +33,7 @@ from ..errors import ZealError
 from ..mechanism.estimate import Estimator
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
+from ..wire.codec import device_name
 from .decode import ROW_BOOT, ROW_COUNT, ROW_DEVICE, ROW_SEQ, Loaded
 
 MAX_BINS = 120
@@ -365,16 +366,6 @@ def aligned_readings(data: Loaded, readings: Mapping[bytes, Sequence]) -> Dict[s
             seq.extend(want[dev][k:k + r[ROW_COUNT]])
         out[fp] = seq
     return out
-
-
-def device_name(device_id: bytes) -> str:
-    """A device id as people read it: its text when the id (without the zero padding HELLO
-    adds) is printable ASCII, e.g. "demo-000", else its 16 hex digits."""
-    raw = bytes(device_id)
-    text = raw.rstrip(b"\0")
-    if text and all(0x20 < c < 0x7f for c in text):
-        return text.decode("ascii")
-    return raw.hex()
 
 
 def plot_store(store, outdir, *, include_vector: bool = False,

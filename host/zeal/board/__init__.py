@@ -8,7 +8,8 @@ and zeal.wire below this package):
 - `probe`: the board-side probe before a flash (`PROBE_CODE`, `probe_problems`,
   `run_probe`) and mpremote's failures as one line (`mpremote_error`);
 - `stop`: `zeal stop` (`stop_board`, `check_port`);
-- `devices`: `zeal devices` (`list_devices`);
+- `devices`: `zeal devices` (`list_devices`); `--port auto` (`resolve_port`) and the one
+  missing-port check (`check_present`);
 - `flash`: `zeal flash` (`plan_flash`, `flash`, `build_config`, `parse_sensor`,
   `check_replay_file`);
 - `conformance`: the shared vectors through every implementation (`run`, `plan`,

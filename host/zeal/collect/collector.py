@@ -488,7 +488,7 @@ class Collector:
         if st.code == wire.STOPPED or st.is_error:
             p.stop_pending = True
         if st.code != wire.OK or self.verbose:
-            who = ("device %s" % device.hex()) if device is not None else p.url
+            who = ("device %s" % wire.device_name(device)) if device is not None else p.url
             self.log("%s %s %s%s" % (time.strftime("%H:%M:%S", time.localtime(now)), who,
                                      st.code_name, (": " + st.message) if st.message else ""))
 

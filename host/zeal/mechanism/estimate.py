@@ -64,9 +64,15 @@ class Estimator:
         # Bernstein ingredients, fixed by the profile: worst-case variance and range of
         # (estimate - x). Var(j | x) <= max_jL Var(j | jL) + slope^2 / 4 (rounding term).
         w_max = max_window_variance(g)  # O(1): the table has N - Nc + 1 entries
-        self.var_bound = float(g.gain) ** 2 * (w_max + float(g.slope) ** 2 / 4)
+        try:
+            self.var_bound = float(g.gain) ** 2 * (w_max + float(g.slope) ** 2 / 4)
+        except OverflowError:  # ranges beyond ~1e150: the bound is past float64, not an error
+            self.var_bound = math.inf
         e_lo, e_hi = g.estimate_range()
-        self.dev_bound = float(max(e_hi - g.lo, g.hi - e_lo))
+        try:
+            self.dev_bound = float(max(e_hi - g.lo, g.hi - e_lo))
+        except OverflowError:
+            self.dev_bound = math.inf
 
     # -- point estimates ------------------------------------------------------------------------
     def calibrated_mean(self, total: int, n: int) -> Fraction:

@@ -432,3 +432,14 @@ def unpack_reports(payload: bytes, count: int, bits: int) -> np.ndarray:
         raise FrameError("padding", "non-zero padding bits after the last report")
     grid = flat[:used].reshape(count, bits).astype(np.uint64)
     return (grid << np.arange(bits, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+
+
+# ---- names -------------------------------------------------------------------------------------
+def device_name(device_id: bytes) -> str:
+    """A device id as people read it: its text when the id (without the zero padding HELLO
+    adds) is printable ASCII, e.g. "demo-000", else its 16 hex digits."""
+    raw = bytes(device_id)
+    text = raw.rstrip(b"\0")
+    if text and all(0x20 < c < 0x7f for c in text):
+        return text.decode("ascii")
+    return raw.hex()
