@@ -210,3 +210,11 @@ def test_aggregate_on_a_range_past_float64_bounds_is_valid_json(tmp_path):
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["n"] == 2 and doc["ci99"] == [None, None]
+
+
+def test_a_negative_calibration_fraction_is_a_value_not_an_option(tmp_path):
+    out = tmp_path / "t.json"
+    done = zeal("profile", "--range", "-20", "85", "--epsilon", "1", "--cal-gain",
+                "-220000/7519049", "--cal-offset", "752467/1721", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["cal_gain"] == "-220000/7519049"

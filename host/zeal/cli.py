@@ -339,8 +339,9 @@ def cmd_conformance(args) -> int:
 
 # ---- parser -------------------------------------------------------------------------------------
 # argparse takes "-40" for a number but "-1e3" or "-.5e2" for an option; readings and ranges
-# are often negative, so every parser of ours accepts any float spelling after a minus.
-_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf(inity)?$")
+# are often negative, so every parser of ours accepts any float spelling after a minus, and a
+# negative p/q (calibrations: --cal-gain -220000/7519049).
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf(inity)?$|^-\d+/\d+$")
 
 
 class _Parser(argparse.ArgumentParser):
