@@ -408,11 +408,21 @@ def test_rp2040_temp_example_loads_on_the_device():
     assert dev == C.HostImpl().request(req) and dev["ok"]
 
 
-def test_examples_readme_shows_the_command_that_made_the_profile():
+def test_examples_readme_shows_the_command_that_made_the_profile(tmp_path, capsys):
+    # run the README's command as written (output redirected) and compare with the shipped file
+    import shlex
+
     with open(os.path.join(ROOT, "firmware", "examples", "README.md")) as fh:
         text = fh.read()
-    assert "--cal-gain=-220000/7519049 --cal-offset=752467/1721" in text
-    assert "--range -20 85 --epsilon 1" in text
+    blocks = [b.split("```", 1)[0] for b in text.split("```sh\n")[1:]]
+    command = next(b for b in blocks if b.startswith("zeal profile")).replace("\\\n", " ")
+    argv = shlex.split(command)
+    assert argv[:2] == ["zeal", "profile"] and "rp2040_temp.json" in argv[-1]
+    out = tmp_path / "made.json"
+    assert zeal_main(argv[1:-1] + [str(out)]) == 0
+    capsys.readouterr()
+    with open(EXAMPLE) as fh:
+        assert out.read_text() == fh.read()
 
 
 # ---- item 13: replay readings from a file on the board ---------------------------------------
