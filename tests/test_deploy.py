@@ -505,6 +505,15 @@ def _reset(log=_os.path.join(_os.path.abspath(_sys.argv[1]), "..", "resets.log")
         fh.write("reset\n")
 _machine.reset = _reset
 _sys.modules["machine"] = _machine
+class _Stat(tuple):  # os.stat as MicroPython returns it: a tuple (mpremote <= 1.28 evals its repr)
+    def __new__(cls, st):
+        self = tuple.__new__(cls, tuple(st)[:10])
+        self._st = st
+        return self
+    def __getattr__(self, name):
+        return getattr(self._st, name)
+_os_stat = _os.stat
+_os.stat = lambda *a, **k: _Stat(_os_stat(*a, **k))
 """
 
 

