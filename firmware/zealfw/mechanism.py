@@ -15,7 +15,7 @@ packing a float32 into 4 bytes is exact, and from there on no float exists. (Nev
 reading through a Python float on a 32-bit-float board and then ask for float64: the value
 would already have lost its low bits.)
 
-Word consumption is part of the contract and matches host/zeal/mechanism.py bit for bit:
+Word consumption is part of the contract and matches host/zeal/mechanism/scalar.py bit for bit:
 one word for the stochastic rounding (more only after a tie), one for the branch, one for the
 uniform (more only after a rejection). Readings are rejected (ReadingError) before any word
 is drawn.

@@ -7,7 +7,7 @@ canonical form holds only ints and ASCII strings, and floats are float64 bit pat
 The file is read with the profile file grammar (profile.md), not with `json`: MicroPython's
 json accepts "04", missing commas and colons, trailing commas and "\\x" escapes that CPython
 refuses, so host and device would disagree on what a valid file is. The host's loader
-(host/zeal/profile.py) runs the same grammar and the same checks, in the same order, with the
+(host/zeal/mechanism/profile.py) runs the same grammar and the same checks, in the same order, with the
 same reason codes: the profile-check list of profile.md. Each failure is a ProfileError:
   size         the file is longer than _MAX_FILE (502) bytes, the longest profile the schema
                allows as `zeal profile -o` writes it
