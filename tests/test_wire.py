@@ -11,13 +11,13 @@ import io
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from zeal.board.firmware import locate_micropython, locate_mpy_cross
 from zeal.mechanism import profile as P
 from zeal.mechanism import reports
 from zeal import wire
@@ -41,13 +41,7 @@ with open(os.path.join(VEC, "profiles.json")) as _fh:
                 if c["result"] == "valid"}
 CASES = WIRE["cases"]
 DEVICE_CASES = wire_conformance.device_cases(WIRE)
-def _tool(name):
-    """A tool installed beside this Python (the venv's bin), else on PATH."""
-    here = os.path.join(os.path.dirname(sys.executable), name)
-    return here if os.access(here, os.X_OK) else shutil.which(name)
-
-
-MICROPYTHON = _tool("micropython")
+MICROPYTHON = locate_micropython()  # the product's one locator (venv first, then PATH)
 
 HAND = PROFILES["hand"]
 DEV = bytes.fromhex("0102030405060708")
@@ -461,11 +455,12 @@ def test_micropython_per_report_path_allocates_nothing():
 
 @pytest.mark.parametrize("path", ["zealfw/frames.py", "conformance/conformance_wire.py"])
 def test_firmware_compiles_with_mpy_cross(path, tmp_path):
-    mpy_cross = _tool("mpy-cross")
+    mpy_cross = locate_mpy_cross()  # an argv prefix
     if mpy_cross is None:
-        pytest.skip("mpy-cross not installed")
-    done = subprocess.run([mpy_cross, "-o", str(tmp_path / "out.mpy"),
-                           os.path.join(FIRMWARE, path)], capture_output=True, text=True)
+        pytest.fail("mpy-cross is a test dependency and was not found")
+    done = subprocess.run(mpy_cross + ["-o", str(tmp_path / "out.mpy"),
+                                       os.path.join(FIRMWARE, path)],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
