@@ -1,0 +1,63 @@
+"""Compression of stored reports: GreedyGD and its rivals on the same float64 byte stream.
+
+A codec has `name` (as its library calls it), `needs_profile` (bool), `package` (the pip
+package it needs, or None), `encode(bits, profile) -> bytes` where `bits` is a uint64 array of
+the reports' float64 bit patterns in order, and `decode(blob, profile) -> uint64 array`, the
+exact inverse. Blobs are self-describing (they carry n).
+
+- `codecs()`: {name: codec} for every available codec (GreedyGD from `greedygd`; the rivals
+  from `rivals`). A codec whose library is missing is absent;
+- `get(name)`: one codec; ZealError naming the package to install when its library is missing,
+  or listing the known names when the name is unknown;
+- `entropy.entropy_bits_per_report(profile, readings)`: the exact entropy bound (bits per
+  report) the codecs are measured against.
+
+Sub-modules import nothing from this package's __init__ (the registry imports them). No
+sub-module is called `codecs`: importing it would rebind the function `codecs` here.
+"""
+import importlib.util
+
+from ...errors import ZealError
+
+
+def _greedygd():
+    """GreedyGD's CODEC, or None while compress/greedygd.py does not exist yet. Any other
+    failure to import it (a bug, a missing dependency of it) is raised, never hidden."""
+    if importlib.util.find_spec(__name__ + ".greedygd") is None:
+        return None
+    from . import greedygd
+    return greedygd.CODEC
+
+
+def _entries():
+    """[(name, pip package or None, factory)] for every codec this package knows."""
+    from . import rivals
+    out = list(rivals.CODECS)
+    ggd = _greedygd()
+    if ggd is not None:
+        out.insert(0, (ggd.name, None, lambda: ggd))
+    return out
+
+
+def codecs():
+    """{name: codec} for every codec whose library is installed, GreedyGD first."""
+    out = {}
+    for name, _package, factory in _entries():
+        try:
+            out[name] = factory()
+        except ImportError:
+            continue
+    return out
+
+
+def get(name):
+    """The codec called `name`; ZealError naming the pip package when its library is missing."""
+    entries = {n: (p, f) for n, p, f in _entries()}
+    if name not in entries:
+        raise ZealError(f"unknown codec {name!r}; known: {', '.join(entries)}")
+    package, factory = entries[name]
+    try:
+        return factory()
+    except ImportError:
+        raise ZealError(f"codec {name!r} needs the Python package {package!r}: "
+                        f"pip install {package}") from None
