@@ -1,5 +1,378 @@
-"""Rival codecs of the reports' float64 bit patterns (uint64 arrays): the shared codec shape and
-the rivals of GreedyGD (general-purpose compressors, pcodec, the known-prefix packer, an
-entropy coder). Work in progress: the rivals land here next."""
+"""The rivals of GreedyGD, on the same input: the reports' float64 bit patterns (uint64).
 
-CODECS = ()  # (name, pip package or None, factory), filled in as the rivals land
+Every codec has the shape the registry (zeal.analysis.compress) documents: `name`,
+`needs_profile`, `package` (the pip package it needs, None for the standard library),
+`encode(bits, profile) -> bytes`, `decode(blob, profile) -> uint64 array`. Blobs carry n.
+
+- zstd (`zstandard`, level 3, its default), lz4 (`lz4.frame`, default level), bz2 (level 9),
+  lzma (preset 6, the default): the little-endian float64 byte stream, library defaults;
+  n = decompressed length / 8.
+- pcodec (`pcodec`, `standalone.simple_compress`, default ChunkConfig) on the uint64 array;
+  see PCODEC_DTYPE for why uint64 rather than float64.
+- packed: the known-prefix packer: every report of a profile shares its top 64 - m bits
+  (sign, exponent, top mantissa bits, `Profile.high_bits`), so only low = k mod 2^m is
+  stored, m bits each, packed tightly: exactly what the device sends, plus a header.
+- rans: an order-0 static entropy coder. The offsets j = k - k_lo (0..N-1) are split into a
+  bucket (their top b bits) and the low t - b bits (t = bit length of N - 1). The buckets are
+  coded with rANS (`constriction`'s AnsCoder and Categorical model) under the static model
+  of their counts in this data, stored in the blob; the low bits are packed raw (uniform
+  within a bucket). b is chosen per blob to minimise model + coded size; for m <= 16 that is
+  usually every cell (b = t), i.e. the model is the count of each of the N cells. Buckets
+  exist because at m = 52 a table of N = 2^52 cell counts cannot be stored (nor be worth
+  storing for 10^6 reports); the mechanism's output density is flat between window edges,
+  so uniform low bits lose almost nothing. `constriction` is used rather than hand-written
+  coding (issue 9: a maintained package is preferred).
+
+Headers are little-endian; a blob of the wrong kind, or one made for another profile's m, is
+refused with a ZealError.
+"""
+import bz2
+import lzma
+import math
+import struct
+
+import numpy as np
+
+from ...errors import ZealError
+from ...mechanism.profile import MANTISSA_BITS
+
+_U64 = np.dtype("<u8")
+
+
+def as_bits(bits) -> np.ndarray:
+    """`bits` as a contiguous little-endian uint64 array (a copy only when needed)."""
+    arr = np.asarray(bits)
+    if arr.dtype == np.float64:
+        arr = arr.view(np.uint64)
+    if arr.dtype.kind != "u" or arr.dtype.itemsize != 8 or arr.ndim != 1:
+        raise ZealError("codecs take a 1-D uint64 array of float64 bit patterns, got %s %r"
+                        % (arr.dtype, arr.shape))
+    return np.ascontiguousarray(arr, dtype=_U64)
+
+
+def _from_bytes(raw: bytes) -> np.ndarray:
+    if len(raw) % 8:
+        raise ZealError("decoded stream is %d bytes, not a whole number of float64" % len(raw))
+    return np.frombuffer(raw, dtype=_U64).astype(np.uint64)
+
+
+# ---- bit packing (vectorised: one numpy pass per residue class, no per-record loop) ---------
+def pack_bits(values: np.ndarray, width: int) -> bytes:
+    """The low `width` bits of each value, packed tightly, least significant bit first;
+    ceil(n * width / 8) bytes."""
+    values = np.asarray(values, dtype=np.uint64)
+    n = values.shape[0]
+    if width == 0 or n == 0:
+        return b""
+    if not 0 < width <= 64:
+        raise ValueError("width %d" % width)
+    if width < 64:
+        values = values & np.uint64((1 << width) - 1)
+    lanes = 64 // math.gcd(64, width)          # values per period of whole words
+    words_per = lanes * width // 64
+    groups = -(-n // lanes)
+    out = np.zeros(groups * words_per + 1, dtype=np.uint64)
+    for r in range(min(lanes, n)):
+        v = values[r::lanes]
+        p0 = r * width
+        word = np.arange(v.shape[0], dtype=np.int64) * words_per + (p0 >> 6)
+        sh = p0 & 63
+        out[word] |= v << np.uint64(sh)
+        if sh and sh + width > 64:
+            out[word + 1] |= v >> np.uint64(64 - sh)
+    return out.astype(_U64).tobytes()[:-(-n * width // 8)]
+
+
+def unpack_bits(buf, n: int, width: int) -> np.ndarray:
+    """Inverse of pack_bits: n values of `width` bits from `buf` (uint64)."""
+    if width == 0 or n == 0:
+        return np.zeros(n, dtype=np.uint64)
+    need = -(-n * width // 8)
+    if len(buf) < need:
+        raise ZealError("blob truncated: %d bytes of packed bits, %d needed" % (len(buf), need))
+    lanes = 64 // math.gcd(64, width)
+    words_per = lanes * width // 64
+    groups = -(-n // lanes)
+    raw = bytes(buf[:need]) + bytes((groups * words_per + 1) * 8 - need)
+    words = np.frombuffer(raw, dtype=_U64).astype(np.uint64)
+    out = np.empty(n, dtype=np.uint64)
+    mask = np.uint64((1 << width) - 1) if width < 64 else None
+    for r in range(min(lanes, n)):
+        count = len(range(r, n, lanes))
+        p0 = r * width
+        word = np.arange(count, dtype=np.int64) * words_per + (p0 >> 6)
+        sh = p0 & 63
+        v = words[word] >> np.uint64(sh)
+        if sh and sh + width > 64:
+            v |= words[word + 1] << np.uint64(64 - sh)
+        out[r::lanes] = v & mask if mask is not None else v
+    return out
+
+
+# ---- general-purpose compressors on the float64 byte stream ---------------------------------
+class _Bytes:
+    """A byte-stream compressor on the reports' little-endian float64 bytes."""
+    needs_profile = False
+
+    def __init__(self, name, package, module):
+        self.name, self.package, self._module = name, package, module
+
+    def _lib(self):
+        import importlib
+        return importlib.import_module(self._module)
+
+    def encode(self, bits, profile=None) -> bytes:
+        return self._compress(as_bits(bits).tobytes())
+
+    def decode(self, blob: bytes, profile=None) -> np.ndarray:
+        try:
+            raw = self._decompress(bytes(blob))
+        except ZealError:
+            raise
+        except Exception as exc:  # each library has its own error types
+            raise ZealError("%s: cannot decode the blob (%s)" % (self.name, exc)) from None
+        return _from_bytes(raw)
+
+    def __repr__(self):
+        return "<codec %s>" % self.name
+
+
+class Zstd(_Bytes):
+    LEVEL = 3
+
+    def __init__(self):
+        super().__init__("zstd", "zstandard", "zstandard")
+        lib = self._lib()
+        self._c = lib.ZstdCompressor(level=self.LEVEL)  # writes the content size in the frame
+        self._d = lib.ZstdDecompressor()
+
+    def _compress(self, raw):
+        return self._c.compress(raw)
+
+    def _decompress(self, blob):
+        return self._d.decompress(blob)
+
+
+class Lz4(_Bytes):
+    def __init__(self):
+        super().__init__("lz4", "lz4", "lz4.frame")
+        self._f = self._lib()
+
+    def _compress(self, raw):
+        return self._f.compress(raw, store_size=True)
+
+    def _decompress(self, blob):
+        return self._f.decompress(blob)
+
+
+class Bz2(_Bytes):
+    def __init__(self):
+        super().__init__("bz2", None, "bz2")
+
+    def _compress(self, raw):
+        return bz2.compress(raw, 9)
+
+    def _decompress(self, blob):
+        return bz2.decompress(blob)
+
+
+class Lzma(_Bytes):
+    def __init__(self):
+        super().__init__("lzma", None, "lzma")
+
+    def _compress(self, raw):
+        return lzma.compress(raw, preset=6)
+
+    def _decompress(self, blob):
+        return lzma.decompress(blob)
+
+
+#: pcodec is given the uint64 bit patterns: on the float64 view its float modes
+#: (multiplier/quantisation detection) did no better on reports of one binade, and the
+#: integer view is the exact bit stream every other codec sees (checked in tools/bench_compress.py).
+PCODEC_DTYPE = np.uint64
+
+
+class Pcodec:
+    name, package, needs_profile = "pcodec", "pcodec", False
+    _EMPTY = b"\x00PCO-EMPTY"  # pcodec's standalone format of zero values has no dtype
+
+    def __init__(self):
+        from pcodec import ChunkConfig, standalone
+        self._std, self._config = standalone, ChunkConfig()
+
+    def encode(self, bits, profile=None) -> bytes:
+        arr = as_bits(bits)
+        if arr.size == 0:
+            return self._EMPTY
+        return self._std.simple_compress(arr.view(PCODEC_DTYPE), self._config)
+
+    def decode(self, blob, profile=None) -> np.ndarray:
+        if bytes(blob) == self._EMPTY:
+            return np.zeros(0, dtype=np.uint64)
+        try:
+            out = self._std.simple_decompress(bytes(blob))
+        except Exception as exc:
+            raise ZealError("pcodec: cannot decode the blob (%s)" % exc) from None
+        return np.ascontiguousarray(out).view(np.uint64)
+
+    def __repr__(self):
+        return "<codec pcodec>"
+
+
+# ---- codecs that know the profile -----------------------------------------------------------
+def _need_profile(name, profile):
+    if profile is None:
+        raise ZealError("codec %r needs the reports' profile" % name)
+
+
+def _offsets(name, bits, profile) -> np.ndarray:
+    """j = k - k_lo for every report (uint64); ZealError if one is not on the profile's grid."""
+    _need_profile(name, profile)
+    base = np.uint64(((profile.exponent + 1023) << MANTISSA_BITS) | profile.k_lo)
+    j = as_bits(bits) - base                       # wraps for bits < base: caught below
+    bad = j >= np.uint64(profile.n_cells)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ZealError("%s: %d report(s) are not on the profile's grid (first at index %d: "
+                        "0x%016x)" % (name, int(bad.sum()), i, int(as_bits(bits)[i])))
+    return j
+
+
+def _header(blob, magic, fmt, name):
+    size = len(magic) + struct.calcsize(fmt)
+    if len(blob) < size or bytes(blob[:len(magic)]) != magic:
+        raise ZealError("%s: not a %s blob" % (name, name))
+    return struct.unpack_from(fmt, blob, len(magic)), size
+
+
+class Packed:
+    """The m bits the device sends per report, packed tightly; header: magic, n, m."""
+    name, package, needs_profile = "packed", None, True
+    MAGIC = b"ZPK1"
+    FMT = "<QB"
+
+    def encode(self, bits, profile) -> bytes:
+        _offsets(self.name, bits, profile)        # every report on the grid: low says it all
+        low = as_bits(bits) & np.uint64((1 << profile.bits) - 1)
+        return (self.MAGIC + struct.pack(self.FMT, low.shape[0], profile.bits)
+                + pack_bits(low, profile.bits))
+
+    def decode(self, blob, profile) -> np.ndarray:
+        _need_profile(self.name, profile)
+        (n, m), at = _header(blob, self.MAGIC, self.FMT, self.name)
+        if m != profile.bits:
+            raise ZealError("packed: blob has m = %d bits, the profile m = %d" % (m, profile.bits))
+        low = unpack_bits(memoryview(blob)[at:], n, m)
+        return low + np.uint64(profile.high_bits)
+
+    def __repr__(self):
+        return "<codec packed>"
+
+
+#: the most bucket bits the rANS model may use (a table of at most 2^16 counts)
+RANS_MAX_BUCKET_BITS = 16
+
+
+def _bits_needed(v: int) -> int:
+    return int(v).bit_length()
+
+
+def choose_buckets(j: np.ndarray, t: int, max_bits: int = RANS_MAX_BUCKET_BITS) -> int:
+    """The bucket bits b in [0, min(t, max_bits)] that minimise the estimated blob size:
+    model (counts, packed at the width of the largest) + sum of -log2(count/n) + raw bits."""
+    n = j.shape[0]
+    top = min(t, max_bits)
+    counts = np.bincount((j >> np.uint64(t - top)).astype(np.int64), minlength=1 << top)
+    best, best_cost = 0, None
+    for b in range(top, -1, -1):
+        c = counts.reshape(1 << b, -1).sum(axis=1) if b < top else counts
+        nz = c[c > 0].astype(np.float64)
+        coded = float(np.sum(nz * np.log2(n / nz)))
+        cost = coded + n * (t - b) + (1 << b) * _bits_needed(int(c.max()))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = b, cost
+    return best
+
+
+class Rans:
+    """Order-0 static rANS of the offsets' top bits, raw low bits (see the module docstring).
+
+    Blob: magic, n (u64), t, shift (u8), buckets (u32), count width (u8), the packed counts,
+    the number of 32-bit ANS words (u64), the ANS words (little-endian u32), the packed low
+    `shift` bits of every report."""
+    name, package, needs_profile = "rans", "constriction", True
+    MAGIC = b"ZRA1"
+    FMT = "<QBBIB"
+
+    def __init__(self, max_bucket_bits=RANS_MAX_BUCKET_BITS):
+        import constriction
+        self._lib = constriction
+        self.max_bucket_bits = max_bucket_bits
+
+    def _model(self, counts):
+        return self._lib.stream.model.Categorical(counts.astype(np.float64), perfect=False)
+
+    def encode(self, bits, profile) -> bytes:
+        j = _offsets(self.name, bits, profile)
+        n = j.shape[0]
+        t = _bits_needed(profile.n_cells - 1)
+        b = choose_buckets(j, t, self.max_bucket_bits) if n else 0
+        shift = t - b
+        sym = (j >> np.uint64(shift)).astype(np.int64)
+        buckets = ((profile.n_cells - 1) >> shift) + 1
+        counts = np.bincount(sym, minlength=buckets)
+        width = _bits_needed(int(counts.max())) if n else 0
+        out = [self.MAGIC, struct.pack(self.FMT, n, t, shift, buckets, width),
+               pack_bits(counts.astype(np.uint64), width)]
+        if buckets > 1 and n:
+            coder = self._lib.stream.stack.AnsCoder()
+            coder.encode_reverse(sym.astype(np.int32), self._model(counts))
+            words = coder.get_compressed().astype("<u4")
+        else:
+            words = np.zeros(0, dtype="<u4")
+        out += [struct.pack("<Q", words.shape[0]), words.tobytes(), pack_bits(j, shift)]
+        return b"".join(out)
+
+    def decode(self, blob, profile) -> np.ndarray:
+        _need_profile(self.name, profile)
+        (n, t, shift, buckets, width), at = _header(blob, self.MAGIC, self.FMT, self.name)
+        if t != _bits_needed(profile.n_cells - 1) or buckets != ((profile.n_cells - 1) >> shift) + 1:
+            raise ZealError("rans: blob made for another profile (t = %d, %d buckets)"
+                            % (t, buckets))
+        view = memoryview(blob)
+        csize = -(-buckets * width // 8)
+        counts = unpack_bits(view[at:at + csize], buckets, width).astype(np.int64)
+        at += csize
+        if int(counts.sum()) != n:
+            raise ZealError("rans: the model's counts sum to %d, not n = %d"
+                            % (int(counts.sum()), n))
+        (nwords,) = struct.unpack_from("<Q", blob, at)
+        at += 8
+        if buckets > 1 and n:
+            words = np.frombuffer(bytes(view[at:at + 4 * nwords]), dtype="<u4").astype(np.uint32)
+            coder = self._lib.stream.stack.AnsCoder(words)
+            sym = np.asarray(coder.decode(self._model(counts), n), dtype=np.int64)
+        else:
+            sym = np.full(n, int(np.flatnonzero(counts)[0]) if n else 0, dtype=np.int64)
+        at += 4 * nwords
+        low = unpack_bits(view[at:], n, shift)
+        j = (sym.astype(np.uint64) << np.uint64(shift)) | low
+        base = ((profile.exponent + 1023) << MANTISSA_BITS) | profile.k_lo
+        return j + np.uint64(base)
+
+    def __repr__(self):
+        return "<codec rans>"
+
+
+#: (name, pip package or None, factory) for every rival; a factory raises ImportError when
+#: its library is missing (the registry then leaves the codec out, and `get` names the package)
+CODECS = (
+    ("zstd", "zstandard", Zstd),
+    ("lz4", "lz4", Lz4),
+    ("bz2", None, Bz2),
+    ("lzma", None, Lzma),
+    ("pcodec", "pcodec", Pcodec),
+    ("packed", None, Packed),
+    ("rans", "constriction", Rans),
+)
