@@ -435,11 +435,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "privacy accounting)")
     p.set_defaults(func=cmd_demo)
     from .analysis import analyze
+    from .analysis.compress import command as compress
     from .board import devices, flash, stop
     from .collect import collector
 
     collector.register(sub)
     analyze.register(sub)
+    compress.register(sub)
     flash.register(sub)
     devices.register(sub)
 

@@ -5,8 +5,11 @@
   the losses the collector recorded (rejected frames, gaps, reboots, frames the device
   dropped); per device, the error STATUS it reported and whether its data came from a DEBUG
   build (non-private: never called private).
+- `analyze_data(data, where)`: the same on what a store holds, read already (a
+  `decode.Loaded`, or an archive's `compress.archive.ArchivedData`); `analyze_archive(path)`:
+  the document from a `zeal compress` archive (equal to the database's, figure for figure).
 - `events(store)`: the stored events, filtered (`zeal events`).
-- `register(subparsers)`: `zeal analyze`, `zeal export` (zeal.analysis.export) and `zeal
+- `register(subparsers)`: `zeal analyze` (--db or --archive), `zeal export` (zeal.analysis.export) and `zeal
   events`; each opens the database read-only.
 
 The stored payloads are decoded by zeal.analysis.decode; `decode_frames`, `decode_values`,
@@ -185,12 +188,17 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     takes it) and "name" (the id as text when printable ASCII, e.g. "demo-000", else the hex).
     ZealError if there are no reports (naming the devices that reported errors, if any).
     """
-    data = Loaded(store, include_vector)
+    return analyze_data(Loaded(store, include_vector), store.path, include_vector)
+
+
+def analyze_data(data, where: str, include_vector: bool = False) -> dict:
+    """`analyze` on what a store holds, read already: a `decode.Loaded`, or an archive's
+    `compress.archive.ArchivedData` (the same attributes); `where` names it in errors."""
     health = device_health(data.statuses)
     if not data.rows:
         failed = ["%s (%s)" % (device_name(dev), "; ".join(h["errors"]))
                   for dev, h in sorted(health.items()) if h["errors"]]
-        raise ZealError("no reports stored in %s" % store.path
+        raise ZealError("no reports stored in %s" % where
                         + ("" if include_vector else " (test-mode frames not counted)")
                         + ("; devices that reported errors: " + ", ".join(failed)
                            if failed else ""))
@@ -342,11 +350,11 @@ def format_table(doc: dict, footer: bool = True) -> str:
 
     def line(name, d):
         ci = "-" if d["ci99"] is None else "[%.4f, %.4f]" % tuple(d["ci99"])
-        text = ("%-16s %9d %12s %25s%s %6s %9s %8d %6d %7d %7d"
+        text = ("%-16s %9d %12s %25s%s %6s %9s %8s %6s %7s %7s"
                 % (name, d["n"], _num(d["mean_calibrated"]), ci,
                    " %12s" % _num(d.get("true_mean")) if truth else "", _num(d["bits"]),
-                   _num(d["wire_bits_per_report"], "%.2f"), d["rejected_frames"], d["gaps"],
-                   d["reboots"], d.get("frames_dropped", 0)))
+                   _num(d["wire_bits_per_report"], "%.2f"), _num(d["rejected_frames"]),
+                   _num(d["gaps"]), _num(d["reboots"]), _num(d.get("frames_dropped", 0))))
         if not d.get("private", True):
             text += "  DEBUG: NOT PRIVATE"
         return text
@@ -375,20 +383,57 @@ def format_table(doc: dict, footer: bool = True) -> str:
                          "(readings replaced %d, clamped %d)"
                          % (d.get("name", d["device"]), d["debug_reports"],
                             d.get("replaced", 0), d.get("clamped", 0)))
-    if not o.get("private", True):
+    if doc.get("source") == "reports":
+        lines.append("from an archive of a reports file: no devices, frames, links or "
+                     "events, so wire cost and losses are absent (-)")
+    if o.get("private") is False:
         lines.append("WARNING: %d of the %d reports come from DEBUG builds and are NOT "
                      "PRIVATE" % (o["debug_reports"], o["n"]))
     return "\n".join(lines)
 
 
-def cmd_analyze(args) -> int:
-    with open_existing(args.db, readonly=True) as store:
-        doc = analyze(store, include_vector=args.include_vector)
-        paths = []
-        if args.plots:
-            from . import plots
+# Figures a reports-file archive cannot give (no devices, frames, links or events): absent.
+_NO_COLLECTION = {"wire_bits_per_report": None, "data_bits_per_report": None,
+                  "rejected_frames": None, "gaps": None, "reboots": None,
+                  "frames_dropped": None, "debug_reports": None, "private": None,
+                  "devices_with_errors": None, "devices": None, "frames": None}
 
-            paths = plots.plot_store(store, args.plots, include_vector=args.include_vector)
+
+def analyze_archive(path: str, include_vector: bool = False) -> dict:
+    """`analyze`'s document from an archive (`zeal compress`). From a database's archive:
+    the same document, figure for figure, as `analyze` on that database. From a reports
+    file's archive: the estimates (overall and the one profile); the figures only a
+    collection has are None (absent), and "source" is "reports"."""
+    from .compress import archive
+
+    arc = archive.read(path)
+    if arc.source == "database":
+        return analyze_data(arc.loaded(include_vector), path, include_vector)
+    prof, j = arc.reports_offsets()
+    overall = summarize([(prof, j)])
+    overall.update(_NO_COLLECTION)
+    profile = summarize([(prof, j)])
+    profile.update(wire_bits_per_report=None, devices=None)
+    return {"overall": overall, "devices": [], "profiles": [profile], "source": "reports"}
+
+
+def cmd_analyze(args) -> int:
+    if (args.db is None) == (args.archive is None):
+        raise ZealError("give --db FILE or --archive ARCHIVE")
+    if args.archive is not None:
+        if args.plots:
+            raise ZealError("--plots needs --db (plots read the database)")
+        doc = analyze_archive(args.archive, include_vector=args.include_vector)
+        paths = []
+    else:
+        with open_existing(args.db, readonly=True) as store:
+            doc = analyze(store, include_vector=args.include_vector)
+            paths = []
+            if args.plots:
+                from . import plots
+
+                paths = plots.plot_store(store, args.plots,
+                                         include_vector=args.include_vector)
     if args.json:
         if paths:
             doc["plots"] = paths
@@ -409,7 +454,9 @@ def register(subparsers) -> None:
                               description="Decode the stored reports and print, per device "
                               "and overall, the calibrated mean with its 99% interval, the "
                               "wire cost and the losses the collector recorded.")
-    p.add_argument("--db", required=True, metavar="FILE", help="the collector's database")
+    p.add_argument("--db", metavar="FILE", help="the collector's database")
+    p.add_argument("--archive", metavar="ARCHIVE", help="an archive made by `zeal compress`, "
+                   "instead of --db: the same figures as on its database")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here "
                    "(needs matplotlib: pip install 'zeal-mcu[plots]')")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
