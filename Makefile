@@ -26,6 +26,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_heap.py
 	$(BIN)/python tools/bench_collect.py
 	$(BIN)/python tools/bench_decode.py
+	$(BIN)/python tools/bench_compress.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
