@@ -355,7 +355,7 @@ def format_table(doc: dict, footer: bool = True) -> str:
                    " %12s" % _num(d.get("true_mean")) if truth else "", _num(d["bits"]),
                    _num(d["wire_bits_per_report"], "%.2f"), _num(d["rejected_frames"]),
                    _num(d["gaps"]), _num(d["reboots"]), _num(d.get("frames_dropped", 0))))
-        if not d.get("private", True):
+        if d.get("private", True) is False:     # None: not known (a reports file)
             text += "  DEBUG: NOT PRIVATE"
         return text
 

@@ -146,36 +146,34 @@ def database_streams(data, vector_flags: Sequence[int]) -> tuple:
 
 
 # ---- measuring the codecs -----------------------------------------------------------------------
-MIN_TIME_S = 0.05   # each codec's timing repeats its run until this long has passed (best run)
+MIN_TIME_S = 0.05   # each codec's timing repeats its whole pass until this long (best pass)
 
 
-def _timed(fn, budget: float = MIN_TIME_S):
-    best, out, spent = float("inf"), None, 0.0
-    while True:
+def _best_time(fn, budget: float = MIN_TIME_S):
+    """(fn(), the shortest of its runs): runs again until `budget` seconds are spent."""
+    best, spent, out = float("inf"), 0.0, None
+    while spent < budget:
         t0 = time.perf_counter()
         out = fn()
         dt = time.perf_counter() - t0
         best, spent = min(best, dt), spent + dt
-        if spent >= budget:
-            return out, best
+    return out, best
 
 
 def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict) -> dict:
     """{codec name: {"blobs": [bytes per stream], "bytes", "encode_s", "decode_s"}} for every
-    codec, each blob checked to decode to its stream exactly (ArchiveError otherwise: a codec
-    that does not round-trip is a bug, never a silently wrong archive)."""
+    codec (times: one pass over every stream, the best of passes filling MIN_TIME_S), each
+    blob checked to decode to its stream exactly (ArchiveError otherwise: a codec that does
+    not round-trip is a bug, never a silently wrong archive)."""
     out = {}
     for name, codec in codecs.items():
-        blobs, enc_s, dec_s = [], 0.0, 0.0
-        for s in streams:
-            prof = profiles[s.fp]
-            blob, dt = _timed(lambda: codec.encode(s.bits, prof))
-            back, dt2 = _timed(lambda: codec.decode(blob, prof))
+        blobs, enc_s = _best_time(lambda: [bytes(codec.encode(s.bits, profiles[s.fp]))
+                                           for s in streams])
+        backs, dec_s = _best_time(lambda: [codec.decode(b, profiles[s.fp])
+                                           for b, s in zip(blobs, streams)])
+        for s, back in zip(streams, backs):
             if not np.array_equal(np.asarray(back, dtype=np.uint64), s.bits):
                 raise ArchiveError("codec %s does not decode its own output exactly" % name)
-            blobs.append(bytes(blob))
-            enc_s += dt
-            dec_s += dt2
         out[name] = {"blobs": blobs, "bytes": sum(map(len, blobs)), "encode_s": enc_s,
                      "decode_s": dec_s}
     return out
