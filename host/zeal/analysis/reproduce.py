@@ -837,8 +837,8 @@ def write_report(path, res, quick, seconds):
     add("")
     add("- CR depends on how many mantissa bits vary. The float64 sampler at the largest green "
         "Abar still varies in about 64 x TR bits; the exact mechanism's reports vary in m bits "
-        "and are compressed to near their entropy. Its coarsest grids (m = 2..4) cost utility: "
-        "they fall outside the 5 % green definition, see the coarsest-grid row.")
+        "and are compressed to near their entropy. A coarse grid changes the exact variance (the "
+        "coarsest-grid row gives it); the green definition above decides which m count.")
     add("- The paper's 'within 2 %' is the 1-sigma-scale error at n and eps of its runs; it "
         "depends on the data set (relative error scales with range / mean: the taxi fares' mean "
         "is small against their range [1, 120], so their relative error is far larger).")
