@@ -63,7 +63,13 @@ def test_a_broken_greedygd_is_raised_not_hidden(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: object() if name.endswith(".greedygd") else real(name, *a))
     monkeypatch.setitem(sys.modules, "zeal.analysis.compress.greedygd", None)  # import fails
-    monkeypatch.delattr(compress, "greedygd", raising=False)  # not the already-imported one
+    # the package as imported now (an earlier test may have re-imported zeal): without the
+    # already-imported submodule bound on it, `from . import greedygd` must fail loudly
+    pkg = importlib.import_module("zeal.analysis.compress")
+    for module in {id(m): m for m in (pkg, compress)}.values():
+        monkeypatch.delattr(module, "greedygd", raising=False)
+    with pytest.raises(ImportError):
+        pkg.codecs()
     with pytest.raises(ImportError):
         compress.codecs()
 

@@ -2,7 +2,9 @@
 
 Modules, in import order (each imports only those above it, and the layers below this
 package):
-- `datasets`: data shipped in the package (`aarhus`, HUMIDITY_RANGE; files in zeal/data/);
+- `datasets`: data shipped in the package and seeded synthetic sets (`aarhus`,
+  `chicago_fares`, `uniform`, `skewed`, `constant`, `load_csv_column` for a user's CSV;
+  files in zeal/data/);
 - `decode`: stored payloads -> offsets and doubles, many frames at once (`decode_frames`,
   `decode_values`, `DecodeError`); `Loaded`, a store read once;
 - `export`: `zeal export`: every report to CSV or Parquet, one schema, with each report's
@@ -10,7 +12,13 @@ package):
 - `plots`: PNG plots of a store's reports (`plot_store`, `histogram`, `running_mean`; the
   exact expected histogram `mixture_probabilities`);
 - `analyze`: `zeal analyze` and `zeal events`: per device, per profile and overall estimates,
-  losses and wire cost (`analyze`, `format_table`, `events`, `register`).
+  losses and wire cost, from a database or an archive (`analyze`, `format_table`, `events`,
+  `register`);
+- `compress/`: codecs for stored reports (`codecs()`, `get(name)`: greedygd, zstd, lz4, bz2,
+  lzma, pcodec, packed, rans), the exact entropy bound (`entropy_bits_per_report`), GreedyGD
+  with direct analytics, the versioned archive and `zeal compress`;
+- `reproduce`: `zeal reproduce`, the paper's figures and report, float sampler beside the
+  exact mechanism.
 
 Nothing is re-exported: `analyze`, `export` and `plots` are both modules and functions here,
 so `from zeal.analysis import analyze` is the module and `analyze.analyze(store)` the call.
