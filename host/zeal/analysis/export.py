@@ -256,7 +256,7 @@ def _parquet():
     return pyarrow, pyarrow.parquet
 
 
-def _write_atomically(path: str, write, binary: bool) -> None:
+def write_atomically(path: str, write, binary: bool) -> None:
     """write(fh) into a new temporary file beside `path` (created exclusively, mode 0666 &
     ~umask), fsync, then rename over `path`."""
     tmp = "%s.%d.%s.tmp" % (path, os.getpid(), secrets.token_hex(4))
@@ -381,7 +381,7 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
             _write_csv(sys.stdout, cols)
             sys.stdout.flush()
         else:
-            _write_atomically(path, lambda fh: _write_csv(fh, cols), binary=False)
+            write_atomically(path, lambda fh: _write_csv(fh, cols), binary=False)
     else:
         _, pq = _parquet()
         table = _parquet_table(cols, doc)
@@ -394,10 +394,10 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
             sys.stdout.buffer.write(buf.getvalue())
             sys.stdout.buffer.flush()
         else:
-            _write_atomically(path, lambda fh: pq.write_table(table, fh), binary=True)
+            write_atomically(path, lambda fh: pq.write_table(table, fh), binary=True)
     if meta is not None:
         text = json.dumps(doc, indent=1) + "\n"
-        _write_atomically(meta, lambda fh: fh.write(text), binary=False)
+        write_atomically(meta, lambda fh: fh.write(text), binary=False)
     return cols.n
 
 

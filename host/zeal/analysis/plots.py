@@ -42,12 +42,14 @@ CONFIDENCE = 0.99
 _CHUNK = 2048  # distinct readings per block of the float mixture (bounds its memory)
 
 
-def _figure(width=8.0, height=6.4):
+def new_figure(width=8.0, height=6.4, *, who="plots"):
+    """A matplotlib Figure on the Agg canvas (no display needed); `who` names what needs
+    matplotlib in the one-line error when it is missing."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise ZealError("plots need matplotlib: pip install 'zeal-mcu[plots]'") from None
+        raise ZealError("%s need matplotlib: pip install 'zeal-mcu[plots]'" % who) from None
     fig = Figure(figsize=(width, height), dpi=110)
     FigureCanvasAgg(fig)
     return fig
@@ -222,7 +224,7 @@ def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str 
     xs = _reading(grid, edges - 0.5)  # cell j spans x_hat(j) -/+ g/2
     p_lo, p_hi = float(grid.p_lo), float(grid.p_hi)
 
-    fig = _figure()
+    fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     # z-order: the band (if any) below the bars, the bars see-through, the curve on top
     ax.stairs(observed, xs, fill=True, color="#9ecae1", alpha=0.55, zorder=2,
@@ -300,7 +302,7 @@ def running_mean(profile: Profile, offsets, path: str, *, readings=None, unit: s
                                             alpha / (k * (k + 1.0))) for k in ns])
     final = est.summarize(j)
 
-    fig = _figure()
+    fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     ax.fill_between(ns, means - per_n, means + per_n, color="#9ecae1", alpha=0.6,
                     label="99% interval at each n separately (Bernstein)")
@@ -376,7 +378,7 @@ def plot_store(store, outdir, *, include_vector: bool = False,
     readings: device id -> the true readings that device took, in order (the demo and a
     replay know them); the histogram then shows the exact expected mixture and the running
     mean the true mean. unit: the readings' unit, for the axes."""
-    _figure()  # a missing matplotlib fails before anything is read
+    new_figure()  # a missing matplotlib fails before anything is read
     data = Loaded(store, include_vector)
     if not data.rows:
         raise ZealError("no reports stored in %s" % store.path)

@@ -49,6 +49,7 @@ from ..paper import formulas as pf
 from ..paper import sampler as ps
 from ..errors import ProfileError
 from . import datasets
+from .plots import new_figure
 
 SEED = 20240611
 EPS = 1.0
@@ -506,14 +507,7 @@ def holes(quick=False, log=lambda m: None) -> dict:
 
 # ---- figures -------------------------------------------------------------------------------
 def _fig(w, h):
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ZealError("zeal reproduce needs matplotlib: pip install 'zeal-mcu[plots]'") from None
-    fig = Figure(figsize=(w, h), dpi=110)
-    FigureCanvasAgg(fig)
-    return fig
+    return new_figure(w, h, who="zeal reproduce and its figures")
 
 
 def _save(fig, path):

@@ -34,7 +34,6 @@ library is missing, a report off the grid) is an `ArchiveError`, one line.
 """
 import json
 import os
-import tempfile
 import time
 import zipfile
 import zlib
@@ -45,6 +44,7 @@ import numpy as np
 from ...errors import ZealError
 from ...mechanism.profile import Profile, loads as profile_loads
 from ..decode import ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ
+from ..export import write_atomically
 
 FORMAT = "zeal-archive"
 VERSION = 1
@@ -203,13 +203,8 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
                                     "vector": s.vector, "codec": best, "n": int(s.bits.size),
                                     "bytes": len(blob)})
         entries.append((entry, blob))
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".zeal-archive-", dir=folder)
-    except OSError as exc:
-        raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as z:
+    def write(fh):
+        with zipfile.ZipFile(fh, "w") as z:
             z.comment = COMMENT
             z.writestr(_info(MANIFEST), json.dumps(manifest, separators=(",", ":")),
                        compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
@@ -218,13 +213,8 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
                            compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
             for entry, blob in entries:
                 z.writestr(_info(entry), blob, compress_type=zipfile.ZIP_STORED)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+
+    write_atomically(path, write, binary=True)  # a temporary file renamed over path
     manifest["bytes"] = os.path.getsize(path)
     return manifest
 
