@@ -1,0 +1,358 @@
+"""The designer: an optimal table mechanism from a linear program, rounded to exact integers.
+
+`design(lo, hi, epsilon, bits)` returns a `Table` (zeal.mechanism.table) with R+1 anchor rows
+and N = 2^bits output cells whose worst-case variance over [lo, hi] (or the variance averaged
+over a data set) is as small as the program below can make it, and which passes the table's
+exact checks: every column ratio at most the certified lower bound L of e^eps, and an exactly
+unbiased output value g(j) at every anchor. `solve(...)` returns the same table with the figures
+of the search (`Design`).
+
+Work on the normalised range [-1, 1] (x = mid + half*u); a variance in the reading's units is
+half^2 times the normalised one. Anchors u_r = -1 + r*h, h = 2/R.
+
+The program, for a fixed output grid g_j = -C + 2Cj/(N-1) (equally spaced, symmetric):
+
+    variables  P[r][j] >= 0 (row r's law), m_j >= 0 (column floor), z (the worst variance)
+    sum_j P[r][j] = 1,  sum_j P[r][j] g_j = u_r                 (a law, unbiased at u_r)
+    m_j <= P[r][j] <= E' m_j                                    (eps-LDP: column ratio <= E')
+    minimise z  subject to  Var(u) <= z for every u in [-1, 1]  ("worst"), or
+    minimise    sum_i Var(u_i) / n over the data                ("data").
+
+E' = L (1 - MARGIN) leaves room for the rounding below. The m_j form needs 2(R+1)N rows
+instead of the (R+1)^2 N pairwise ratios; the two are equivalent (take m_j = min_r P[r][j]).
+
+The mixing between anchors. A reading u = u_r + t h (t in [0, 1]) reports row r+1 with
+probability t and row r otherwise, so its law is (1-t) P_r + t P_{r+1}: the mean is
+(1-t) u_r + t u_{r+1} = u (unbiased by linearity) and the second moment is the same mixture
+of the rows' second moments M_r = sum_j P[r][j] g_j^2. Hence, with V_r = M_r - u_r^2,
+
+    Var(u) = (1-t) M_r + t M_{r+1} - u^2 = (1-t) V_r + t V_{r+1} + t (1-t) h^2,
+
+a concave quadratic in t (the -u^2 term; linear in the unknowns P for each fixed t). It peaks
+at t* = 1/2 + (V_{r+1} - V_r) / (2 h^2) (clipped to [0, 1]) and exceeds the larger anchor
+variance by at most h^2/4. "Var(u) <= z for all t" is an infinite family of linear
+constraints (1-t) M_r + t M_{r+1} - z <= u(t)^2; the program starts from t in
+{0, 1/4, 1/2, 3/4, 1} on every interval and adds the cut at t* of every interval whose peak
+still exceeds z (cutting-plane; a few rounds converge to 1e-12). The "data" objective is
+linear already: a reading at u = u_r + t h weighs M_r by (1-t) and M_{r+1} by t.
+
+The output spacing: C is searched by a grid of 25 points over [C_duchi, 2 C_duchi], C_duchi =
+(e^eps+1)/(e^eps-1) (Duchi's output; below it no unbiased law exists at the range's ends),
+then golden section around the best grid point (the value is not unimodal in C, hence the
+grid first); the search solves each program once with nine cuts per interval. The chosen C
+is rounded to a multiple of 1/1024 (an exact rational) before the final, cut-refined solve.
+
+Needs scipy (the `design` extra: pip install 'zeal-mcu[design]'); imported when used.
+
+Rounding and repair (exact). Every row gets the same total T (a multiple of every anchor's
+moment denominator, near 2^32), so the column ratio compares integers: max_r W[r][j] <=
+L min_r W[r][j]. Columns whose smallest probability is below SMALL are fixed to zero and the
+program solved again (a column that is zero in every row is never reported and breaks no
+ratio). The float solution is clamped into [m_j, E' m_j] per column, scaled by T and rounded;
+each row's two residuals (sum W = T, and sum_j j W[r][j] = T (u_r + C)(N-1)/(2C), which is
+unbiasedness at u_r on the integer grid) are fixed exactly by moving alpha = e1 - k e0 and
+beta = e0 - alpha weight on two adjacent cells k+1, k: alpha + beta = e0 and
+(k+1) alpha + k beta = e1. The pair is the one with the most weight whose columns still pass
+the exact ratio check with every other row as it stands; since each move re-checks its
+columns against the current table, the final table passes every check. Deterministic: the
+same inputs give the same program, the same HiGHS path and the same integers.
+"""
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import ProfileError
+from .profile import exp_lower_bound
+
+MARGIN = 1e-4           # E' = L (1 - MARGIN): room for rounding to integers of size ~ 2^32
+SMALL = 1e-5            # a column whose smallest probability is below this is set to zero
+C_DENOMINATOR = 1024    # the output half-width C is a multiple of 1/1024
+TOTAL = 1 << 32         # row totals T are the multiple of the moment denominators nearest below
+BITS_MAX = 8
+DEFAULT_ANCHORS = 17    # R = 16 intervals
+_GRID_POINTS = 25
+_GOLDEN_STEPS = 12
+_CUT_ROUNDS = 12
+_T0 = tuple(i / 8 for i in range(9))
+
+
+@dataclass(frozen=True)
+class Design:
+    """A designed table and how it was found."""
+    table: object           # zeal.mechanism.table.Table
+    half_width: Fraction    # C: normalised outputs g_j = -C + 2Cj/(N-1)
+    lp_value: float         # the program's optimum at C (normalised units)
+    seconds: float          # wall time of the search, the final solve and the repair
+    zeroed: tuple           # cells fixed to zero (never reported)
+
+
+def _scipy():
+    try:
+        from scipy.optimize import linprog
+        from scipy.sparse import coo_matrix, csr_matrix, vstack
+    except ImportError:
+        raise ProfileError("the designer needs scipy: pip install 'zeal-mcu[design]'") from None
+    return linprog, coo_matrix, csr_matrix, vstack
+
+
+def _exact(value, name) -> Fraction:
+    if isinstance(value, bool):
+        raise ProfileError("%s must be a number, got %r" % (name, value))
+    try:
+        if isinstance(value, str):
+            out = Fraction(value.strip())
+        else:
+            out = Fraction(value)
+    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+        raise ProfileError("%s must be a number, got %r" % (name, value)) from None
+    return out
+
+
+def _norm_data(data, lo, hi):
+    import numpy as np
+    u = np.asarray(list(data), dtype=float)
+    if u.size == 0 or not np.all(np.isfinite(u)):
+        raise ProfileError("the data must be a non-empty list of finite readings")
+    mid, half = (float(lo) + float(hi)) / 2, (float(hi) - float(lo)) / 2
+    return np.clip((u - mid) / half, -1.0, 1.0)
+
+
+class _Program:
+    """The linear program for one (N, R, E', objective); `run(C)` solves it at half-width C."""
+
+    def __init__(self, n, r, e_prime, weights=None):
+        import numpy as np
+        self.np = np
+        self.n, self.r, self.e = n, r, e_prime
+        self.u = np.linspace(-1.0, 1.0, r + 1)
+        self.h = 2.0 / r
+        self.np_ = (r + 1) * n
+        self.weights = weights  # None: worst case; else per-anchor weights of M_r (data)
+        self.nv = self.np_ + n + (1 if weights is None else 0)
+        # the ratio rows: m_j - P <= 0 and P - E' m_j <= 0
+        _, coo_matrix, _, _ = _scipy()
+        idx = np.arange(self.np_)
+        col = self.np_ + idx % n
+        cols = np.concatenate([col, col, idx, idx])
+        vals = np.concatenate([np.ones(self.np_), -e_prime * np.ones(self.np_),
+                               -np.ones(self.np_), np.ones(self.np_)])
+        rows = np.concatenate([np.arange(self.np_), np.arange(self.np_, 2 * self.np_),
+                               np.arange(self.np_), np.arange(self.np_, 2 * self.np_)])
+        self.a_ratio = coo_matrix((vals, (rows, cols)), shape=(2 * self.np_, self.nv)).tocsr()
+
+    def _cut(self, g2, r, t):
+        row = self.np.zeros(self.nv)
+        row[r * self.n:(r + 1) * self.n] = (1 - t) * g2
+        row[(r + 1) * self.n:(r + 2) * self.n] += t * g2
+        row[-1] = -1.0
+        ut = self.u[r] + t * self.h
+        return row, ut * ut
+
+    def run(self, c, zero=(), rounds=_CUT_ROUNDS):
+        """(objective, P) at half-width c; (inf, None) if infeasible. `zero`: cells fixed to 0.
+        rounds=1 (the search) keeps the nine starting cuts per interval only: the value is then
+        the true worst within h^2/256 (the sampled concave quadratic misses at most
+        (1/16)^2 h^2 between cuts)."""
+        np = self.np
+        linprog, coo_matrix, csr_matrix, vstack = _scipy()
+        n, rr = self.n, self.r
+        g = np.linspace(-c, c, n)
+        g2 = g * g
+        ridx = np.repeat(np.arange(rr + 1), n)
+        pidx = np.arange(self.np_)
+        a_eq = coo_matrix((np.concatenate([np.ones(self.np_), np.tile(g, rr + 1)]),
+                           (np.concatenate([2 * ridx, 2 * ridx + 1]),
+                            np.concatenate([pidx, pidx]))),
+                          shape=(2 * (rr + 1), self.nv)).tocsr()
+        b_eq = np.column_stack([np.ones(rr + 1), self.u]).ravel()
+        bounds = [(0, None)] * self.nv
+        for j in zero:
+            for r in range(rr + 1):
+                bounds[r * n + j] = (0, 0)
+        if self.weights is not None:
+            obj = np.zeros(self.nv)
+            obj[:self.np_] = np.repeat(self.weights, n) * np.tile(g2, rr + 1)
+            res = linprog(obj, A_ub=self.a_ratio, b_ub=np.zeros(2 * self.np_), A_eq=a_eq,
+                          b_eq=b_eq, bounds=bounds, method="highs")
+            if res.status != 0:
+                return math.inf, None
+            return float(res.fun), res.x[:self.np_].reshape(rr + 1, n)
+        obj = np.zeros(self.nv)
+        obj[-1] = 1.0
+        cuts, rhs = [], []
+        for r in range(rr):
+            for t in _T0:
+                a, b = self._cut(g2, r, t)
+                cuts.append(a)
+                rhs.append(b)
+        for i in range(rounds):
+            a_ub = vstack([self.a_ratio, csr_matrix(np.array(cuts))]).tocsr()
+            b_ub = np.concatenate([np.zeros(2 * self.np_), rhs])
+            res = linprog(obj, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
+                          method="highs")
+            if res.status != 0:
+                return math.inf, None
+            p = res.x[:self.np_].reshape(rr + 1, n)
+            v = p @ g2 - self.u ** 2
+            z = res.x[-1]
+            worst, added = 0.0, 0
+            for r in range(rr):
+                ts = min(1.0, max(0.0, 0.5 + (v[r + 1] - v[r]) / (2 * self.h ** 2)))
+                peak = (1 - ts) * v[r] + ts * v[r + 1] + ts * (1 - ts) * self.h ** 2
+                worst = max(worst, peak)
+                if peak > z + 1e-12:
+                    a, b = self._cut(g2, r, ts)
+                    cuts.append(a)
+                    rhs.append(b)
+                    added += 1
+            if not added or i == rounds - 1:
+                break
+        return (worst if rounds > 1 else float(z)), p
+
+
+def _search(prog, eps):
+    """The half-width C minimising the program: a grid, then golden section (deterministic)."""
+    e = math.exp(eps)
+    c_duchi = (e + 1) / (e - 1)  # below it no unbiased law exists at the range's ends
+    grid = [c_duchi * (1 + i / (_GRID_POINTS - 1)) for i in range(_GRID_POINTS)]
+    run = lambda c: prog.run(c, rounds=1)[0]  # noqa: E731
+    vals = [run(c) for c in grid]
+    i = min(range(len(grid)), key=lambda k: (vals[k], k))
+    a, b = grid[max(0, i - 1)], grid[min(len(grid) - 1, i + 1)]
+    best_c, best_v = grid[i], vals[i]
+    phi = (math.sqrt(5) - 1) / 2
+    c1, c2 = b - phi * (b - a), a + phi * (b - a)
+    f1, f2 = run(c1), run(c2)
+    for _ in range(_GOLDEN_STEPS):
+        if f1 < f2:
+            b, c2, f2 = c2, c1, f1
+            c1 = b - phi * (b - a)
+            f1 = run(c1)
+        else:
+            a, c1, f1 = c1, c2, f2
+            c2 = a + phi * (b - a)
+            f2 = run(c2)
+    for c, f in ((c1, f1), (c2, f2)):
+        if f < best_v:
+            best_c, best_v = c, f
+    return best_c
+
+
+def _moments(rr, n, c):
+    """Per anchor r, the exact target mean of the cell index: (u_r + C)(N-1)/(2C)."""
+    return [(Fraction(-rr + 2 * r, rr) + c) * (n - 1) / (2 * c) for r in range(rr + 1)]
+
+
+def _row_total(targets):
+    den = 1
+    for f in targets:
+        den = den * f.denominator // math.gcd(den, f.denominator)
+    return max(1, TOTAL // den) * den
+
+
+def _ok(column, l_bound):
+    lo = min(column)
+    hi = max(column)
+    if hi == 0:
+        return True
+    return lo > 0 and hi <= l_bound * lo
+
+
+def _round(p, c, n, rr, l_bound, e_prime):
+    """Integer weights from the float law p: clamp, scale, round, repair (module docstring)."""
+    targets = _moments(rr, n, c)
+    total = _row_total(targets)
+    w = [[0] * n for _ in range(rr + 1)]
+    for j in range(n):
+        col = [float(p[r][j]) for r in range(rr + 1)]
+        floor = min(col)
+        if max(col) <= 0 or floor <= 0:
+            continue
+        for r in range(rr + 1):
+            w[r][j] = int(round(min(max(col[r], floor), e_prime * floor) * total))
+    for r in range(rr + 1):
+        m = targets[r] * total  # an integer: total is a multiple of its denominator
+        e0 = total - sum(w[r])
+        e1 = int(m) - sum(j * w[r][j] for j in range(n))
+        if e0 == 0 and e1 == 0:
+            continue
+        pairs = sorted(range(n - 1), key=lambda k: (-min(w[r][k], w[r][k + 1]), k))
+        for k in pairs:
+            alpha = e1 - k * e0
+            beta = e0 - alpha
+            if w[r][k + 1] + alpha < 0 or w[r][k] + beta < 0:
+                continue
+            w[r][k + 1] += alpha
+            w[r][k] += beta
+            if (_ok([w[s][k] for s in range(rr + 1)], l_bound)
+                    and _ok([w[s][k + 1] for s in range(rr + 1)], l_bound)):
+                break
+            w[r][k + 1] -= alpha
+            w[r][k] -= beta
+        else:
+            raise ProfileError("the designer could not round row %d exactly; try other bits "
+                               "or epsilon" % r)
+    return w, total
+
+
+def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None) -> Design:
+    """Design a table mechanism (see the module docstring); returns the `Design`."""
+    import numpy as np
+    from .table import Table
+    t_start = time.perf_counter()
+    lo_f, hi_f, eps_f = _exact(lo, "lo"), _exact(hi, "hi"), _exact(epsilon, "epsilon")
+    if not lo_f < hi_f:
+        raise ProfileError("range is empty: lo (%s) must be below hi (%s)" % (lo, hi))
+    if not 0 < eps_f <= 20:
+        raise ProfileError("epsilon must be in (0, 20], got %s" % (epsilon,))
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= BITS_MAX:
+        raise ProfileError("bits must be an integer in [1, %d], got %r" % (BITS_MAX, bits))
+    n_anchors = DEFAULT_ANCHORS if anchors is None else anchors
+    if isinstance(n_anchors, bool) or not isinstance(n_anchors, int) or not 2 <= n_anchors <= 257:
+        raise ProfileError("anchors must be an integer in [2, 257], got %r" % (anchors,))
+    if objective not in ("worst", "data"):
+        raise ProfileError("objective must be 'worst' or 'data', got %r" % (objective,))
+    if objective == "data" and data is None:
+        raise ProfileError("objective 'data' needs data (a list of readings)")
+    n, rr = 1 << bits, n_anchors - 1
+    if n < 2:
+        raise ProfileError("a table needs at least 2 cells")
+    l_bound = exp_lower_bound(eps_f)
+    e_prime = float(l_bound) * (1 - MARGIN)
+    weights = None
+    if objective == "data":
+        u = _norm_data(data, lo_f, hi_f)
+        pos = (u + 1) / 2 * rr
+        k = np.minimum(np.floor(pos).astype(int), rr - 1)
+        t = pos - k
+        weights = np.zeros(rr + 1)
+        np.add.at(weights, k, 1 - t)
+        np.add.at(weights, k + 1, t)
+        weights /= u.size
+    prog = _Program(n, rr, e_prime, weights)
+    c_float = _search(prog, float(eps_f))
+    c = Fraction(round(c_float * C_DENOMINATOR), C_DENOMINATOR)
+    zero = ()
+    for _ in range(4):
+        value, p = prog.run(float(c), zero)
+        if p is None:
+            raise ProfileError("the designer's program is infeasible at C = %s" % c)
+        small = tuple(j for j in range(n)
+                      if j not in zero and float(p[:, j].min()) < SMALL)
+        if not small:
+            break
+        zero = tuple(sorted(zero + small))
+    else:
+        raise ProfileError("the designer could not settle which cells to use")
+    w, _ = _round(p, c, n, rr, l_bound, e_prime)
+    table = Table(lo, hi, epsilon, w)
+    return Design(table=table, half_width=c, lp_value=value,
+                  seconds=time.perf_counter() - t_start, zeroed=zero)
+
+
+def design(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None):
+    """An optimal exact table mechanism (a `Table`) for [lo, hi], epsilon and `bits` bits per
+    report: `objective` "worst" minimises the worst-case variance over [lo, hi], "data" the
+    variance averaged over `data` (readings in the range's units; clamped into it)."""
+    return solve(lo, hi, epsilon, bits, anchors=anchors, objective=objective, data=data).table
