@@ -6,6 +6,11 @@ Modules, in import order (each imports only those above it):
   fingerprint), `from_exponent`, `from_bits`, `load`, `loads`, `Calibration`;
 - `grid`: `ExactGrid` (exact output distribution, privacy ratio, mean map, variance with
   Fractions), `pm_variance`, `worst_variance_ratio`;
+- `table`: `Table` (exact table mechanisms: privacy ratio, unbiased output values, exact and
+  worst variance), `duchi`, `pm`, `hm` as tables (device sampler and profile format: later);
+- `design`: the linear-programming designer of table mechanisms (`design`);
+- `references`: float numpy reference mechanisms of the literature (Laplace, SCDF,
+  Staircase, Duchi, PM, HM, PM-SUB), for comparison only — never used to privatise a reading;
 - `choose`: `build` (by exponent, by bits, or "auto") and `auto`;
 - `words`: the random words: `CounterWords` (shared_spec/generator.md), `system_words`,
   `ListWords`, `Recorder`;
