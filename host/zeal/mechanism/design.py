@@ -32,8 +32,9 @@ a concave quadratic in t (the -u^2 term; linear in the unknowns P for each fixed
 at t* = 1/2 + (V_{r+1} - V_r) / (2 h^2) (clipped to [0, 1]) and exceeds the larger anchor
 variance by at most h^2/4. "Var(u) <= z for all t" is an infinite family of linear
 constraints (1-t) M_r + t M_{r+1} - z <= u(t)^2; the program starts from t in
-{0, 1/4, 1/2, 3/4, 1} on every interval and adds the cut at t* of every interval whose peak
-still exceeds z (cutting-plane; a few rounds converge to 1e-12). The "data" objective is
+{0, 1/8, ..., 1} on every interval and adds the cut at t* of every interval whose peak still
+exceeds z (cutting planes, at most 12 rounds; the value reported is the true peak of the float
+solution, and the exact figure is the table's `worst_variance()`). The "data" objective is
 linear already: a reading at u = u_r + t h weighs M_r by (1-t) and M_{r+1} by t.
 
 The output spacing: C is searched by a grid of 25 points over [C_duchi, 2 C_duchi], C_duchi =
