@@ -1,0 +1,485 @@
+"""`zeal compare`: every mechanism side by side on one range, one epsilon, one bit budget.
+
+One row per mechanism (`compare(...)` returns the rows; `format_table`, `plot` and
+`register` wrap them for the command line):
+
+- float REFERENCES (`exact` false, `on_device` false): Laplace, SCDF, Staircase, Duchi, PM,
+  HM, PM-SUB from zeal.mechanism.references, carried to [lo, hi] by `Scaled`. Their figures
+  are the closed-form variance formulas in float64; their outputs are continuous, so "bits
+  sent" and the entropy are "n/a (continuous)".
+- the WINDOW GRID (`exact` true, `on_device` true): today's profile (zeal.mechanism.build) at
+  --bits, or at `--bits auto`'s choice when --bits is not given; the only row that runs on
+  the device today. Figures from `ExactGrid` in Fractions.
+- exact TABLES (`exact` true, `on_device` false): Duchi, PM and HM as table mechanisms
+  (zeal.mechanism.table), and the designer's `optimal` (zeal.mechanism.design). Exact on the
+  host; the device sampler and the table profile format come later, so they do not run on a
+  board yet. PM and HM are searched over every cell count N <= 2^min(bits, 5) (3..N for PM,
+  5..N for HM) and the N with the smallest exact worst variance is shown — a finer table is
+  not always better (the budget is spread over more cells) and the exact PM construction
+  costs minutes at 256 cells, hence the cap of 32 cells. `optimal` is the designer's table
+  at --bits (default 4) and 17 anchors, worst-case objective; the designer takes at most 8
+  bits (BITS_MAX), so above that the row says n/a. Without --bits the tables and `optimal`
+  use 4 bits.
+
+Figures per row, in the reading's units (variances in (reading unit)^2):
+- `worst_variance`: max over readings in [lo, hi] of Var(estimate | x) for one report.
+  Tables: `Table.worst_variance()`. Window grid: `grid_worst_variance` below, exact.
+- `mean_variance`: (1/n) sum_i Var(estimate | x_i) over the data's readings x_i (clamped to
+  [lo, hi], as the device clamps); null without --data. Exact rows average Fractions.
+- `bits`: bits sent per report: the profile's m for the grid, ceil(log2 N) for an N-cell
+  table; null for the references.
+- `entropy_bits`: H(M) in bits, M(j) = (1/n) sum_i P(j | x_i) the distribution of a report
+  drawn from the data's reports (the order-0 bound an entropy coder of the reports can
+  reach, as in zeal.analysis.compress.entropy). Computed from the exact probabilities (then
+  rounded to float64 once per term); null without --data and for the references.
+
+Exact worst variance of the window grid. With anchors at window starts jL = 0..N' (N' = N -
+Nc, pos = b + f), ExactGrid's offset variance is Var(pos) = (1-f) V_b + f V_{b+1} + f(1-f) s^2
+(V_jL = Var(j | jL), s = the mean map's slope; the mixing adds f(1-f)s^2 as for tables).
+V_jL = Q(jL) for a convex quadratic Q (grid.max_window_variance), and the chord of Q exceeds
+Q by a f(1-f) (a >= 0 its leading coefficient), so Var(b + f) = Q(b + f) + (a + s^2) f(1-f).
+For a fixed f, b + f lies in [f, N'-1+f], and a convex Q is largest at an end of it: the
+maximum over all readings is reached on the first or the last segment. On each, Var is a
+concave quadratic in f, so its maximum is at f = 0, f = 1 or the vertex f* = 1/2 +
+(V_{b+1} - V_b)/(2 s^2); these (at most six) readings are evaluated with
+`ExactGrid.variance`, exactly, whatever N is (N reaches 2^52).
+"""
+import json
+import math
+import sys
+import time
+from collections import Counter
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+from ..errors import InputError, ProfileError, ZealError
+
+TABLE_BITS_MAX = 5          # PM/HM tables are searched up to 2^5 = 32 cells
+DEFAULT_TABLE_BITS = 4      # tables and `optimal` without --bits
+BITS_MAX = 52               # the window grid's widest report
+EPSILON_MAX = 20
+VARIANCE_UNIT = "(reading unit)^2"
+ROW_KEYS = ("mechanism", "kind", "bits", "cells", "worst_variance", "worst_variance_exact",
+            "mean_variance", "mean_variance_exact", "entropy_bits", "exact", "on_device",
+            "note")
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+def parse_number(text, what) -> Fraction:
+    """An exact decimal ("-1", "2.5e3") or p/q, as a Fraction; ZealError (one line) else."""
+    s = str(text).strip()
+    try:
+        if "/" in s:
+            value = Fraction(s)
+        else:
+            d = Decimal(s)
+            if not d.is_finite() or abs(d.adjusted()) > 300:
+                raise ValueError
+            value = Fraction(d)
+    except (InvalidOperation, ValueError, ZeroDivisionError):
+        raise ZealError("%s must be a finite decimal number, got %r" % (what, str(text)[:40])) \
+            from None
+    return value
+
+
+def parse_bits(text):
+    """None (not given), or an int in [1, 52]."""
+    if text is None:
+        return None
+    try:
+        bits = int(str(text).strip())
+    except ValueError:
+        raise ZealError("--bits must be an integer from 1 to %d, got %r"
+                        % (BITS_MAX, str(text)[:40])) from None
+    if not 1 <= bits <= BITS_MAX:
+        raise ZealError("--bits must be an integer from 1 to %d, got %d" % (BITS_MAX, bits))
+    return bits
+
+
+def load_readings(path, column=None) -> list:
+    """The readings of a data file as exact Fractions: one decimal per line (blank lines and
+    lines starting with '#' skipped), or, with `column`, that column of a CSV file with a
+    header (datasets.load_csv_column). InputError, one line, for anything else."""
+    if column is not None:
+        from .datasets import load_csv_column
+        texts = [(i, t) for i, t in enumerate(load_csv_column(path, column), 2)]
+    else:
+        try:
+            with open(path, "r", encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except OSError as exc:
+            raise InputError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+        except UnicodeDecodeError:
+            raise InputError("%s: not UTF-8 text" % path) from None
+        texts = [(i, ln.strip()) for i, ln in enumerate(lines, 1)
+                 if ln.strip() and not ln.strip().startswith("#")]
+    out = []
+    for line, text in texts:
+        try:
+            d = None if "_" in text else Decimal(text)
+        except InvalidOperation:
+            d = None
+        if d is None or not d.is_finite() or abs(d.adjusted()) > 300:
+            raise InputError("%s line %d: not a finite decimal reading: %r"
+                             % (path, line, text[:40]))
+        out.append(Fraction(d))
+    if not out:
+        raise InputError("%s: no readings (one decimal number per line)" % path)
+    return out
+
+
+# ---- exact figures ----------------------------------------------------------------------------
+def grid_worst_variance(grid) -> tuple:
+    """(max over [lo, hi] of grid.variance(x), a reading x reaching it), exactly (see the
+    module docstring: first and last segment, endpoints and vertices)."""
+    span = grid.n - grid.nc                   # N'
+    s2 = grid.slope ** 2
+
+    def v(jl):
+        m1, m2 = grid.window_moments(jl)
+        return m2 - m1 * m1
+
+    width = (grid.hi - grid.lo) / span
+    best = None
+    for b in sorted({0, span - 1}):
+        vb, vb1 = v(b), v(b + 1)
+        fs = [Fraction(0), Fraction(1)]
+        f_star = Fraction(1, 2) + (vb1 - vb) / (2 * s2)
+        if 0 < f_star < 1:
+            fs.append(f_star)
+        for f in fs:
+            x = grid.lo + (b + f) * width
+            val = grid.variance(x)
+            if best is None or val > best[0]:
+                best = (val, x)
+    return best
+
+
+def _mean(values) -> Fraction:
+    total, n = Fraction(0), 0
+    for value, count in values:
+        total += value * count
+        n += count
+    return total / n
+
+
+def _entropy(probs) -> float:
+    return math.fsum(-float(p) * math.log2(float(p)) for p in probs if p)
+
+
+def _clamp(readings, lo, hi) -> Counter:
+    return Counter(min(max(x, lo), hi) for x in readings)
+
+
+def _exact_text(value):
+    return None if value is None else str(value)
+
+
+def _row(mechanism, kind, *, bits=None, cells=None, worst=None, mean=None, entropy=None,
+         exact, on_device, note=""):
+    return {
+        "mechanism": mechanism, "kind": kind, "bits": bits, "cells": cells,
+        "worst_variance": None if worst is None else float(worst),
+        "worst_variance_exact": _exact_text(worst) if exact else None,
+        "mean_variance": None if mean is None else float(mean),
+        "mean_variance_exact": _exact_text(mean) if exact else None,
+        "entropy_bits": entropy, "exact": exact, "on_device": on_device, "note": note,
+    }
+
+
+def _reference_rows(lo, hi, epsilon, data):
+    import numpy as np
+    from ..mechanism.references import Scaled, all_references
+    rows = []
+    xs = None
+    if data is not None:
+        counts = _clamp(data, lo, hi)
+        xs = np.array([float(x) for x in counts], dtype=float)
+        ws = np.array(list(counts.values()), dtype=float)
+        xs = np.clip(xs, float(lo), float(hi))
+    for mech in all_references(float(epsilon)):
+        scaled = Scaled(mech, lo=float(lo), hi=float(hi))
+        mean = None
+        if xs is not None:
+            mean = float(np.dot(np.asarray(scaled.variance(xs)), ws) / ws.sum())
+        rows.append(_row(mech.name, "reference", worst=scaled.worst_variance(), mean=mean,
+                         exact=False, on_device=False,
+                         note="float reference (closed form); continuous output"))
+    return rows
+
+
+def _grid_row(lo, hi, eps_text, bits, data):
+    from ..mechanism import ExactGrid, build
+    try:
+        prof = build(float(lo), float(hi), eps_text, bits="auto" if bits is None else bits)
+    except ProfileError as exc:
+        return _row("window-grid", "grid", exact=True, on_device=True,
+                    note="n/a: %s" % exc)
+    g = ExactGrid(prof)
+    worst, _ = grid_worst_variance(g)
+    mean = entropy = None
+    if data is not None:
+        counts = _clamp(data, Fraction(prof.lo), Fraction(prof.hi))
+        mean = _mean((g.variance(x), c) for x, c in counts.items())
+        from .compress.entropy import entropy_bits_per_report
+        entropy = entropy_bits_per_report(prof, list(counts.elements()))
+    how = "--bits auto" if bits is None else "--bits %d" % bits
+    return _row("window-grid", "grid", bits=prof.bits, cells=prof.n_cells, worst=worst,
+                mean=mean, entropy=entropy, exact=True, on_device=True,
+                note="today's profile (%s; N=%d, Nc=%d)" % (how, prof.n_cells, prof.n_window))
+
+
+def _table_figures(table, data):
+    mean = entropy = None
+    if data is not None:
+        counts = _clamp(data, table.lo, table.hi)
+        mean = _mean((table.variance(x), c) for x, c in counts.items())
+        n = sum(counts.values())
+        marginal = [Fraction(0)] * table.cells
+        for x, c in counts.items():
+            for j, p in enumerate(table.distribution(x)):
+                marginal[j] += c * p
+        entropy = _entropy([m / n for m in marginal])
+    return table.worst_variance(), mean, entropy
+
+
+def _table_row(name, table, data, note, kind="table"):
+    worst, mean, entropy = _table_figures(table, data)
+    return _row(name, kind, bits=max(1, (table.cells - 1).bit_length()), cells=table.cells,
+                worst=worst, mean=mean, entropy=entropy, exact=True, on_device=False,
+                note=note)
+
+
+HOST_ONLY = "exact on the host; not yet on the device (table sampler/profile format later)"
+
+
+def _best_table(make, counts):
+    best = None
+    for n in counts:
+        t = make(n)
+        if best is None or t.worst_variance() < best.worst_variance():
+            best = t
+    return best
+
+
+def _table_rows(lo, hi, eps, bits, data, progress):
+    from ..mechanism import table as T
+    rows = []
+    tb = DEFAULT_TABLE_BITS if bits is None else bits
+    cap = 1 << min(tb, TABLE_BITS_MAX)
+    progress("exact tables duchi, pm, hm (up to %d cells)" % cap)
+    rows.append(_table_row("duchi-table", T.duchi(lo, hi, eps), data, HOST_ONLY))
+    if cap >= 3:
+        t = _best_table(lambda n: T.pm(lo, hi, eps, cells=n), range(3, cap + 1))
+        rows.append(_table_row("pm-table", t, data, "%s; best of N=3..%d (window %d)"
+                               % (HOST_ONLY, cap, t.window)))
+    else:
+        rows.append(_row("pm-table", "table", exact=True, on_device=False,
+                         note="n/a: pm needs at least 3 cells (2 bits)"))
+    if float(eps) <= T._EPS_STAR:
+        rows.append(_table_row("hm-table", T.hm(lo, hi, eps, cells=5), data,
+                               "%s; eps <= eps* ~ 0.61: HM is Duchi" % HOST_ONLY))
+    elif cap >= 5:
+        t = _best_table(lambda n: T.hm(lo, hi, eps, cells=n), range(5, cap + 1))
+        rows.append(_table_row("hm-table", t, data, "%s; best of N=5..%d" % (HOST_ONLY, cap)))
+    else:
+        rows.append(_row("hm-table", "table", exact=True, on_device=False,
+                         note="n/a: hm needs at least 5 cells (3 bits)"))
+    return rows
+
+
+def _optimal_row(lo, hi, eps, bits, data, progress):
+    from ..mechanism import design
+    ob = DEFAULT_TABLE_BITS if bits is None else bits
+    if ob > design.BITS_MAX:
+        return _row("optimal", "designed", exact=True, on_device=False,
+                    note="n/a: the designer takes at most %d bits per report"
+                         % design.BITS_MAX)
+    progress("designing optimal at %d bits (%d cells, %d anchors); 1-4 s at 4 bits, more "
+             "at 8 ..." % (ob, 1 << ob, design.DEFAULT_ANCHORS))
+    start = time.perf_counter()
+    d = design.solve(lo, hi, eps, ob)
+    progress("optimal designed in %.1f s" % (time.perf_counter() - start))
+    return _table_row("optimal", d.table, data, "%s; LP designer, %d bits, worst-case objective"
+                      % (HOST_ONLY, ob), kind="designed")
+
+
+def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None) -> list:
+    """The rows (dicts with ROW_KEYS) for every mechanism on [lo, hi] at `epsilon`.
+
+    lo, hi, epsilon: exact numbers (Fraction, int or decimal text); bits: None or 1..52;
+    data: None or a list of readings (exact); progress: a callable taking one line."""
+    progress = progress or (lambda line: None)
+    lo, hi = parse_number(lo, "lo"), parse_number(hi, "hi")
+    eps = parse_number(epsilon, "epsilon")
+    if not lo < hi:
+        raise ZealError("range is empty: LO (%s) must be below HI (%s)" % (lo, hi))
+    if not 0 < eps <= EPSILON_MAX:
+        raise ZealError("epsilon must be in (0, %d], got %s" % (EPSILON_MAX, epsilon))
+    if isinstance(bits, bool) or not (bits is None or isinstance(bits, int)):
+        raise ZealError("bits must be an integer or None, got %r" % (bits,))
+    if bits is not None and not 1 <= bits <= BITS_MAX:
+        raise ZealError("bits must be from 1 to %d, got %d" % (BITS_MAX, bits))
+    if data is not None:
+        data = [parse_number(x, "reading") if not isinstance(x, Fraction) else x
+                for x in data]
+        if not data:
+            raise ZealError("no readings in the data")
+    eps_text = str(epsilon) if isinstance(epsilon, str) else (
+        str(eps) if eps.denominator == 1 else "%d/%d" % (eps.numerator, eps.denominator))
+    rows = _reference_rows(lo, hi, eps, data)
+    progress("window grid (exact analysis)")
+    rows.append(_grid_row(lo, hi, eps_text, bits, data))
+    rows.extend(_table_rows(lo, hi, eps, bits, data, progress))
+    rows.append(_optimal_row(lo, hi, eps, bits, data, progress))
+    return rows
+
+
+# ---- output -------------------------------------------------------------------------------------
+def _fmt_var(value):
+    return "-" if value is None else "%.6g" % value
+
+
+def format_table(rows, *, lo, hi, epsilon, data_label=None) -> str:
+    head = ("mechanism", "kind", "cells", "bits sent", "entropy (bits/report)",
+            "worst variance", "mean variance", "exact", "runs on device")
+    body = []
+    for r in rows:
+        cont = r["kind"] == "reference"
+        unavailable = r["worst_variance"] is None
+        body.append((
+            r["mechanism"], r["kind"],
+            "-" if r["cells"] is None else str(r["cells"]),
+            "n/a (continuous)" if cont else ("-" if unavailable else str(r["bits"])),
+            "n/a (continuous)" if cont else (
+                "-" if unavailable else ("n/a (needs --data)" if r["entropy_bits"] is None
+                                          else "%.4f" % r["entropy_bits"])),
+            _fmt_var(r["worst_variance"]),
+            ("n/a (needs --data)" if data_label is None and not unavailable
+             else _fmt_var(r["mean_variance"])),
+            "yes" if r["exact"] else "no (float)",
+            "yes" if r["on_device"] else "no",
+        ))
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["zeal compare: range [%s, %s], epsilon %s; variances of one report's estimate in "
+             "%s, worst = max over [%s, %s]%s"
+             % (lo, hi, epsilon, VARIANCE_UNIT, lo, hi,
+                "" if data_label is None else ", mean = average over %s" % data_label)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for b in body:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
+    lines.append("")
+    lines.append("exact = figures from the exact rational analysis; runs on device = yes only "
+                 "for the window grid: the tables and optimal are exact on the host, but the "
+                 "device's table sampler and table profile format come later.")
+    for r in rows:
+        if r["note"] and r["kind"] != "reference":
+            lines.append("%s: %s" % (r["mechanism"], r["note"]))
+    return "\n".join(lines)
+
+
+def plot(rows, path, *, lo, hi, epsilon, bits_label=""):
+    """A PNG: worst variance per mechanism (bars, log scale), coloured by kind; the data's
+    mean variance as points when present."""
+    from .plots import new_figure
+    shown = [r for r in rows if r["worst_variance"] is not None]
+    fig = new_figure(9.0, 5.8, who="zeal compare --plot")
+    ax = fig.add_subplot(1, 1, 1)
+    colours = {"reference": "#9aa5b1", "host": "#4c78a8", "device": "#e45756"}
+    labels = {"reference": "float reference (not exact)",
+              "host": "exact table, host only (not yet on the device)",
+              "device": "exact, runs on the device"}
+    used = set()
+    ys = list(range(len(shown)))
+    for y, r in zip(ys, shown):
+        key = "reference" if not r["exact"] else ("device" if r["on_device"] else "host")
+        ax.barh(y, r["worst_variance"], color=colours[key],
+                label=None if key in used else labels[key])
+        used.add(key)
+    means = [(y, r["mean_variance"]) for y, r in zip(ys, shown) if r["mean_variance"] is not None]
+    if means:
+        ax.plot([m for _, m in means], [y for y, _ in means], "kD", markersize=5,
+                label="mean variance over the data")
+    ax.set_yticks(ys)
+    ax.set_yticklabels(["%s (%s)" % (r["mechanism"], "continuous" if r["bits"] is None
+                                     else "%d bit%s" % (r["bits"], "" if r["bits"] == 1 else "s"))
+                        for r in shown])
+    ax.invert_yaxis()
+    values = [r["worst_variance"] for r in shown] + [m for _, m in means]
+    if values and max(values) / min(values) > 3:
+        ax.set_xscale("log")
+    ax.set_xlabel("worst-case variance of one report's estimate over [%s, %s] "
+                  "(%s)" % (lo, hi, VARIANCE_UNIT.replace("^2", "²")))
+    ax.set_ylabel("mechanism (bits sent per report)")
+    ax.set_title("zeal compare: epsilon = %s%s" % (epsilon, bits_label))
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, format="png")
+    except OSError as exc:
+        raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+
+
+def cmd_compare(args) -> int:
+    lo_t, hi_t = args.range
+    lo, hi = parse_number(lo_t, "LO"), parse_number(hi_t, "HI")
+    parse_number(args.epsilon, "--epsilon")
+    bits = parse_bits(args.bits)
+    if args.column is not None and args.data is None:
+        raise ZealError("--column needs --data FILE")
+    data = None
+    if args.data is not None:
+        data = load_readings(args.data, args.column)
+        outside = sum(1 for x in data if not lo <= x <= hi)
+        if outside:
+            print("zeal compare: %d of %d readings lie outside [%s, %s] and are clamped to it "
+                  "(as the device clamps)" % (outside, len(data), lo_t, hi_t), file=sys.stderr)
+
+    def progress(line):
+        print("zeal compare: %s" % line, file=sys.stderr, flush=True)
+
+    rows = compare(lo, hi, args.epsilon.strip(), bits=bits, data=data, progress=progress)
+    if args.plot:
+        plot(rows, args.plot, lo=lo_t, hi=hi_t, epsilon=args.epsilon.strip(),
+             bits_label="" if bits is None else ", --bits %d" % bits)
+        progress("plot written to %s" % args.plot)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(format_table(rows, lo=lo_t, hi=hi_t, epsilon=args.epsilon.strip(),
+                           data_label=None if data is None else "%d readings of %s"
+                           % (len(data), args.data)))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add `zeal compare` to the CLI's sub-command table."""
+    p = subparsers.add_parser(
+        "compare", help="compare every mechanism: worst and mean variance, bits per report",
+        description="One table of every mechanism on the same range and epsilon: the float "
+                    "references of the literature (Laplace, SCDF, Staircase, Duchi, PM, HM, "
+                    "PM-SUB), today's window grid (runs on the device), and the exact tables "
+                    "(Duchi, PM, HM, and the designer's optimal; exact on the host, not yet "
+                    "on the device). Variances are of one report's estimate, in the reading's "
+                    "unit squared. Progress goes to stderr.")
+    p.add_argument("--range", nargs=2, required=True, metavar=("LO", "HI"),
+                   help="reading range, in the reading's unit (exact decimals)")
+    p.add_argument("--epsilon", required=True, metavar="EPS",
+                   help="privacy budget per reading, in (0, 20], an exact decimal or p/q")
+    p.add_argument("--bits", metavar="M",
+                   help="bits per report: the window grid's m (1..52), the tables' cells "
+                        "(at most 2^M, searched up to 32) and optimal's (at most 8); "
+                        "default: the grid's 'auto' choice, 4 for tables and optimal")
+    p.add_argument("--data", metavar="FILE",
+                   help="readings, one decimal per line ('#' comments allowed), for the "
+                        "mean variance and the entropy; default: none (those columns n/a)")
+    p.add_argument("--column", metavar="NAME",
+                   help="read --data as a CSV file with a header and take this column")
+    p.add_argument("--json", action="store_true",
+                   help="print the rows as a JSON list instead of the table")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also write a PNG of the worst variance per mechanism (needs "
+                        "matplotlib)")
+    p.set_defaults(func=cmd_compare)
