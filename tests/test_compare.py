@@ -1,0 +1,230 @@
+"""`zeal compare` (zeal.analysis.compare): every row's figures against the modules' own exact
+or closed-form figures, recomputed here through those modules (no number of the command
+under test is hard-coded), the exact window-grid worst variance against a brute force over
+every segment, exact mean variances over a small data file, JSON keys, the PNG, and one-line
+errors. All checks are exact or deterministic (no sampling)."""
+import argparse
+import json
+import math
+from fractions import Fraction
+
+import pytest
+
+from zeal.analysis import compare
+from zeal.errors import ZealError
+from zeal.mechanism import ExactGrid, design, from_bits
+from zeal.mechanism import table as T
+from zeal.mechanism.references import Scaled, all_references
+
+DATA = ["-0.5", "0.25", "# a comment", "", "1", "0.9", "3", "-1"]   # 3 lies outside: clamped
+REQUIRED = {"mechanism", "bits", "worst_variance", "mean_variance", "exact", "on_device",
+            "entropy_bits"}
+REFERENCES = ("laplace", "scdf", "staircase", "duchi", "pm", "hm", "pm-sub")
+
+
+def run(argv, capsys):
+    """What cli.main does with the sub-command registered: (exit code, stdout, stderr)."""
+    parser = argparse.ArgumentParser(prog="zeal")
+    sub = parser.add_subparsers()
+    compare.register(sub)
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except ZealError as exc:
+        print("zeal: %s" % exc, file=__import__("sys").stderr)
+        code = 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def readings():
+    return [Fraction(t) for t in DATA if t and not t.startswith("#")]
+
+
+def clamped(lo, hi):
+    return [min(max(x, Fraction(lo)), Fraction(hi)) for x in readings()]
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("compare") / "readings.txt"
+    path.write_text("\n".join(DATA) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module", params=["1", "2"])
+def result(request, data_file):
+    """(epsilon, rows by name) of `zeal compare --range -1 1 --epsilon EPS --bits 4 --data`."""
+    eps = request.param
+    rows = compare.compare("-1", "1", eps, bits=4, data=readings())
+    return Fraction(eps), {r["mechanism"]: r for r in rows}
+
+
+def brute_grid_worst(g: ExactGrid) -> Fraction:
+    """max of g.variance over every segment between window starts: on a segment the variance
+    is a quadratic in the mixing weight f (fitted exactly from f = 0, 1/2, 1), so its maximum
+    is at an end or at the vertex."""
+    span = g.n - g.nc
+    width = (g.hi - g.lo) / span
+    best = None
+    for b in range(span):
+        def at(f):
+            return g.variance(g.lo + (b + f) * width)
+        v0, vh, v1 = at(Fraction(0)), at(Fraction(1, 2)), at(Fraction(1))
+        a2 = 2 * v0 - 4 * vh + 2 * v1          # v(f) = a2 f^2 + a1 f + v0
+        a1 = v1 - v0 - a2
+        cands = [v0, v1]
+        if a2 != 0 and 0 < -a1 / (2 * a2) < 1:
+            cands.append(at(-a1 / (2 * a2)))
+        m = max(cands)
+        best = m if best is None else max(best, m)
+    return best
+
+
+def test_rows_and_json_keys(result):
+    _, rows = result
+    assert set(rows) == set(REFERENCES) | {"window-grid", "duchi-table", "pm-table",
+                                           "hm-table", "optimal"}
+    for name, r in rows.items():
+        assert REQUIRED <= set(r), name
+        exact = name not in REFERENCES
+        assert r["exact"] is exact
+        assert r["on_device"] is (name == "window-grid")
+        if exact:
+            assert Fraction(r["worst_variance_exact"]) > 0
+            if name != "window-grid":     # the grid sends the profile's m (checked below)
+                assert r["bits"] == max(1, (r["cells"] - 1).bit_length()), name
+            assert r["bits"] <= 4
+        else:
+            assert r["bits"] is None and r["entropy_bits"] is None
+
+
+def test_references_match_their_closed_forms(result):
+    eps, rows = result
+    xs = [float(x) for x in clamped(-1, 1)]
+    for mech in all_references(float(eps)):
+        s = Scaled(mech, lo=-1, hi=1)
+        r = rows[mech.name]
+        assert r["worst_variance"] == pytest.approx(s.worst_variance(), rel=1e-12)
+        mean = math.fsum(float(s.variance(x)) for x in xs) / len(xs)
+        assert r["mean_variance"] == pytest.approx(mean, rel=1e-12)
+
+
+def test_window_grid_is_exactgrid_exact_worst(result):
+    eps, rows = result
+    prof = from_bits(-1.0, 1.0, float(eps), 4)
+    g = ExactGrid(prof)
+    r = rows["window-grid"]
+    assert r["bits"] == prof.bits and r["cells"] == prof.n_cells
+    assert Fraction(r["worst_variance_exact"]) == brute_grid_worst(g)
+    xs = clamped(-1, 1)
+    assert Fraction(r["mean_variance_exact"]) == sum(g.variance(x) for x in xs) / len(xs)
+
+
+@pytest.mark.parametrize("bits", [6, 8])
+def test_grid_worst_variance_against_brute_force(bits):
+    # larger grids, an off-centre range: the first/last-segment argument against every segment
+    g = ExactGrid(from_bits(-3.0, 17.5, 0.7, bits))
+    worst, x = compare.grid_worst_variance(g)
+    assert worst == brute_grid_worst(g)
+    assert g.variance(x) == worst
+
+
+def test_tables_match_the_table_module(result):
+    eps, rows = result
+    xs = clamped(-1, 1)
+    duchi = T.duchi(-1, 1, eps)
+    pm = min((T.pm(-1, 1, eps, cells=n) for n in range(3, 17)), key=lambda t: t.worst_variance())
+    hm = min((T.hm(-1, 1, eps, cells=n) for n in range(5, 17)), key=lambda t: t.worst_variance())
+    for name, t in (("duchi-table", duchi), ("pm-table", pm), ("hm-table", hm)):
+        r = rows[name]
+        assert Fraction(r["worst_variance_exact"]) == t.worst_variance(), name
+        assert r["cells"] == t.cells, name
+        assert Fraction(r["mean_variance_exact"]) == sum(t.variance(x) for x in xs) / len(xs)
+    # Duchi's entropy in closed form: two outputs, P(high | x) affine in x, so the data's
+    # report law is P(high | mean of the clamped readings)
+    p = duchi.distribution(sum(xs) / len(xs))[1]
+    h = -(float(p) * math.log2(float(p)) + float(1 - p) * math.log2(float(1 - p)))
+    assert rows["duchi-table"]["entropy_bits"] == pytest.approx(h, rel=1e-12)
+
+
+def test_optimal_is_the_designer_and_the_smallest(result):
+    eps, rows = result
+    t = design.design(-1, 1, eps, 4)
+    r = rows["optimal"]
+    assert Fraction(r["worst_variance_exact"]) == t.worst_variance()
+    assert r["cells"] == t.cells == 16 and r["bits"] == 4
+    xs = clamped(-1, 1)
+    assert Fraction(r["mean_variance_exact"]) == sum(t.variance(x) for x in xs) / len(xs)
+    others = [v["worst_variance"] for k, v in rows.items() if k != "optimal"]
+    assert r["worst_variance"] < min(others)
+
+
+def test_entropy_at_most_bits_sent(result):
+    _, rows = result
+    for name in ("window-grid", "duchi-table", "pm-table", "hm-table", "optimal"):
+        r = rows[name]
+        assert 0 < r["entropy_bits"] <= r["bits"] + 1e-12, name
+
+
+def test_cli_json_text_and_plot(tmp_path, data_file, capsys):
+    png = tmp_path / "cmp.png"
+    code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "3",
+                          "--data", data_file, "--json", "--plot", str(png)], capsys)
+    assert code == 0
+    rows = json.loads(out)
+    assert isinstance(rows, list) and all(REQUIRED <= set(r) for r in rows)
+    assert "designing optimal" in err and "clamped" in err      # progress on stderr
+    blob = png.read_bytes()
+    assert blob[:8] == b"\x89PNG\r\n\x1a\n" and len(blob) > 10000
+    code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "3"],
+                         capsys)
+    assert code == 0
+    assert "runs on device" in out and "(reading unit)^2" in out
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()}
+    assert lines["window-grid"].rstrip().endswith("yes")
+    assert lines["optimal"].rstrip().endswith("no")
+    assert "n/a (continuous)" in lines["laplace"] and "n/a (needs --data)" in lines["optimal"]
+
+
+def test_without_data_mean_is_null_and_designer_limit(monkeypatch):
+    monkeypatch.setattr(compare, "TABLE_BITS_MAX", 3)       # keep the table search short
+    rows = {r["mechanism"]: r for r in compare.compare("0", "50", "1", bits=9)}
+    assert all(r["mean_variance"] is None for r in rows.values())
+    assert rows["optimal"]["worst_variance"] is None
+    assert "at most %d bits" % design.BITS_MAX in rows["optimal"]["note"]
+    assert rows["window-grid"]["bits"] == 9
+    assert rows["pm-table"]["cells"] <= 8
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--range", "1", "1", "--epsilon", "1"], "range is empty"),
+    (["--range", "a", "1", "--epsilon", "1"], "LO must be"),
+    (["--range", "-1", "1", "--epsilon", "0"], "epsilon must be"),
+    (["--range", "-1", "1", "--epsilon", "x"], "--epsilon must be"),
+    (["--range", "-1", "1", "--epsilon", "1", "--bits", "0"], "--bits must be"),
+    (["--range", "-1", "1", "--epsilon", "1", "--bits", "four"], "--bits must be"),
+    (["--range", "-1", "1", "--epsilon", "1", "--data", "/nonexistent/r.txt"], "cannot read"),
+    (["--range", "-1", "1", "--epsilon", "1", "--column", "t"], "--column needs --data"),
+])
+def test_one_line_errors(argv, words, capsys):
+    code, out, err = run(["compare"] + argv, capsys)
+    assert code == 1 and out == ""
+    assert err.startswith("zeal: ") and err.count("\n") == 1 and words in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("content, words", [("1\nabc\n", "line 2"), ("# only\n\n", "no readings"),
+                                            ("nan\n", "line 1")])
+def test_bad_data_files(tmp_path, content, words, capsys):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "2",
+                          "--data", str(path)], capsys)
+    assert code == 1 and err.startswith("zeal: ") and err.count("\n") == 1 and words in err
+
+
+def test_unwritable_plot(tmp_path, capsys):
+    code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "2",
+                          "--plot", str(tmp_path / "no" / "dir" / "x.png")], capsys)
+    assert code == 1 and err.splitlines()[-1].startswith("zeal: cannot write")
