@@ -121,13 +121,17 @@ def test_window_grid_is_exactgrid_exact_worst(result):
     assert Fraction(r["mean_variance_exact"]) == sum(g.variance(x) for x in xs) / len(xs)
 
 
-@pytest.mark.parametrize("bits", [6, 8])
-def test_grid_worst_variance_against_brute_force(bits):
-    # larger grids, an off-centre range: the first/last-segment argument against every segment
-    g = ExactGrid(from_bits(-3.0, 17.5, 0.7, bits))
+@pytest.mark.parametrize("eps, bits, between", [(0.7, 6, False), (0.7, 8, False),
+                                                (8, 6, True), (3, 2, True)])
+def test_grid_worst_variance_against_brute_force(eps, bits, between):
+    # larger grids, an off-centre range: the first/last-segment argument against every
+    # segment; at large eps (Nc = 1) the worst reading lies between two window starts, so the
+    # vertex branch is exercised, not only the anchors
+    g = ExactGrid(from_bits(-3.0, 17.5, eps, bits))
     worst, x = compare.grid_worst_variance(g)
     assert worst == brute_grid_worst(g)
     assert g.variance(x) == worst
+    assert (g.position(x).denominator != 1) is between
 
 
 def test_tables_match_the_table_module(result):
