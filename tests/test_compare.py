@@ -232,3 +232,14 @@ def test_unwritable_plot(tmp_path, capsys):
     code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "2",
                           "--plot", str(tmp_path / "no" / "dir" / "x.png")], capsys)
     assert code == 1 and err.splitlines()[-1].startswith("zeal: cannot write")
+
+
+def test_without_scipy_the_optimal_row_says_why_and_the_rest_stands(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scipy", None)   # `import scipy...` -> ImportError
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    rows = {r["mechanism"]: r for r in compare.compare(-1, 1, 1, bits=3)}
+    assert rows["optimal"]["worst_variance"] is None
+    assert "zeal-mcu[design]" in rows["optimal"]["note"]
+    assert rows["window-grid"]["worst_variance"] is not None

@@ -434,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "overall and each device, and a demo section (AVG* expectation, wire cost, "
                    "privacy accounting)")
     p.set_defaults(func=cmd_demo)
-    from .analysis import analyze, reproduce
+    from .analysis import analyze, compare, reproduce
     from .analysis.compress import command as compress
     from .board import devices, flash, stop
     from .collect import collector
@@ -443,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.register(sub)
     compress.register(sub)
     reproduce.register(sub)
+    compare.register(sub)
     flash.register(sub)
     devices.register(sub)
 

@@ -97,6 +97,11 @@ def _scipy():
     return linprog, coo_matrix, csr_matrix, vstack
 
 
+def need_scipy() -> None:
+    """Raise the one-line ProfileError if scipy (the `design` extra) is missing."""
+    _scipy()
+
+
 def _exact(value, name) -> Fraction:
     if isinstance(value, bool):
         raise ProfileError("%s must be a number, got %r" % (name, value))
