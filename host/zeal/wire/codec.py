@@ -155,8 +155,20 @@ def frame_body(body: bytes, *, leading: bool = False, seed: int = 0) -> bytes:
 
 
 # ---- frames ------------------------------------------------------------------------------------
+class _Flagged:
+    """The flag bits every frame body carries in byte 0 (`flags`)."""
+
+    @property
+    def vector(self) -> bool:
+        return bool(self.flags & FLAG_VECTOR)
+
+    @property
+    def debug(self) -> bool:
+        return bool(self.flags & FLAG_DEBUG)
+
+
 @dataclass(frozen=True)
-class Hello:
+class Hello(_Flagged):
     flags: int
     protocol: int
     firmware: Tuple[int, int, int]
@@ -167,14 +179,6 @@ class Hello:
     next_seq: int       # u32 sequence number of this boot's next DATA frame
     bits: int
     batch: int
-
-    @property
-    def vector(self) -> bool:
-        return bool(self.flags & FLAG_VECTOR)
-
-    @property
-    def debug(self) -> bool:
-        return bool(self.flags & FLAG_DEBUG)
 
     @property
     def has_profile(self) -> bool:
@@ -188,23 +192,15 @@ class Hello:
 
 
 @dataclass(frozen=True)
-class Data:
+class Data(_Flagged):
     flags: int
     seq: int  # the u16 on the wire
     count: int
     payload: bytes
 
-    @property
-    def vector(self) -> bool:
-        return bool(self.flags & FLAG_VECTOR)
-
-    @property
-    def debug(self) -> bool:
-        return bool(self.flags & FLAG_DEBUG)
-
 
 @dataclass(frozen=True)
-class Status:
+class Status(_Flagged):
     flags: int
     code: int
     ticks: int           # sampling ticks since boot (public)
@@ -212,14 +208,6 @@ class Status:
     replaced: int        # readings replaced by the public value: 0 unless DEBUG
     clamped: int         # readings clamped to [lo, hi]: 0 unless DEBUG
     message: str
-
-    @property
-    def vector(self) -> bool:
-        return bool(self.flags & FLAG_VECTOR)
-
-    @property
-    def debug(self) -> bool:
-        return bool(self.flags & FLAG_DEBUG)
 
     @property
     def code_name(self) -> str:
