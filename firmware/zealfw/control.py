@@ -1,5 +1,7 @@
 # The control lines "!stop" and "!hello" on the input stream, for every source but the replay
 # from the input (which reads them itself). Imported by zealfw.start only when needed.
+from .sources import line_is
+
 try:
     from micropython import const
 except ImportError:  # CPython, for the host-side tests
@@ -53,9 +55,9 @@ class Control:
             if c == 10 or c == 13:
                 n = self._n
                 self._n = 0
-                if n and self._is_n(n, b"!stop"):
+                if n and line_is(self._line, n, b"!stop"):
                     return CTL_STOP
-                if n and self._is_n(n, b"!hello"):
+                if n and line_is(self._line, n, b"!hello"):
                     return CTL_HELLO
             elif self._n < _CTL_MAX:
                 self._line[self._n] = c
@@ -63,12 +65,3 @@ class Control:
             else:
                 self._n = _CTL_MAX + 1  # overlong: matches nothing
         return 0
-
-    def _is_n(self, n, word):
-        if n != len(word):
-            return False
-        line = self._line
-        for i in range(n):
-            if line[i] != word[i]:
-                return False
-        return True

@@ -37,3 +37,13 @@ except ImportError:  # CPython: the transcript tests run the loop there too
 
 class SourceError(Exception):
     """A reading could not be taken; the loop replaces it by the public value."""
+
+
+def line_is(line, n, word):
+    """line[0:n] == word, compared in place (slicing the line buffer would allocate)."""
+    if n != len(word):
+        return False
+    for i in range(n):
+        if line[i] != word[i]:
+            return False
+    return True

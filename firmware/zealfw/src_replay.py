@@ -1,6 +1,6 @@
 # Replayed readings as a Zeal source (sensor kind "replay"; see sources.py): one reading per
 # line, from the serial input or from a file on the board.
-from .sources import SourceError
+from .sources import SourceError, line_is
 
 try:
     from micropython import const
@@ -99,15 +99,6 @@ class Source:
             self._file.close()
             self._file = None
 
-    def _is(self, n, word):
-        if n != len(word):
-            return False
-        line = self._line
-        for i in range(n):
-            if line[i] != word[i]:
-                return False
-        return True
-
     def _readline(self):
         """Bytes of the next line in _line: their count, -1 at the end of the input,
         LINE_MAX + 1 if the line was longer than the buffer (the rest is skipped)."""
@@ -146,10 +137,10 @@ class Source:
             if n == start:
                 continue
             if not self.from_file and line[start] == 33:  # "!": a control line
-                if start == 0 and self._is(n, b"!stop"):
+                if start == 0 and line_is(self._line, n, b"!stop"):
                     self.stopped = True
                     return None
-                if start == 0 and self._is(n, b"!hello"):
+                if start == 0 and line_is(self._line, n, b"!hello"):
                     self.hello_requested = True
                     continue
             return parse_line(line, start, n, self)
