@@ -15,7 +15,7 @@ main.py. For each profile and reading kind it prints:
              collector disabled, over N2 reports minus over N1 reports, / (N2 - N1), so the
              set-up (import, profile, buffers) cancels out (both after a warm-up run: the
              first run also interns every name, which would not cancel);
-  min heap   the smallest `-X heapsize` (KiB, bisected) in which N reports complete;
+  min heap   the smallest `-X heapsize` (KiB, scanned upward) in which N reports complete;
   import     heap taken by importing zealfw.main alone (the loop's own code);
   steady     heap in use after run() returned: what stays loaded (the sampling path's
              modules, the driver's few names) and every name interned since start (never
@@ -48,7 +48,7 @@ from zeal.board import firmware as F  # noqa: E402
 from zeal.mechanism import profile as P  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
-HEAP_LO_K, HEAP_HI_K = 8, 256
+HEAP_LO_K, HEAP_HI_K = 16, 256
 
 DRIVER = """
 import gc, sys
@@ -154,7 +154,7 @@ def lay_out(work, doc, kind, n1, n2):
 
 # The smallest-heap runs: no more than a board's main.py (`import zealfw.main;
 # zealfw.main.boot()`), with the frames going to a file: the driver's own code and names
-# take heap too, and the bisection would charge them to the firmware.
+# take heap too, and the search would charge them to the firmware.
 FIT = """import zealfw.main as m
 print("@@%d 0 0 0 0 0 0 0" % m.run("cfg2.json", open("out.bin", "wb"), None))
 """
@@ -175,20 +175,16 @@ def mp_run(mp, work, path, mode, heap_k):
 
 
 def smallest_heap(mp, work, path, n):
-    """Smallest heapsize (KiB) in which run() makes all n reports; None above HEAP_HI_K."""
-    ok = lambda k: (lambda r: r[0] is not None and r[0][0] == n)(mp_run(mp, work, path, "fit", k))
-    if not ok(HEAP_HI_K):
-        return None
-    lo, hi = HEAP_LO_K, HEAP_HI_K  # invariant: hi fits; lo does not (or is the floor)
-    if ok(lo):
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    """Smallest heapsize (KiB) in which run() makes all n reports; None above HEAP_HI_K.
+
+    Scanned upward, not bisected: whether a run fits is not monotone in the heap size (the
+    collector's fragmentation differs), and a bisection that probes a failing size above a
+    fitting one reports too large a figure."""
+    for k in range(HEAP_LO_K, HEAP_HI_K + 1):
+        res = mp_run(mp, work, path, "fit", k)[0]
+        if res is not None and res[0] == n:
+            return k
+    return None
 
 
 def compile_firmware(dest, firmware):
