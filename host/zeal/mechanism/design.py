@@ -302,8 +302,10 @@ def _round(p, c, n, rr, l_bound, e_prime):
     return w, total
 
 
-def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None) -> Design:
-    """Design a table mechanism (see the module docstring); returns the `Design`."""
+def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
+          cells=None) -> Design:
+    """Design a table mechanism (see the module docstring); returns the `Design`. `cells`
+    (default 2^bits, at most 2^bits) sets N; `anchors` the number of anchor rows R+1."""
     import numpy as np
     from .table import Table
     t_start = time.perf_counter()
@@ -321,9 +323,10 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None) 
         raise ProfileError("objective must be 'worst' or 'data', got %r" % (objective,))
     if objective == "data" and data is None:
         raise ProfileError("objective 'data' needs data (a list of readings)")
-    n, rr = 1 << bits, n_anchors - 1
-    if n < 2:
-        raise ProfileError("a table needs at least 2 cells")
+    n, rr = (1 << bits) if cells is None else cells, n_anchors - 1
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 1 << bits:
+        raise ProfileError("cells must be an integer in [2, 2^bits = %d], got %r"
+                           % (1 << bits, cells))
     l_bound = exp_lower_bound(eps_f)
     e_prime = float(l_bound) * (1 - MARGIN)
     weights = None
@@ -357,8 +360,9 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None) 
                   seconds=time.perf_counter() - t_start, zeroed=zero)
 
 
-def design(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None):
+def design(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None, cells=None):
     """An optimal exact table mechanism (a `Table`) for [lo, hi], epsilon and `bits` bits per
     report: `objective` "worst" minimises the worst-case variance over [lo, hi], "data" the
     variance averaged over `data` (readings in the range's units; clamped into it)."""
-    return solve(lo, hi, epsilon, bits, anchors=anchors, objective=objective, data=data).table
+    return solve(lo, hi, epsilon, bits, anchors=anchors, objective=objective, data=data,
+                 cells=cells).table

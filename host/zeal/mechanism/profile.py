@@ -137,6 +137,8 @@ def _grid_or_error(cont: Continuous, exponent: int) -> tuple:
 
 @dataclass(frozen=True)
 class Profile:
+    kind = "grid"   # a class attribute, not a field: table profiles have kind "table"
+
     lo: float
     hi: float
     epsilon: float
@@ -594,20 +596,29 @@ def from_dict(doc) -> Profile:
     return rebuilt
 
 
-def loads(text) -> Profile:
-    """A checked profile from a file's bytes (or text): the device's grammar and checks."""
+def loads(text):
+    """A checked profile from a file's bytes (or text): the device's grammar and checks.
+
+    The sniff rule (profile.md): if the first 503 bytes hold b"zeal-table/1" the file is a
+    table profile (zeal.mechanism.table_profile, its limits and checks); otherwise a grid.
+    """
     if isinstance(text, str):
         text = text.encode("utf-8", "surrogatepass")  # non-ASCII: bytes >= 0x80, "json"
+    text = bytes(text)
+    from . import table_profile  # lazy: table_profile imports this module
+    if table_profile.is_table_file(text):
+        return table_profile.loads(text)
     if len(text) > MAX_FILE:
         raise _fail("size", "profile is longer than %d bytes, the longest a device reads"
                     % MAX_FILE)
-    return from_dict(parse(bytes(text)))
+    return from_dict(parse(text))
 
 
-def load(path) -> Profile:
+def load(path):
+    from .table_profile import MAX_TABLE_FILE
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE + 1)
+            data = fh.read(MAX_TABLE_FILE + 1)
     except OSError as exc:
         raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
     return loads(data)

@@ -45,6 +45,34 @@ def bernoulli(num: int, den: int, words) -> int:
             return 0  # U >= num/den from here on (U == num/den has probability 0)
 
 
+def stochastic_round(pos: Fraction, words) -> int:
+    """floor(pos) + BERNOULLI(frac(pos)): the position's stochastic rounding (mechanism.md
+    SAMPLE, shared by the grid and the table sampler). Always reads at least one word."""
+    base, rem = divmod(pos.numerator, pos.denominator)
+    return base + bernoulli(rem, pos.denominator, words)
+
+
+class Clamp:
+    """Clamping to [lo, hi], counted: finite readings outside the range become lo or hi."""
+
+    def __init__(self, lo: Fraction, hi: Fraction):
+        self._lo, self._hi = lo, hi
+        self.clamped = 0
+
+    def clamp(self, x: Fraction) -> Fraction:
+        if x < self._lo:
+            self.clamped += 1
+            return self._lo
+        if x > self._hi:
+            self.clamped += 1
+            return self._hi
+        return x
+
+    def position(self, x: Fraction, steps: int) -> Fraction:
+        """pos = (clamp(x) - lo) * steps / (hi - lo), an exact rational in [0, steps]."""
+        return (self.clamp(x) - self._lo) * steps / (self._hi - self._lo)
+
+
 # ---- readings as exact rationals -------------------------------------------------------------
 def reading_from_float64_bits(bits: int) -> Fraction:
     return exact(bits_to_float64(bits))
@@ -76,38 +104,22 @@ def reading(value) -> Fraction:
 
 
 # ---- the mechanism ---------------------------------------------------------------------------
-class ExactZeal:
+class ExactZeal(Clamp):
     """Zeal on the binade grid: exact sampling plus the exact analysis of `ExactGrid`."""
 
     def __init__(self, *, profile: Profile, words=None):
         if not isinstance(profile, Profile):
             raise TypeError("profile must be a zeal.mechanism.profile.Profile")
+        super().__init__(Fraction(profile.lo), Fraction(profile.hi))
         self.profile = profile
         self.words = words if words is not None else system_words()
         self.grid = ExactGrid(profile)
-        self._lo = Fraction(profile.lo)
-        self._hi = Fraction(profile.hi)
-        self.clamped = 0  # finite readings outside [lo, hi], counted
-
-    def clamp(self, x: Fraction) -> Fraction:
-        if x < self._lo:
-            self.clamped += 1
-            return self._lo
-        if x > self._hi:
-            self.clamped += 1
-            return self._hi
-        return x
 
     def sample_offset(self, x: Fraction, words=None) -> int:
         """One report as the offset j = k - k_lo in [0, N)."""
         words = words if words is not None else self.words
         p = self.profile
-        x = self.clamp(x)
-        steps = p.n_cells - p.n_window
-        span = self._hi - self._lo
-        pos = (x - self._lo) * steps / span  # exact rational in [0, steps]
-        base, rem = divmod(pos.numerator, pos.denominator)
-        jl = base + bernoulli(rem, pos.denominator, words)
+        jl = stochastic_round(self.position(x, p.n_cells - p.n_window), words)
         if words() < p.threshold:
             return jl + uniform_below(p.n_window, words)
         u = uniform_below(p.n_outside, words)
