@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write shared_spec/vectors/{generator,profiles,mechanism}.json from the CPython reference.
+"""Write shared_spec/vectors/{generator,profiles,mechanism,tables}.json from the CPython reference.
 
 Hand-derived cases (see shared_spec/mechanism.md and tests/test_mechanism.py) are checked
 against the reference while generating: if the reference disagrees, nothing is written.
@@ -23,6 +23,9 @@ from zeal.mechanism.floatbits import float64_to_bits  # noqa: E402
 from zeal.mechanism.scalar import (ExactZeal, reading_from_float32_bits,  # noqa: E402
                             reading_from_float64_bits, reading_from_raw)
 from zeal.mechanism.words import CounterWords, ListWords, Recorder  # noqa: E402
+from zeal.mechanism import table as TB  # noqa: E402
+from zeal.mechanism import table_profile as TP  # noqa: E402
+from zeal.mechanism.table_sampler import TableSampler  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors")
 VERSION = 1
@@ -234,11 +237,224 @@ def mechanism_vectors(profiles: dict) -> dict:
             "cases": cases}
 
 
+# ---- table profiles and the table sampler -----------------------------------------------------
+def hand_table_profile():
+    """mechanism.md, "Table profiles", the hand case: [-1, 1], eps 1, R = 1, N = 2,
+    W = [[2, 1], [1, 2]]: ratio 2 <= e, g = (-3, 3), a = (-1, +2), Q = 1."""
+    return TP.from_table(TB.Table(-1, 1, 1, [[2, 1], [1, 2]]), epsilon=1.0)
+
+
+def table_profile_set() -> dict:
+    adc = P.Calibration(Fraction(33, 40950), Fraction(0))
+    out = {"t-hand": hand_table_profile(),
+           "t-optimal-4bit": TP.build(-1.0, 1.0, 1.0, "optimal", 4),
+           "t-duchi": TP.build(20.0, 80.0, 1.0, "duchi", 1),
+           "t-hm-3bit": TP.build(-40.0, 125.0, 2.0, "hm", 3),
+           "t-pm-2bit": TP.build(23.5, 83.9, 0.5, "pm", 2),
+           "t-optimal-3bit-adc": TP.build(0.0, 3.3, 1.0, "optimal", 3, calibration=adc)}
+    hand = out["t-hand"]
+    if (hand.values, hand.value_den, hand.worst_variance()) != ([-1, 2], 1, 9):
+        raise SystemExit("hand table profile: reference gives a=%r Q=%r worst=%s; hand gives "
+                         "a=[-1, 2] Q=1 worst=9" % (hand.values, hand.value_den,
+                                                      hand.worst_variance()))
+    return out
+
+
+def _rehash_table(doc):
+    core = {k: v for k, v in doc.items() if k != "fingerprint"}
+    canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
+    return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
+
+
+def _file(doc) -> str:
+    return json.dumps(doc, sort_keys=True, indent=1) + "\n"
+
+
+def _signed(values: str) -> list:
+    out, i = [], 0
+    while i < len(values):
+        j = i + 1
+        while j < len(values) and values[j].isdigit():
+            j += 1
+        out.append(int(values[i:j]))
+        i = j
+    return out
+
+
+def table_profile_cases(profiles: dict) -> list:
+    cases = []
+    for pid, prof in profiles.items():
+        cases.append({"id": pid, "kind": "profile", "comment": "valid table profile",
+                      "result": "valid", "file": prof.to_json(),
+                      "canonical": prof.canonical_bytes().decode(),
+                      "fingerprint": prof.fingerprint, "anchors": prof.anchors,
+                      "cells": prof.n_cells, "bits": prof.bits})
+    hand = json.loads(profiles["t-hand"].to_json())
+    base = json.loads(profiles["t-pm-2bit"].to_json())
+
+    def bad(cid, comment, reason, doc=None, text=None):
+        text = _file(doc) if text is None else text
+        try:
+            P.loads(text.encode("ascii"))
+        except P.ProfileError as exc:
+            if getattr(exc, "reason", None) != reason:
+                raise SystemExit("table vector %s: refused for %r (%s), intended %r"
+                                 % (cid, exc.reason, exc, reason))
+        else:
+            raise SystemExit("table vector %s: accepted, intended %r" % (cid, reason))
+        cases.append({"id": cid, "kind": "profile", "comment": comment, "result": "invalid",
+                      "reason": reason, "file": text})
+
+    rh = _rehash_table
+    good = _file(base)
+    pad = TP.MAX_TABLE_FILE + 1 - len(good)
+    bad("t-size", "a valid table file padded with spaces to MAX_TABLE_FILE + 1 bytes", "size",
+        text=good[:-2] + " " * pad + good[-2:])
+    bad("t-json-duplicate", "a duplicated key", "json",
+        text=good.replace('"bits": ', '"bits": 2,\n "bits": ', 1))
+    bad("t-json-escape", "a backslash escape in a string", "json",
+        text=good.replace('"zeal-table/1"', '"zeal-table/1\\u0041"', 1))
+    bad("t-type-float", "value_den as a JSON float", "type",
+        text=good.replace('"value_den": %d' % base["value_den"],
+                          '"value_den": %d.0' % base["value_den"], 1))
+    bad("t-format", "format zeal-table/2; the sniff still sees zeal-table/1 (in an unknown "
+        "key): a table file, refused by its format check", "format",
+        rh(dict(base, format="zeal-table/2", comment="zeal-table/1")))
+    bad("t-missing", "no value_den", "missing",
+        {k: v for k, v in base.items() if k != "value_den"})
+    bad("t-missing-cal", "cal_gain without cal_offset", "missing", rh(dict(base, cal_gain="1")))
+    bad("t-unknown", "an unknown key", "unknown", rh(dict(base, window=1)))
+    bad("t-type-int", "anchors as a string", "type", rh(dict(base, anchors="2")))
+    bad("t-type-hex", "hi in upper-case hex", "type",
+        rh(dict(base, hi="0x" + base["hi"][2:].upper())))
+    bad("t-type-fingerprint", "fingerprint of 63 hex digits", "type",
+        dict(base, fingerprint=base["fingerprint"][:63]))
+    bad("t-type-weights", "weights with an upper-case hex digit", "type",
+        rh(dict(base, weights=base["weights"][:-1] + "A")))
+    bad("t-type-values", "values with a decimal point", "type",
+        rh(dict(base, values=base["values"] + ".")))
+    bad("t-value-cal", "cal_gain with a decimal exponent beyond 64", "value",
+        rh(dict(base, cal_gain="1e65", cal_offset="0")))
+    bad("t-fingerprint", "value_den edited, fingerprint kept", "fingerprint",
+        dict(base, value_den=base["value_den"] + 1))
+    bad("t-value-nan", "lo NaN", "value", rh(dict(base, lo="0x7ff8000000000000")))
+    bad("t-value-order", "lo and hi swapped", "value", rh(dict(base, lo=base["hi"],
+                                                                hi=base["lo"])))
+    bad("t-value-eps-zero", "epsilon 0", "value", rh(dict(base, epsilon="0x0000000000000000")))
+    bad("t-value-eps-big", "epsilon 20.5", "value",
+        rh(dict(base, epsilon="0x%016x" % float64_to_bits(20.5))))
+    bad("t-value-anchors-0", "anchors 0", "value", rh(dict(base, anchors=0)))
+    bad("t-value-anchors-65", "anchors 65", "value", rh(dict(base, anchors=65)))
+    bad("t-value-cells-1", "cells 1", "value", rh(dict(base, cells=1)))
+    bad("t-value-cells-65", "cells 65", "value", rh(dict(base, cells=65, bits=7)))
+    bad("t-value-entries", "anchors 64, cells 5: (R+1)N = 325 > 320", "value",
+        rh(dict(base, anchors=64, cells=5)))
+    bad("t-value-weights-length", "weights one entry short", "value",
+        rh(dict(base, weights=base["weights"][:-8])))
+    bad("t-value-values-count", "values one integer short", "value",
+        rh(dict(base, values="".join("%+d" % a for a in _signed(base["values"])[:-1]))))
+    bad("t-value-minus-zero", "hand profile with -0 for a value", "value",
+        rh(dict(hand, values="-0+2")))
+    bad("t-value-leading-zero", "hand profile with +02", "value", rh(dict(hand, values="-1+02")))
+    bad("t-value-unsigned", "hand profile with a value without its sign", "value",
+        rh(dict(hand, values="1+2")))
+    bad("t-value-big", "a value of 2^63", "value",
+        rh(dict(hand, values="-1+%d" % (1 << 63))))
+    bad("t-value-den-zero", "value_den 0", "value", rh(dict(hand, value_den=0)))
+    bad("t-value-den-big", "value_den 2^63", "value", rh(dict(hand, value_den=1 << 63)))
+    bad("t-value-row-zero", "a row of total 0", "value",
+        rh(dict(hand, weights="00000002" "00000001" "00000000" "00000000")))
+    bad("t-value-row-big", "a row of total 2^32 + 1", "value",
+        rh(dict(hand, weights="ffffffff" "00000002" "00000001" "00000002")))
+    bad("t-derived-bits", "bits 2 for 2 cells", "derived", rh(dict(hand, bits=2)))
+    bad("t-privacy-zero", "a cell zero in one row only", "privacy",
+        rh(dict(hand, weights="00000002" "00000001" "00000000" "00000003")))
+    bad("t-privacy-ratio", "W = [[3, 1], [1, 3]]: ratio 3 > e", "privacy",
+        rh(dict(hand, weights="00000003" "00000001" "00000001" "00000003")))
+    bad("t-privacy-eps", "the hand table at epsilon 0.5 (ratio 2 > e^0.5)", "privacy",
+        rh(dict(hand, epsilon="0x%016x" % float64_to_bits(0.5))))
+    bad("t-unbiased", "hand profile with a = (-1, +3)", "unbiased", rh(dict(hand, values="-1+3")))
+    return cases
+
+
+def table_vectors() -> dict:
+    profiles = table_profile_set()
+    cases = table_profile_cases(profiles)
+
+    def add(cid, comment, pid, inputs, key=None, words=None, expect=None):
+        prof = profiles[pid]
+        src = CounterWords(key) if key is not None else ListWords(words)
+        sampler = TableSampler(prof, src)
+        outs = []
+        for item in inputs:
+            rec = Recorder(src)
+            j = sampler.sample_exact(decode_input(prof, item), rec)
+            outs.append({"j": j, "words_used": len(rec.used)})
+        if expect is not None and outs != expect:  # hand-derived: the reference must agree
+            raise SystemExit("hand case %s: reference gives %r, hand gives %r"
+                             % (cid, outs, expect))
+        case = {"id": cid, "kind": "sample", "comment": comment, "result": "valid",
+                "profile": pid, "inputs": inputs, "expected": outs,
+                "clamped": sampler.clamped}
+        if key is not None:
+            case["key"] = key.hex()
+        else:
+            case["words"] = ["%016x" % w for w in words]
+        cases.append(case)
+
+    def d64(x):
+        return {"float64": "%016x" % float64_to_bits(x)}
+
+    top, third = W - 1, W // 3
+    # hand-derived (mechanism.md, "Table profiles"): W = [[2, 1], [1, 2]] on [-1, 1]
+    add("t-hand-mid", "x=0: pos=1/2, word 0 < 2^63 -> row 1; UNIFORM(3): u=0 -> j=0", "t-hand",
+        [d64(0.0)], words=[0, 0], expect=[{"j": 0, "words_used": 2}])
+    add("t-hand-reject", "x=0: word 2^64-1 -> row 0; u=(2^64-1)//d=3 >= 3 rejected; "
+        "word d gives u=1 < 2 -> j=0", "t-hand", [d64(0.0)], words=[top, top, third],
+        expect=[{"j": 0, "words_used": 3}])
+    add("t-hand-row0-cell1", "x=0: row 0; word 2d gives u=2 >= 2 -> j=1", "t-hand",
+        [d64(0.0)], words=[top, 2 * third], expect=[{"j": 1, "words_used": 2}])
+    add("t-hand-tie", "x=0: first word equals the digit 2^63, remainder 0 -> row 0; u=0 -> j=0",
+        "t-hand", [d64(0.0)], words=[1 << 63, 0], expect=[{"j": 0, "words_used": 2}])
+    add("t-hand-tie-twice", "x=2^-70: pos=1/2+2^-71, first digit 2^63 tied, remainder left; "
+        "second digit 2^57 > word 0 -> row 1 after two words; u=0 -> j=0", "t-hand",
+        [d64(2.0 ** -70)], words=[1 << 63, 0, 0], expect=[{"j": 0, "words_used": 3}])
+    add("t-hand-ends", "x=-3 and x=1: clamped -3 -> pos 0 (one rounding word, row 0); x=hi -> "
+        "pos 1 -> row 1", "t-hand", [d64(-3.0), d64(1.0)], words=[0, 0, top, 0],
+        expect=[{"j": 0, "words_used": 2}, {"j": 0, "words_used": 2}])
+    for pid, prof in profiles.items():
+        lo, hi = Fraction(prof.lo), Fraction(prof.hi)
+        if prof.calibration is not None:
+            add(pid + "-raw", "raw counts through the exact calibration, incl. out of range",
+                pid, [{"raw": r} for r in (0, 1, 1241, 2048, 4095, 5000)], key=key_for(pid))
+        anchors = [float(lo + (hi - lo) * r / prof.anchors) for r in range(prof.anchors + 1)]
+        anchors = [a for a in anchors if Fraction(a) == lo + (hi - lo) * round(
+            (Fraction(a) - lo) * prof.anchors / (hi - lo)) / prof.anchors]
+        xs = ([prof.lo, prof.hi, (prof.lo + prof.hi) / 2, prof.lo - 1.0, prof.hi + 1.0,
+               prof.lo + (prof.hi - prof.lo) / 3, -0.0] + anchors[:6])
+        add(pid + "-f64", "float64 readings: ends, middle, out of range (clamped), anchors "
+            "exactly", pid, [d64(x) for x in xs], key=key_for(pid + "/f64"))
+        add(pid + "-f32", "float32 readings (struct.pack('<f', x)) decoded exactly", pid,
+            [{"float32": "%08x" % f32(x)} for x in xs], key=key_for(pid + "/f32"))
+    return {"schema": "zeal-vectors/tables", "version": VERSION, "count": len(cases),
+            "notes": "Table profiles (zeal-table/1, profile.md) and the table sampler "
+                     "(mechanism.md). kind 'profile': 'file' is the exact file text; valid "
+                     "ones give canonical bytes, fingerprint, anchors, cells, bits; invalid "
+                     "ones the reason code of the table check list. kind 'sample': 'profile' "
+                     "names a valid profile case of this file; its inputs (float64 / float32 "
+                     "bit patterns as hex, or raw counts) run in order through one generator "
+                     "(key, 32 bytes hex) or an explicit word list ('words', 16 hex digits "
+                     "each); expected per input: the cell j (the report, also its m-bit wire "
+                     "value) and the words consumed; 'clamped' counts readings outside [lo, hi].",
+            "cases": cases}
+
+
 def render() -> dict:
     profiles = profile_set()
     return {"generator.json": generator_vectors(),
             "profiles.json": profile_vectors(profiles),
-            "mechanism.json": mechanism_vectors(profiles)}
+            "mechanism.json": mechanism_vectors(profiles),
+            "tables.json": table_vectors()}
 
 
 def main() -> int:
