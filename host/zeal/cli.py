@@ -91,14 +91,55 @@ def _finite(value):
 
 
 # ---- profile ------------------------------------------------------------------------------------
-def profile_report(prof) -> dict:
-    """Every figure a user may want about a profile (the --json contract)."""
+GRID = "grid"
+# zeal.mechanism.table_profile.MECHANISMS (kept here so the parser needs no import; a test
+# checks the two agree)
+TABLE_MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "n-output", "optimal")
+MECHANISMS = (GRID,) + TABLE_MECHANISMS
+DESIGNED = ("optimal", "n-output", "three-outputs")   # solved by the LP designer (scipy)
+TABLE_BITS_MAX = 6          # a table profile holds at most 64 cells
+# --bits auto for a table mechanism: its natural size (Duchi 2 cells, Three-Outputs 3), else 4
+TABLE_DEFAULT_BITS = {"duchi": 1, "three-outputs": 2}
+TABLE_BITS_DEFAULT = 4
+VARIANCE_UNIT = "(reading unit)^2"
+
+
+def _ratio_text(value) -> str:
+    from fractions import Fraction
+
+    value = Fraction(value)
+    return "%d/%d" % (value.numerator, value.denominator)
+
+
+def _float_or_none(value):
+    """float(value), or None where float64 cannot hold it (JSON has no inf)."""
+    try:
+        return _finite(float(value))
+    except OverflowError:
+        return None
+
+
+def _grid_worst(prof):
+    """The exact worst-case variance of one report's calibrated estimate over [lo, hi]
+    (zeal.analysis.compare.grid_worst_variance on mechanism/grid.py's ExactGrid)."""
+    from .analysis.compare import grid_worst_variance
+    from .mechanism.grid import ExactGrid
+
+    return grid_worst_variance(ExactGrid(prof))
+
+
+def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
+    """Every figure a user may want about a profile (the --json contract), for either kind.
+    data: readings (Fractions) whose average variance is reported as data_mean_variance."""
+    if getattr(prof, "kind", GRID) == "table":
+        return table_report(prof, mechanism=mechanism, data=data, objective=objective)
     from .mechanism.grid import ExactGrid, worst_variance_ratio
     from .paper import formulas as paper
 
     lo, hi, eps, e = prof.lo, prof.hi, prof.epsilon, prof.exponent
     grid = ExactGrid(prof)
     gamma = paper.gamma_min(lo, hi, eps, e)
+    worst, at = _grid_worst(prof)
     doc = {
         "lo": lo, "hi": hi, "epsilon": eps,
         # the float64 the profile holds, exactly: never above the epsilon that was typed
@@ -118,7 +159,127 @@ def profile_report(prof) -> dict:
     if prof.n_cells <= 1 << 22:
         low, high = worst_variance_ratio(prof)
         doc["variance_ratio_vs_pm"] = [_finite(low), _finite(high)]
+    doc.update({"kind": GRID, "mechanism": GRID,
+                "worst_variance": _float_or_none(worst),
+                "worst_variance_exact": _ratio_text(worst),
+                "worst_input": _float_or_none(at),
+                "variance_unit": VARIANCE_UNIT})
+    if data is not None:
+        from collections import Counter
+        from fractions import Fraction
+
+        lo_f, hi_f = Fraction(lo), Fraction(hi)
+        counts = Counter(min(max(x, lo_f), hi_f) for x in data)
+        mean = sum(grid.variance(x) * c for x, c in counts.items()) / sum(counts.values())
+        doc.update(data_mean_variance=_float_or_none(mean),
+                   data_mean_variance_exact=_ratio_text(mean), data_readings=len(data))
     return doc
+
+
+def table_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
+    """profile_report for a table profile (zeal-table/1)."""
+    from collections import Counter
+    from fractions import Fraction
+
+    from .mechanism.profile import exp_lower_bound
+
+    table = prof.table
+    ratio = table.privacy_ratio()
+    bound = exp_lower_bound(Fraction(prof.epsilon))
+    worst = prof.worst_variance()
+    doc = {
+        "format": prof.format, "kind": "table",
+        "mechanism": mechanism if mechanism is not None else getattr(prof, "mechanism", None),
+        "lo": prof.lo, "hi": prof.hi, "epsilon": prof.epsilon,
+        "epsilon_stored": repr(prof.epsilon), "bits": prof.bits,
+        "wire_ratio": prof.bits / 64,
+        "cells": prof.n_cells, "n_cells": prof.n_cells,
+        # the file's "anchors": R intervals, R + 1 anchor rows at lo + r (hi - lo)/R
+        "anchors": prof.anchors, "anchor_rows": prof.anchors + 1,
+        "value_den": prof.value_den,
+        "privacy_ratio": float(ratio), "privacy_ratio_exact": _ratio_text(ratio),
+        # the certified rational lower bound L of e^eps: every column ratio <= L <= e^eps
+        "exp_epsilon_bound": float(bound), "exp_epsilon_bound_exact": _ratio_text(bound),
+        "worst_variance": _float_or_none(worst),
+        "worst_variance_exact": _ratio_text(worst),
+        "worst_input": _float_or_none(table.worst_input()),
+        "variance_unit": VARIANCE_UNIT,
+        "fingerprint": prof.fingerprint,
+    }
+    if objective is not None:
+        doc["objective"] = objective
+    if data is not None:
+        lo_f, hi_f = Fraction(prof.lo), Fraction(prof.hi)
+        counts = Counter(min(max(x, lo_f), hi_f) for x in data)
+        mean = sum(table.variance(x) * c for x, c in counts.items()) / sum(counts.values())
+        doc.update(data_mean_variance=_float_or_none(mean),
+                   data_mean_variance_exact=_ratio_text(mean), data_readings=len(data))
+    return doc
+
+
+def _progress(line):
+    print("zeal: %s" % line, file=sys.stderr, flush=True)
+
+
+def table_bits(mechanism, bits) -> int:
+    """--bits for a table mechanism: 'auto' is its natural size; else 1..6."""
+    if bits in (None, "auto"):
+        return TABLE_DEFAULT_BITS.get(mechanism, TABLE_BITS_DEFAULT)
+    if not 1 <= bits <= TABLE_BITS_MAX:
+        raise ZealError("--mechanism %s takes --bits 1 to %d (a table profile holds at most "
+                        "%d cells); for more bits per report use --mechanism grid"
+                        % (mechanism, TABLE_BITS_MAX, 1 << TABLE_BITS_MAX))
+    return bits
+
+
+def build_table_profile(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None,
+                        calibration=None, progress=None):
+    """The table profile of `mechanism` (zeal.mechanism.table_profile.build), with progress
+    lines while the LP designer runs. No scipy: one ZealError line saying what to install."""
+    import time
+
+    from .mechanism import table_profile
+
+    progress = progress or (lambda line: None)
+    start = time.perf_counter()
+    if mechanism in DESIGNED:
+        from .mechanism import design
+
+        design.need_scipy()  # "the designer needs scipy: pip install 'zeal-mcu[design]'"
+        progress("designing %s with the LP designer (HiGHS via scipy), %d bit(s) per report, "
+                 "%s objective; a few seconds ..." % (mechanism, bits, objective))
+    prof = table_profile.build(lo, hi, epsilon, mechanism, bits, objective=objective,
+                               data=None if data is None else [float(x) for x in data],
+                               calibration=calibration)
+    if mechanism in DESIGNED:
+        progress("%s designed in %.1f s: %d cells, %d anchor rows"
+                 % (mechanism, time.perf_counter() - start, prof.n_cells, prof.anchors + 1))
+    return prof
+
+
+def _profile_data(args):
+    """(objective, readings or None) from --objective/--data/--column."""
+    if args.column is not None and args.data is None:
+        raise ZealError("--column needs --data FILE")
+    objective = args.objective or ("data" if args.data is not None else "worst")
+    if objective == "data" and args.data is None:
+        raise ZealError("--objective data needs --data FILE (the readings to design for)")
+    if objective == "worst" and args.data is not None:
+        raise ZealError("--data goes with --objective data (drop --objective worst)")
+    if args.data is None:
+        return objective, None
+    if args.mechanism not in DESIGNED:
+        raise ZealError("--objective data and --data apply to the designed mechanisms (%s), "
+                        "not --mechanism %s" % (", ".join(DESIGNED), args.mechanism))
+    from .analysis.compare import load_readings
+
+    return objective, load_readings(args.data, args.column)
+
+
+_UNITS = {"lo": "(reading unit)", "hi": "(reading unit)", "worst_input": "(reading unit)",
+          "worst_variance": VARIANCE_UNIT, "worst_variance_exact": VARIANCE_UNIT,
+          "data_mean_variance": VARIANCE_UNIT, "data_mean_variance_exact": VARIANCE_UNIT,
+          "bits": "bits per report", "cells": "cells", "n_cells": "cells"}
 
 
 def cmd_profile(args) -> int:
@@ -135,10 +296,25 @@ def cmd_profile(args) -> int:
     if args.output == STDIO and args.json:
         raise ZealError("-o - writes the profile to stdout, where --json would print too: "
                         "give -o FILE, or drop --json")
-    prof = choose.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
-                        calibration=calibration)
+    mechanism = args.mechanism
+    if mechanism == GRID:
+        if args.objective is not None or args.data is not None or args.column is not None:
+            raise ZealError("--objective, --data and --column apply to the designed table "
+                            "mechanisms (%s), not the window grid" % ", ".join(DESIGNED))
+        prof = choose.build(lo, hi, args.epsilon, bits=args.bits, exponent=args.exponent,
+                            calibration=calibration)
+        doc = profile_report(prof)
+    else:
+        if args.exponent is not None:
+            raise ZealError("--exponent is the window grid's; a table profile takes --bits "
+                            "1 to %d" % TABLE_BITS_MAX)
+        bits = table_bits(mechanism, args.bits)
+        objective, data = _profile_data(args)
+        prof = build_table_profile(lo, hi, args.epsilon, mechanism, bits, objective=objective,
+                                   data=data, calibration=calibration, progress=_progress)
+        doc = profile_report(prof, mechanism=mechanism, data=data,
+                             objective=objective if mechanism in DESIGNED else None)
     text = prof.to_json()
-    doc = profile_report(prof)
     if args.output:
         with _open(args.output, "w") as out:
             out.write(text)
@@ -148,7 +324,9 @@ def cmd_profile(args) -> int:
         # with -o - the profile file is the result on stdout; the figures go to stderr
         shown = sys.stderr if args.output == STDIO else sys.stdout
         for key, value in doc.items():
-            print("%-20s %s" % (key, _fmt(value)), file=shown)
+            unit = _UNITS.get(key)
+            print("%-24s %s%s" % (key, _fmt(value), " " + unit if unit and value is not None
+                                  else ""), file=shown)
         if args.output and args.output != STDIO:
             print("written to %s" % args.output)
     return 0
@@ -206,8 +384,17 @@ def cmd_perturb(args) -> int:
     from .mechanism.scalar import ExactZeal
     from .mechanism.words import CounterWords, key_from_hex, system_words
 
-    _perturb_format(args)
     prof = prof_mod.load(args.profile)
+    table = getattr(prof, "kind", "grid") == "table"
+    if table:  # a table profile's report is its cell j, sent as the m-bit value j
+        if args.output in FORMATS and args.format is None:
+            args.format, args.output = args.output, None
+        if args.format not in (None, "low"):
+            raise ZealError("a table profile's reports are cells 0..%d (the m bits sent): "
+                            "use --format low" % (prof.n_cells - 1))
+        args.format = "low"
+    else:
+        _perturb_format(args)
     if args.seed is not None:
         try:
             words = CounterWords(key_from_hex(args.seed))
@@ -215,10 +402,18 @@ def cmd_perturb(args) -> int:
             raise ZealError(str(exc)) from None
     else:
         words = system_words()
-    mech = ExactZeal(profile=prof, words=words)
-    spell = {"bits": lambda k: "%016x" % reports.to_bits(prof, k),
-             "low": lambda k: str(reports.to_low(prof, k)),
-             "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))}[args.format]
+    if table:
+        from .mechanism.table_sampler import TableSampler
+
+        mech = TableSampler(prof, words)
+        mech.perturb = mech.sample_exact
+        spell = str
+    else:
+        mech = ExactZeal(profile=prof, words=words)
+        spell = {"bits": lambda k: "%016x" % reports.to_bits(prof, k),
+                 "low": lambda k: str(reports.to_low(prof, k)),
+                 "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))
+                 }[args.format]
     skipped = 0
     with _open(args.output, "w") as out:
         for lineno, line in _lines(args.input):
@@ -244,19 +439,21 @@ def cmd_aggregate(args) -> int:
 
     from .mechanism import profile as prof_mod
     from .mechanism import reports
-    from .mechanism.estimate import Estimator
+    from .mechanism.estimate import estimator, is_table
 
     prof = prof_mod.load(args.profile)
+    table = is_table(prof)
     offsets = []
     for lineno, line in _lines(args.input):
         try:
-            offsets.append(reports.parse_line(prof, line) - prof.k_lo)
+            offsets.append(_table_report(prof, line) if table
+                           else reports.parse_line(prof, line) - prof.k_lo)
         except ReportError as exc:
             raise ReportError("line %d: %s" % (lineno, exc)) from None
     if not offsets:
         raise ZealError("no reports to aggregate")
     try:
-        summary = Estimator(prof).summarize(np.array(offsets, dtype=np.int64))
+        summary = estimator(prof).summarize(np.array(offsets, dtype=np.int64))
     except OverflowError:  # the variance bound is about (hi - lo)^2: beyond float64
         raise ZealError("cannot aggregate under this profile: the estimate's error bound "
                         "overflows float64 for the range [%r, %r] (ranges up to about 1e150 "
@@ -271,10 +468,26 @@ def cmd_aggregate(args) -> int:
         print("mean (calibrated) %s" % _num(summary.mean_calibrated))
         print("99%% interval      [%s, %s]  (Bernstein; normal approx. [%s, %s])"
               % tuple(_num(v) for v in summary.ci99 + summary.ci99_clt))
-        print("AVG* (exact)      %s" % _num(summary.avg_star))
-        print("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
-              % _num(summary.avg_star_naive))
+        if table:
+            print("AVG*              n/a (the paper's estimator is a window-grid notion; "
+                  "table profile)")
+        else:
+            print("AVG* (exact)      %s" % _num(summary.avg_star))
+            print("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
+                  % _num(summary.avg_star_naive))
     return 0
+
+
+def _table_report(prof, text: str) -> int:
+    """One line of `zeal perturb` output under a table profile: the cell j, 0 <= j < N."""
+    t = text.strip()
+    if not t.isdigit():
+        raise ReportError("not a report of a table profile (a cell number 0..%d): %r"
+                          % (prof.n_cells - 1, t[:40]))
+    j = int(t)
+    if j >= prof.n_cells:
+        raise ReportError("cell %d is outside the table's %d cells" % (j, prof.n_cells))
+    return j
 
 
 # ---- demo ---------------------------------------------------------------------------------------
@@ -366,10 +579,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="privacy budget per reading (> 0, at most 20), an exact decimal or "
                         "p/q; the guarantee holds for the number as typed (the stored float64 "
                         "is rounded down from it)")
+    p.add_argument("--mechanism", choices=MECHANISMS, default=GRID, metavar="KIND",
+                   help="grid (the window grid, any bits), or a table profile: %s (exact "
+                        "versions of the literature's mechanisms; optimal = the LP designer, "
+                        "needs scipy); default %%(default)s" % ", ".join(TABLE_MECHANISMS))
     g = p.add_mutually_exclusive_group()
     g.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto",
-                   help="bits per report; 'auto' = fewest bits whose variance is within 1%% "
-                        "of the continuous piecewise mechanism at every input (default "
+                   help="bits per report; grid: 'auto' = fewest bits whose variance is within "
+                        "1%% of the continuous piecewise mechanism at every input; tables: 1 "
+                        "to 6, 'auto' = 1 for duchi, 2 for three-outputs, else 4 (default "
                         "%(default)s)")
     g.add_argument("--exponent", type=int, metavar="E",
                    help="binade exponent instead of bits (default: from --bits)")
@@ -377,10 +595,21 @@ def build_parser() -> argparse.ArgumentParser:
                    "(exact decimal or p/q; default: none, the readings are values)")
     p.add_argument("--cal-offset", metavar="Q", help="raw-count calibration offset (with "
                    "--cal-gain; default: none)")
+    p.add_argument("--objective", choices=("worst", "data"), default=None,
+                   help="designed tables (optimal, n-output, three-outputs): minimise the "
+                        "worst-case variance over [LO, HI], or the variance averaged over "
+                        "--data (default: worst, or data when --data is given)")
+    p.add_argument("--data", metavar="FILE",
+                   help="readings for --objective data: one decimal per line, or a CSV "
+                        "column with --column (default: none)")
+    p.add_argument("--column", metavar="NAME",
+                   help="read --data as a CSV file with a header and take this column")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the profile file here ('-': stdout, the figures then go to "
                         "stderr; default: not written)")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON "
+                   "(worst_variance: the exact worst-case variance of one report's estimate "
+                   "over [LO, HI], in the reading's unit squared)")
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("perturb", help="privatise readings (one decimal per line)",

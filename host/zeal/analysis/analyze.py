@@ -28,7 +28,7 @@ import numpy as np
 from .. import wire
 from ..collect.store import Store, open_existing
 from ..errors import ZealError
-from ..mechanism.estimate import Estimator, exact_sum
+from ..mechanism.estimate import Estimator, estimator, is_table
 from ..mechanism.profile import Profile
 from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
@@ -53,15 +53,19 @@ class _Estimators:
         self._cache = {}
 
     def get(self, profile: Profile, confidence: float = CONFIDENCE) -> Estimator:
+        """The profile's estimator (grid or table kind), cached."""
         key = (profile.fingerprint, confidence)
         if key not in self._cache:
-            self._cache[key] = Estimator(profile, confidence)
+            self._cache[key] = estimator(profile, confidence)
         return self._cache[key]
 
 
 def transmission_ratio(profile: Profile) -> Optional[float]:
     """The paper's TR = 1 - gamma_min/64 at the profile's exponent (Thm 3.6), or None where the
-    paper's float64 E_enc disagrees with the exact one (an exponent the paper would refuse)."""
+    paper's float64 E_enc disagrees with the exact one (an exponent the paper would refuse).
+    None for a table profile (the paper's figure is about the window grid's binade)."""
+    if is_table(profile):
+        return None
     try:
         return paper.transmission_ratio(paper.gamma_min(profile.lo, profile.hi,
                                                         profile.epsilon, profile.exponent))
@@ -71,6 +75,11 @@ def transmission_ratio(profile: Profile) -> Optional[float]:
 
 def _finite_interval(low: float, high: float):
     return [low, high] if math.isfinite(low) and math.isfinite(high) else None
+
+
+def profile_kind(profile) -> str:
+    """"grid" (the window grid, zeal-profile/1) or "table" (a table profile, zeal-table/1)."""
+    return "table" if is_table(profile) else "grid"
 
 
 def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Estimators] = None
@@ -83,7 +92,8 @@ def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Est
     confidence 1 - 0.01/P, so with probability >= 0.99 every |mean_p - xbar_p| <= lambda_p
     holds at once, and then |mean - xbar| <= sum_p (n_p/n) lambda_p. The normal
     approximation combines variances: sqrt(sum_p (n_p/n)^2 w_p^2), w_p the per-profile
-    half-width.
+    half-width. AVG* is a window-grid notion: None when any part is a table profile.
+    "kind" says which mechanism made the reports ("grid" or "table"; a list for several).
     """
     est = estimators or _Estimators()
     parts = [(p, np.asarray(j, dtype=np.int64)) for p, j in parts]
@@ -93,34 +103,39 @@ def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Est
         return {"n": s.n, "mean_calibrated": s.mean_calibrated, "ci99": list(s.ci99),
                 "ci99_clt": _finite_interval(*s.ci99_clt), "avg_star": s.avg_star,
                 "avg_star_naive_float64": s.avg_star_naive, "bits": prof.bits,
-                "exponent": prof.exponent, "transmission_ratio": transmission_ratio(prof),
-                "fingerprint": prof.fingerprint}
+                "exponent": getattr(prof, "exponent", None),
+                "transmission_ratio": transmission_ratio(prof),
+                "fingerprint": prof.fingerprint, "kind": profile_kind(prof)}
     n = sum(int(j.size) for _, j in parts)
     union = 1 - (1 - CONFIDENCE) / len(parts)
     mean = avg = Fraction(0)
     naive = bern = clt2 = 0.0
+    grids_only = not any(is_table(p) for p, _ in parts)
     for prof, j in parts:
         n_p = int(j.size)
-        total = exact_sum(j)
         e = est.get(prof)
         w = Fraction(n_p, n)
-        mean += w * e.calibrated_mean(total, n_p)
-        avg += w * e.avg_star(total, n_p)
-        naive += float(w) * e.avg_star_naive(j)
+        mean += w * e.mean_of(j)
+        if grids_only:
+            avg += w * e.avg_star_of(j)
+            naive += float(w) * e.avg_star_naive(j)
         bern += float(w) * est.get(prof, union).bernstein_halfwidth(n_p)
         clt2 += (float(w) * e.clt_halfwidth(j)) ** 2
     m, cw = float(mean), math.sqrt(clt2)
     return {"n": n, "mean_calibrated": m, "ci99": [m - bern, m + bern],
-            "ci99_clt": _finite_interval(m - cw, m + cw), "avg_star": float(avg),
-            "avg_star_naive_float64": naive, "bits": [p.bits for p, _ in parts],
-            "exponent": [p.exponent for p, _ in parts],
+            "ci99_clt": _finite_interval(m - cw, m + cw),
+            "avg_star": float(avg) if grids_only else None,
+            "avg_star_naive_float64": naive if grids_only else None,
+            "bits": [p.bits for p, _ in parts],
+            "exponent": [getattr(p, "exponent", None) for p, _ in parts],
             "transmission_ratio": [transmission_ratio(p) for p, _ in parts],
-            "fingerprint": [p.fingerprint for p, _ in parts]}
+            "fingerprint": [p.fingerprint for p, _ in parts],
+            "kind": [profile_kind(p) for p, _ in parts]}
 
 
 _EMPTY = {"n": 0, "mean_calibrated": None, "ci99": None, "ci99_clt": None, "avg_star": None,
           "avg_star_naive_float64": None, "bits": None, "exponent": None,
-          "transmission_ratio": None, "fingerprint": None}
+          "transmission_ratio": None, "fingerprint": None, "kind": None}
 
 
 def _frame_wire_bytes(rows: Sequence, bits: int) -> int:
@@ -184,8 +199,9 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     recorded bytes); per device and per profile it counts that device's DATA frames only
     (`data_bits_per_report` overall). Devices that sent no stored report but have events are
     listed with n = 0. Test-mode (vector) frames are left out unless include_vector.
-    Each device entry also has "device" (its 8-byte id in hex, as `zeal events --device`
-    takes it) and "name" (the id as text when printable ASCII, e.g. "demo-000", else the hex).
+    "kind" names the mechanism of the reports' profile: "grid" (the window grid) or "table"
+    (a table profile; AVG* and TR are then None: grid notions). Each device entry also has
+    "device" (its 8-byte id in hex, as `zeal events --device` takes it) and "name" (the id as text when printable ASCII, e.g. "demo-000", else the hex).
     ZealError if there are no reports (naming the devices that reported errors, if any).
     """
     return analyze_data(Loaded(store, include_vector), store.path, include_vector)
@@ -363,13 +379,24 @@ def format_table(doc: dict, footer: bool = True) -> str:
         lines.append(line(d.get("name", d["device"]), d))
     lines.append(line("overall", doc["overall"]))
     o = doc["overall"]
+    kinds = o.get("kind")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    tables = "table" in kinds
     if footer:
+        avg = ("n/a (a window-grid notion; table profiles report the calibrated mean only)"
+               if tables else _num(o["avg_star"]))
         lines.append("AVG* (the paper's estimator, exact; biased on coarse grids) %s; "
                      "wire bits per report: %s all bytes read, %s DATA frames (a raw double: "
                      "64); TR (paper) %s"
-                     % (_num(o["avg_star"]), _num(o["wire_bits_per_report"], "%.2f"),
+                     % (avg, _num(o["wire_bits_per_report"], "%.2f"),
                         _num(o["data_bits_per_report"], "%.2f"),
                         _num(o["transmission_ratio"], "%.4f")))
+    if tables:
+        for p in doc.get("profiles", []):
+            lines.append("profile %s: %s mechanism, %s bits per report, %d reports"
+                         % (p["fingerprint"][:16],
+                            "table (zeal-table/1)" if p.get("kind") == "table"
+                            else "window grid (zeal-profile/1)", _num(p["bits"]), p["n"]))
     if isinstance(o["bits"], list):
         lines.append("%d profiles: overall = n-weighted mean of the per-profile calibrated "
                      "means; interval by a union bound" % len(o["bits"]))

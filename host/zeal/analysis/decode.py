@@ -5,6 +5,8 @@
   numpy; bit-exact with `zeal.wire.unpack_reports` + `zeal.mechanism.reports.offsets_from_low`
   frame by frame. A payload of the wrong length, non-zero padding bits or a report outside
   the profile's grid is a `DecodeError` naming the frame, never a silently wrong sample.
+- Table profiles (zeal-table/1): a report is a cell j in 0..N-1 sent as its m bits (k_lo =
+  wire_base = 0), so decode_frames gives the cells; decode_values refuses them (no double).
 - `Loaded(store, include_vector)`: everything analysis, export and plots read from a store,
   read once.
 
@@ -225,7 +227,11 @@ def decode_frames(profile: Profile, rows: Sequence) -> np.ndarray:
 def decode_values(profile: Profile, rows: Sequence) -> np.ndarray:
     """Stored frames -> the reports x* as float64, bit-exact: the bit pattern
     ((E + 1023) << 52) | (wire_base + low), i.e. reports.floats_from_offsets's bits(k_lo) + j,
-    built in one pass from the narrow lanes instead of through an offsets array."""
+    built in one pass from the narrow lanes instead of through an offsets array. A table
+    profile's reports are cells, not doubles: DecodeError."""
+    if getattr(profile, "kind", "grid") == "table":
+        raise DecodeError("profile %s is a table profile: its reports are cells 0..%d, not "
+                          "doubles" % (profile.fingerprint[:16], profile.n_cells - 1))
     return _decode(profile, rows, profile.high_bits).view(np.float64)
 
 

@@ -47,6 +47,11 @@ cells (N = 2, Nc = 1) this is randomised response's estimator
 lo + (hi - lo) (j - (1 - q)) / (2q - 1). A single estimate can lie outside [lo, hi] (it is
 unbiased, not clamped); only means are meaningful.
 
+Table profiles (zeal-table/1): a report is a cell j (low = j) and its estimate is the
+cell's output value g_j = lo + (hi - lo) a_j / Q, exact, unbiased at every reading, rounded
+once to float64; the metadata's profile entry has "kind": "table" and the per-cell values
+(decimal and exact p/q) instead of an affine map. Grid entries have "kind": "grid".
+
 The paper's report, the double x* = 2^E (1 + k 2^-52), is not a column (its text or bit
 pattern is ~1.4e17 for every reading, and a 16-hex-digit bit pattern is mistyped by CSV
 readers); it follows from low and the profile: bits = ((E + 1023) << 52) | (2^52 - 2^m + low).
@@ -125,13 +130,26 @@ def estimate_map(profile: Profile) -> tuple:
     return base.numerator * (d // base.denominator), gain.numerator * (d // gain.denominator), d
 
 
+def _is_table(profile) -> bool:
+    return getattr(profile, "kind", "grid") == "table"
+
+
+def table_values(profile) -> list:
+    """A table profile's per-cell estimates g_j = lo + (hi - lo) a_j / Q, exact Fractions."""
+    lo, hi = Fraction(profile.lo), Fraction(profile.hi)
+    return [lo + (hi - lo) * Fraction(int(a), int(profile.value_den)) for a in profile.values]
+
+
 def estimates(profile: Profile, j: np.ndarray) -> np.ndarray:
     """Per-report estimates (float64) of offsets j: each the exact (a + b j) / d rounded once
     to the nearest double (CPython's int / int is correctly rounded), computed once per
-    distinct offset."""
+    distinct offset. Table profiles: the cell's exact g_j rounded once likewise."""
     j = np.asarray(j, dtype=np.int64)
     if j.size == 0:
         return np.empty(0, dtype=np.float64)
+    if _is_table(profile):
+        table = np.array([float(g) for g in table_values(profile)], dtype=np.float64)
+        return table[j.reshape(-1)]
     a, b, d = estimate_map(profile)
     uniq, inverse = np.unique(j, return_inverse=True)
     table = np.array([(a + b * v) / d for v in uniq.tolist()], dtype=np.float64)
@@ -142,12 +160,31 @@ def _ratio(x: Fraction) -> str:
     return "%d/%d" % (x.numerator, x.denominator)
 
 
+def _table_profile_doc(profile, unit: str, reports: int) -> dict:
+    """A table profile's metadata: the estimate of each cell (low = cell j), exactly."""
+    values = table_values(profile)
+    doc = {"fingerprint": profile.fingerprint, "kind": "table", "lo": profile.lo,
+           "hi": profile.hi, "unit": unit, "epsilon": profile.epsilon, "bits": profile.bits,
+           "n_cells": profile.n_cells, "anchors": profile.anchors, "reports": reports,
+           "estimate_from_low": {"values": [float(g) for g in values],
+                                 "values_exact": [_ratio(g) for g in values],
+                                 "formula": "estimate = values[low] = lo + (hi - lo) * "
+                                            "a[low] / Q (the profile's values and value_den)"},
+           "profile": dict(profile.canonical(), fingerprint=profile.fingerprint)}
+    if profile.calibration is not None:
+        doc["calibration"] = {"gain": str(profile.calibration.gain),
+                              "offset": str(profile.calibration.offset)}
+    return doc
+
+
 def _profile_doc(profile: Profile, unit: str, reports: int) -> dict:
+    if _is_table(profile):
+        return _table_profile_doc(profile, unit, reports)
     a, b, d = estimate_map(profile)
     first = profile.k_lo - profile.wire_base  # the low of offset 0: j = low - first
     intercept, gain = Fraction(a - b * first, d), Fraction(b, d)  # estimate = i + g * low
-    doc = {"fingerprint": profile.fingerprint, "lo": profile.lo, "hi": profile.hi,
-           "unit": unit, "epsilon": profile.epsilon, "bits": profile.bits,
+    doc = {"fingerprint": profile.fingerprint, "kind": "grid", "lo": profile.lo,
+           "hi": profile.hi, "unit": unit, "epsilon": profile.epsilon, "bits": profile.bits,
            "exponent": profile.exponent, "n_cells": profile.n_cells,
            "n_window": profile.n_window, "threshold": profile.threshold, "reports": reports,
            "estimate_from_low": {"intercept": float(intercept), "gain": float(gain),
@@ -238,7 +275,8 @@ def metadata(cols: _Columns, profiles: dict, *, unit: str = "",
         "include_vector": include_vector,
         "estimate": "estimate = lo + g (j - c0), j = k - k_lo: unbiased per report; the mean "
                     "of the column is zeal analyze's calibrated mean (shared_spec/mechanism.md "
-                    "section 5); per profile, estimate = intercept + gain * low",
+                    "section 5); per profile, estimate = intercept + gain * low (a table "
+                    "profile: estimate = values[low])",
         "devices": [{"device": dev, "reports": d["reports"], "private": not d["debug_reports"],
                      "debug_reports": d["debug_reports"]}
                     for dev, d in sorted(cols.devices.items())],

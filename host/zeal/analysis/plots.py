@@ -18,6 +18,12 @@ One pair of plots per profile:
   delta_n = 0.01 / (n (n + 1))); and, with the true readings known, the true mean of the
   same n readings.
 
+Table profiles (zeal-table/1) get the same pair: the histogram has one bar per cell j (the
+cell's estimate g_j on the top axis), against the exact mixture (1/n) sum_i P(j | x_i) of
+the table's law when the readings are known, else against each cell's range
+[min_r P[r][j], max_r P[r][j]] (every mixture's probability lies there); the running mean
+averages the cells' g_j. Titles say "table profile".
+
 Axes carry units: the reading's unit when given (`unit`), "reports", "probability".
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no global backend change).
 """
@@ -30,7 +36,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ZealError
-from ..mechanism.estimate import Estimator
+from ..mechanism.estimate import Estimator, estimator, is_table
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
 from ..wire.codec import device_name
@@ -188,8 +194,9 @@ def _reading(grid: ExactGrid, cells) -> np.ndarray:
 
 
 def _prepare(profile: Profile, offsets):
-    """(estimator, exact grid, offsets as int64); ZealError when there is nothing to plot."""
-    est = Estimator(profile)
+    """(estimator, exact grid (None for a table profile), offsets as int64); ZealError when
+    there is nothing to plot."""
+    est = estimator(profile)
     j = np.asarray(offsets, dtype=np.int64)
     if j.size == 0:
         raise ZealError("no reports to plot")
@@ -208,15 +215,93 @@ def _legend(fig, ax) -> None:
 
 
 def _title(profile: Profile, what: str, extra: str) -> str:
-    return ("%s\nprofile %s: range [%g, %g], eps = %g, m = %d bits, N = %d cells%s"
+    kind = (", table profile (%d anchors)" % (profile.anchors + 1) if is_table(profile)
+            else "")
+    return ("%s\nprofile %s: range [%g, %g], eps = %g, m = %d bits, N = %d cells%s%s"
             % (what, profile.fingerprint[:8], profile.lo, profile.hi, profile.epsilon,
-               profile.bits, profile.n_cells, extra))
+               profile.bits, profile.n_cells, kind, extra))
+
+
+def table_mixture(profile, readings) -> np.ndarray:
+    """A table profile's expected fraction of reports per cell for these readings (float64):
+    (1/n) sum_i P(j | x_i), P(j | x) = (1-f) P[b][j] + f P[b+1][j] with pos(x) = b + f
+    (readings clamped to [lo, hi], as the device clamps)."""
+    w = np.array(profile.weights, dtype=np.float64)
+    rows = w / w.sum(axis=1, keepdims=True)
+    big_r = profile.anchors
+    lo, hi = Fraction(profile.lo), Fraction(profile.hi)
+    out = np.zeros(profile.n_cells)
+    groups = Counter(Fraction(x) for x in readings)
+    n = sum(groups.values())
+    if n == 0:
+        raise ZealError("no readings for the mixture")
+    for x, c in groups.items():
+        pos = (min(max(x, lo), hi) - lo) * big_r / (hi - lo)
+        b = min(math.floor(pos), big_r - 1)
+        f = float(pos - b)
+        out += c * ((1 - f) * rows[b] + f * rows[b + 1])
+    return out / n
+
+
+def table_histogram(profile, offsets, path: str, *, readings=None, unit: str = None,
+                    title_extra: str = "") -> str:
+    """A table profile's histogram: one bar per cell j, against the exact mixture over
+    `readings` (with a simultaneous 99% Bernstein band) or each cell's range of
+    probabilities over the anchors."""
+    est, _, j = _prepare(profile, offsets)
+    summary = est.summarize(j)
+    n_cells = profile.n_cells
+    counts = np.bincount(j, minlength=n_cells)
+    observed = counts / j.size
+    cells = np.arange(n_cells)
+    w = np.array(profile.weights, dtype=np.float64)
+    rows = w / w.sum(axis=1, keepdims=True)
+    p_min, p_max = rows.min(axis=0), rows.max(axis=0)
+    fig = new_figure()
+    ax = fig.add_subplot(1, 1, 1)
+    ax.bar(cells, observed, width=0.8, color="#9ecae1", edgecolor="#2171b5", zorder=2,
+           label="reports: fraction per cell (n = %d reports)" % j.size)
+    top = float(max(observed.max(), p_max.max()))
+    if readings is not None:
+        if len(readings) != j.size:
+            raise ZealError("%d readings for %d reports" % (len(readings), j.size))
+        exp_ = table_mixture(profile, readings)
+        band = band_halfwidths(exp_, np.ones(n_cells), j.size, 1 - CONFIDENCE)
+        ax.errorbar(cells, exp_, yerr=band, fmt="_", color="#d62728", markersize=10,
+                    elinewidth=1.0, zorder=4,
+                    label="expected for these %d readings: exact mixture (1/n) sum P(j | x_i), "
+                          "with its 99%% band (Bernstein, all %d cells at once)"
+                          % (j.size, n_cells))
+        top = max(top, float((exp_ + band).max()))
+        what = "Reports vs. their exact expected histogram for the true readings"
+    else:
+        ax.vlines(cells, p_min, p_max, color="#2ca02c", linewidth=3, alpha=0.6, zorder=1,
+                  label="[min_r P[r][j], max_r P[r][j]]: where each cell's probability lies "
+                        "for any readings (column ratio <= e^%g)" % profile.epsilon)
+        what = ("Reports per cell (true readings unknown: their expected histogram cannot be "
+                "drawn)")
+    g = [float(v) for v in est._g_float]
+    step = max(1, n_cells // 16)
+    ax.set_xticks(cells[::step])
+    ax.set_xticklabels(["%d\n%.3g" % (c, g[c]) for c in cells[::step]], fontsize=7)
+    ax.set_xlabel("cell j (report), and below it its estimate g_j %s; calibrated mean of "
+                  "the reports %.4f %s" % (_unit(unit), summary.mean_calibrated, unit or ""))
+    ax.set_ylabel("probability per cell (fraction of reports)")
+    ax.set_ylim(0, top * 1.15)
+    ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
+    _legend(fig, ax)
+    fig.savefig(path, format="png")
+    return path
 
 
 def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str = None,
               title_extra: str = "") -> str:
     """Histogram of the reports against the exact mixture over `readings` (when given) or
-    against the band [P_lo, P_hi] that every cell's probability lies in."""
+    against the band [P_lo, P_hi] that every cell's probability lies in. A table profile:
+    `table_histogram`."""
+    if is_table(profile):
+        return table_histogram(profile, offsets, path, readings=readings, unit=unit,
+                               title_extra=title_extra)
     est, grid, j = _prepare(profile, offsets)
     summary = est.summarize(j)
     h = histogram_data(profile, j, readings)
@@ -288,13 +373,17 @@ def running_mean(profile: Profile, offsets, path: str, *, readings=None, unit: s
     reports' order) are given."""
     est, grid, j = _prepare(profile, offsets)
     n = j.size
-    # Cumulative sums in float64 around an integer centre (offsets reach 2^52 and n * 2^52
-    # overflows int64); the plot needs no more than float64's 16 digits.
-    centre = int(grid.intercept)
-    cum = np.cumsum((j - centre).astype(np.float64))
     ns = np.unique(np.geomspace(1, n, min(n, RUNNING_POINTS)).round().astype(np.int64))
-    shift = float(centre - grid.intercept)
-    means = float(grid.lo) + float(grid.gain) * (cum[ns - 1] / ns + shift)
+    if grid is None:  # a table profile: the running mean of the cells' estimates g_j
+        cum = np.cumsum(est._g_float[j])
+        means = cum[ns - 1] / ns
+    else:
+        # Cumulative sums in float64 around an integer centre (offsets reach 2^52 and
+        # n * 2^52 overflows int64); the plot needs no more than float64's 16 digits.
+        centre = int(grid.intercept)
+        cum = np.cumsum((j - centre).astype(np.float64))
+        shift = float(centre - grid.intercept)
+        means = float(grid.lo) + float(grid.gain) * (cum[ns - 1] / ns + shift)
     alpha = 1 - CONFIDENCE
     per_n = np.array([bernstein_halfwidth(int(k), est.var_bound, est.dev_bound, alpha)
                       for k in ns])

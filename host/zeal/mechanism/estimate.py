@@ -7,11 +7,21 @@
 - the same AVG* in naive float64 (sum of doubles near Abar), kept to show how it fails;
 - 99% intervals: Bernstein (valid for every n) and the normal approximation.
 Derivations: shared_spec/mechanism.md, "Estimators".
+
+Table profiles (kind "table", zeal.mechanism.table_profile): `TableEstimator`. A report is a
+cell j with output value g_j = lo + (hi - lo) a_j / Q (the profile's `values` a_j and
+`value_den` Q), unbiased at every reading, so the calibrated mean of n reports is, exactly,
+    lo + (hi - lo) * (sum_i a_{j_i}) / (n Q);
+the Bernstein interval uses the table's exact worst variance over [lo, hi] and the range of
+g_j - x (max(g_max - lo, hi - g_min)); the normal approximation the sample variance of the
+g_j. AVG* (the paper's estimator) is a window-grid notion: None for tables.
+`estimator(profile, confidence)` returns the right one for either kind.
 """
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
+from typing import Optional
 
 import numpy as np
 
@@ -36,12 +46,17 @@ def abar_float(profile: Profile) -> float:
     return 2.0 ** (e + 1) - 2 * 2.0 ** (e - 52) - float(cont.hbar) - float(cont.c)
 
 
+def is_table(profile) -> bool:
+    """True for a table profile (zeal.mechanism.table_profile), False for a window grid."""
+    return getattr(profile, "kind", "grid") == "table"
+
+
 @dataclass(frozen=True)
 class Summary:
     n: int
     mean_calibrated: float
-    avg_star: float
-    avg_star_naive: float
+    avg_star: Optional[float]         # None for table profiles (a window-grid notion)
+    avg_star_naive: Optional[float]
     ci99: tuple           # Bernstein, holds for every n
     ci99_clt: tuple       # normal approximation with the sample variance
 
@@ -53,6 +68,8 @@ class Summary:
 
 class Estimator:
     """Everything the host computes from a batch of offsets under one profile."""
+
+    kind = "grid"
 
     def __init__(self, profile: Profile, confidence: float = 0.99):
         if not 0 < confidence < 1:
@@ -77,6 +94,15 @@ class Estimator:
     # -- point estimates ------------------------------------------------------------------------
     def calibrated_mean(self, total: int, n: int) -> Fraction:
         return self.grid.estimate(Fraction(total, n))
+
+    def mean_of(self, offsets) -> Fraction:
+        """The calibrated mean of these offsets, exactly."""
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        return self.calibrated_mean(exact_sum(j), int(j.size))
+
+    def avg_star_of(self, offsets) -> Fraction:
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        return self.avg_star(exact_sum(j), int(j.size))
 
     def avg_star(self, total: int, n: int) -> Fraction:
         p, cont = self.profile, self.profile.continuous
@@ -114,3 +140,103 @@ class Estimator:
         return Summary(n=n, mean_calibrated=mean, avg_star=float(self.avg_star(total, n)),
                        avg_star_naive=self.avg_star_naive(j),
                        ci99=(mean - bw, mean + bw), ci99_clt=(mean - cw, mean + cw))
+
+
+class TableEstimator:
+    """The estimator of a table profile (module docstring): the same interface as
+    `Estimator` where it applies (summarize, mean_of, bernstein_halfwidth, clt_halfwidth,
+    var_bound, dev_bound), AVG* None."""
+
+    kind = "table"
+    grid = None
+
+    def __init__(self, profile, confidence: float = 0.99):
+        if not 0 < confidence < 1:
+            raise ValueError("confidence must be in (0, 1)")
+        self.profile = profile
+        self.confidence = confidence
+        self.lo, self.hi = Fraction(profile.lo), Fraction(profile.hi)
+        self.values = [int(a) for a in profile.values]
+        self.den = int(profile.value_den)
+        self.n_cells = len(self.values)
+        self.worst_variance = Fraction(profile.worst_variance())
+        g = [self.output_value(j) for j in range(self.n_cells)]
+        self.g_min, self.g_max = min(g), max(g)
+        try:
+            self.var_bound = float(self.worst_variance)
+        except OverflowError:
+            self.var_bound = math.inf
+        try:
+            self.dev_bound = float(max(self.g_max - self.lo, self.hi - self.g_min))
+        except OverflowError:
+            self.dev_bound = math.inf
+        self._g_float = np.array([float(v) for v in g], dtype=np.float64)
+
+    def output_value(self, j: int) -> Fraction:
+        """g_j = lo + (hi - lo) a_j / Q, exactly: the unbiased estimate of one report."""
+        return self.lo + (self.hi - self.lo) * Fraction(self.values[j], self.den)
+
+    def estimate(self, j) -> Fraction:
+        return self.output_value(int(j))
+
+    def _counts(self, offsets) -> np.ndarray:
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        if j.size and (int(j.min()) < 0 or int(j.max()) >= self.n_cells):
+            raise ValueError("a report is outside the table's %d cells" % self.n_cells)
+        return np.bincount(j, minlength=self.n_cells)
+
+    def value_total(self, offsets) -> int:
+        """sum_i a_{j_i}, exactly (Python integers)."""
+        counts = self._counts(offsets)
+        return sum(int(c) * a for c, a in zip(counts.tolist(), self.values) if c)
+
+    def calibrated_mean_total(self, value_total: int, n: int) -> Fraction:
+        return self.lo + (self.hi - self.lo) * Fraction(value_total, n * self.den)
+
+    def mean_of(self, offsets) -> Fraction:
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        if j.size == 0:
+            raise ValueError("no reports to aggregate")
+        return self.calibrated_mean_total(self.value_total(j), int(j.size))
+
+    def avg_star_of(self, offsets):
+        return None
+
+    def avg_star_naive(self, offsets):
+        return None
+
+    def bernstein_halfwidth(self, n: int) -> float:
+        big_l = math.log(2 / (1 - self.confidence))
+        b = big_l * self.dev_bound / 3
+        return (b + math.sqrt(b * b + 2 * n * big_l * self.var_bound)) / n
+
+    def clt_halfwidth(self, offsets) -> float:
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        n = j.size
+        if n < 2:
+            return math.inf
+        counts = self._counts(j).astype(np.float64)
+        g = self._g_float
+        centre = float(np.dot(counts, g)) / n
+        d = g - centre
+        var = max(float(np.dot(counts, d * d)) / (n - 1), 0.0)
+        z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        return z * math.sqrt(var / n)
+
+    def summarize(self, offsets) -> Summary:
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        n = int(j.size)
+        if n == 0:
+            raise ValueError("no reports to aggregate")
+        mean = float(self.mean_of(j))
+        bw, cw = self.bernstein_halfwidth(n), self.clt_halfwidth(j)
+        return Summary(n=n, mean_calibrated=mean, avg_star=None, avg_star_naive=None,
+                       ci99=(mean - bw, mean + bw), ci99_clt=(mean - cw, mean + cw))
+
+
+def estimator(profile, confidence: float = 0.99):
+    """The estimator for a profile of either kind: `Estimator` (window grid) or
+    `TableEstimator` (table profile)."""
+    if is_table(profile):
+        return TableEstimator(profile, confidence)
+    return Estimator(profile, confidence)
