@@ -111,6 +111,28 @@ def oue_ratio(epsilon) -> Fraction:
     return Fraction(math.floor(lb * (1 << OUE_SCALE_BITS)), 1 << OUE_SCALE_BITS)
 
 
+def uniform_below_wide(n: int, words) -> int:
+    """Uniform integer in [0, n) for any n >= 1: `uniform_below` when n <= 2^64, else w words
+    (w = ceil(bit_length(n)/64)) read as one integer W < 2^(64w), first word most significant,
+    and the same rejection: with q = floor(2^(64w)/n), u = floor(W/q) takes each value below n
+    for exactly q values of W, so accepting u < n is exact (rejection probability < 1/2)."""
+    if n <= 1 << 64:
+        return uniform_below(n, words)
+    width = -(-n.bit_length() // 64)
+    q = (1 << (64 * width)) // n
+    while True:
+        big = 0
+        for _ in range(width):
+            big = (big << 64) | words()
+        u = big // q
+        if u < n:
+            return u
+
+
+def _no_words():
+    raise RuntimeError("multi: the attribute samplers take their words from the caller")
+
+
 # ---- attribute descriptions ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Numeric:
@@ -147,6 +169,7 @@ class _NumericPart:
             # the profile stores the largest float64 <= eps (epsilon_at_most): eps_a <= eps
             prof = build_grid(attr.lo, attr.hi, epsilon_at_most(eps), bits=attr.bits)
             self.profile, self.grid, self.table = prof, ExactGrid(prof), None
+            self._zeal = ExactZeal(profile=prof, words=_no_words)
             self.epsilon = Fraction(prof.epsilon)
             self.ratio = self.grid.privacy_ratio
             self.cells = prof.n_cells
@@ -225,11 +248,11 @@ class _NumericPart:
     # sampling
     def sample_exact(self, x: Fraction, words) -> int:
         if self.table is None:
-            return ExactZeal(profile=self.profile, words=words).sample_offset(x)
+            return self._zeal.sample_offset(x, words)
         tab = self.table
         _, b, f = tab._place(x)
         row = b + bernoulli(f.numerator, f.denominator, words)
-        u = uniform_below(self._rowsum[row], words)
+        u = uniform_below_wide(self._rowsum[row], words)
         return bisect.bisect_right(self._cum[row], u)
 
     def sample_bulk(self, x: np.ndarray, rng) -> np.ndarray:
@@ -485,8 +508,9 @@ def sample_report(multi: Multi, row, words) -> list:
     """One report, exactly (integers and Fractions only): [(index, value)] for the k sampled
     attributes in ascending index order. Word contract: the subset draw first, then each
     sampled attribute's own sampler in ascending index order (grid: mechanism.md's sampler;
-    table: one Bernoulli for the row, one uniform below the row total; OUE: one Bernoulli per
-    domain value in value order, 1/2 for the true value's bit, q for the others)."""
+    table: one Bernoulli for the row, one `uniform_below_wide` of the row total; OUE: one
+    Bernoulli per domain value in value order, 1/2 for the true value's bit, q for the
+    others)."""
     if len(row) != multi.d:
         raise InputError("a reading tuple needs %d values, got %d" % (multi.d, len(row)))
     out = []
