@@ -96,11 +96,6 @@ GRID = "grid"
 # checks the two agree)
 TABLE_MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "n-output", "optimal")
 MECHANISMS = (GRID,) + TABLE_MECHANISMS
-DESIGNED = ("optimal", "n-output", "three-outputs")   # solved by the LP designer (scipy)
-TABLE_BITS_MAX = 6          # a table profile holds at most 64 cells
-# --bits auto for a table mechanism: its natural size (Duchi 2 cells, Three-Outputs 3), else 4
-TABLE_DEFAULT_BITS = {"duchi": 1, "three-outputs": 2}
-TABLE_BITS_DEFAULT = 4
 VARIANCE_UNIT = "(reading unit)^2"
 
 
@@ -221,44 +216,10 @@ def _progress(line):
     print("zeal: %s" % line, file=sys.stderr, flush=True)
 
 
-def table_bits(mechanism, bits) -> int:
-    """--bits for a table mechanism: 'auto' is its natural size; else 1..6."""
-    if bits in (None, "auto"):
-        return TABLE_DEFAULT_BITS.get(mechanism, TABLE_BITS_DEFAULT)
-    if not 1 <= bits <= TABLE_BITS_MAX:
-        raise ZealError("--mechanism %s takes --bits 1 to %d (a table profile holds at most "
-                        "%d cells); for more bits per report use --mechanism grid"
-                        % (mechanism, TABLE_BITS_MAX, 1 << TABLE_BITS_MAX))
-    return bits
-
-
-def build_table_profile(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None,
-                        calibration=None, progress=None):
-    """The table profile of `mechanism` (zeal.mechanism.table_profile.build), with progress
-    lines while the LP designer runs. No scipy: one ZealError line saying what to install."""
-    import time
-
-    from .mechanism import table_profile
-
-    progress = progress or (lambda line: None)
-    start = time.perf_counter()
-    if mechanism in DESIGNED:
-        from .mechanism import design
-
-        design.need_scipy()  # "the designer needs scipy: pip install 'zeal-mcu[design]'"
-        progress("designing %s with the LP designer (HiGHS via scipy), %d bit(s) per report, "
-                 "%s objective; a few seconds ..." % (mechanism, bits, objective))
-    prof = table_profile.build(lo, hi, epsilon, mechanism, bits, objective=objective,
-                               data=None if data is None else [float(x) for x in data],
-                               calibration=calibration)
-    if mechanism in DESIGNED:
-        progress("%s designed in %.1f s: %d cells, %d anchor rows"
-                 % (mechanism, time.perf_counter() - start, prof.n_cells, prof.anchors + 1))
-    return prof
-
-
 def _profile_data(args):
     """(objective, readings or None) from --objective/--data/--column."""
+    from .analysis.compare import DESIGNED
+
     if args.column is not None and args.data is None:
         raise ZealError("--column needs --data FILE")
     objective = args.objective or ("data" if args.data is not None else "worst")
@@ -283,6 +244,7 @@ _UNITS = {"lo": "(reading unit)", "hi": "(reading unit)", "worst_input": "(readi
 
 
 def cmd_profile(args) -> int:
+    from .analysis.compare import DESIGNED, build_table_profile
     from .mechanism import choose, profile as prof_mod
 
     calibration = None
@@ -307,7 +269,9 @@ def cmd_profile(args) -> int:
     else:
         if args.exponent is not None:
             raise ZealError("--exponent is the window grid's; a table profile takes --bits "
-                            "1 to %d" % TABLE_BITS_MAX)
+                            "1 to 6")
+        from .analysis.compare import table_bits
+
         bits = table_bits(mechanism, args.bits)
         objective, data = _profile_data(args)
         prof = build_table_profile(lo, hi, args.epsilon, mechanism, bits, objective=objective,
@@ -495,7 +459,8 @@ def cmd_demo(args) -> int:
     from .demo import run_demo
 
     doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits, count=args.count,
-                   devices=args.devices, plots=args.plots, progress=not args.json)
+                   devices=args.devices, plots=args.plots, progress=not args.json,
+                   mechanism=args.mechanism)
     if args.json:  # zeal analyze --json's document, plus the demo's own section
         print(json.dumps(doc, indent=1))
     return 0
@@ -650,8 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: a temporary one)")
     p.add_argument("--epsilon", type=float, default=1.0, metavar="EPS",
                    help="privacy budget per reading (default %(default)g)")
+    p.add_argument("--mechanism", choices=MECHANISMS, default=GRID, metavar="KIND",
+                   help="the boards' mechanism: grid (the window grid) or a table profile "
+                        "(%s; optimal needs scipy); default %%(default)s"
+                        % ", ".join(TABLE_MECHANISMS))
     p.add_argument("--bits", type=_bits_arg, default="auto", metavar="M|auto",
-                   help="bits per report (default %(default)s)")
+                   help="bits per report (tables: 1 to 6; default %(default)s)")
     p.add_argument("--count", type=int, default=5000, metavar="N",
                    help="readings to replay (default %(default)d)")
     p.add_argument("--devices", type=int, default=4, metavar="N",

@@ -8,6 +8,11 @@ beside the true mean of that device's readings, and says what the figures mean: 
 AVG* and its bias on a coarse grid, the bits per report measured on the wire, and what eps
 protects (one reading) and how it adds up over a day of one board's readings.
 
+`--mechanism` (default grid): a table kind (optimal, pm, hm, duchi, three-outputs, pm-sub,
+n-output) runs a table profile (zeal-table/1) on the boards instead of the window grid; AVG*
+is then not applicable (null in the document: a window-grid notion), and the demo section
+names the mechanism and its exact worst-case variance.
+
 `run_demo` returns `zeal analyze`'s document ({"overall", "devices", "profiles"}, the same
 keys) with what only the demo knows added: "true_mean" and "readings" in the overall entry and
 in every device's, and a "demo" section (readings, unit, AVG*'s expectation for these readings,
@@ -30,7 +35,7 @@ from .collect.store import Store
 from .collect.virtual import VirtualDevice
 from .errors import ZealError
 from .mechanism import choose
-from .mechanism.estimate import Estimator
+from .mechanism.estimate import Estimator, is_table
 
 TIMEOUT = 120.0  # seconds; the run takes a few
 UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent
@@ -81,8 +86,19 @@ def _device_keys(seed, devices):
             for i in range(devices)]
 
 
+def build_profile(lo, hi, epsilon, mechanism="grid", bits="auto", progress=None):
+    """The demo's profile: the window grid (choose.build) or a table profile of `mechanism`
+    (zeal.analysis.compare.build_table_profile; --bits auto = the mechanism's natural size)."""
+    if mechanism == "grid":
+        return choose.build(lo, hi, epsilon, bits=bits)
+    from .analysis.compare import build_table_profile, table_bits
+
+    return build_table_profile(lo, hi, epsilon, mechanism, table_bits(mechanism, bits),
+                               progress=progress)
+
+
 def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=None,
-             progress=True, seed=None) -> dict:
+             progress=True, seed=None, mechanism="grid") -> dict:
     """Run the demo; print its explained results on stdout (progress on stderr) unless
     progress=False, and return its document (module docstring).
 
@@ -101,11 +117,18 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     except ValueError as exc:
         raise ZealError(str(exc)) from None
     lo, hi = datasets.HUMIDITY_RANGE
-    prof = choose.build(lo, hi, epsilon, bits=bits)
     say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
-    say("profile: range [%g, %g] %s, epsilon %g, %d bits per report (E = %d, %d cells), "
-        "fingerprint %s" % (lo, hi, UNIT, epsilon, prof.bits, prof.exponent, prof.n_cells,
-                            prof.fingerprint[:16]))
+    prof = build_profile(lo, hi, epsilon, mechanism, bits,
+                         progress=lambda line: say("zeal demo: " + line))
+    if is_table(prof):
+        say("profile: %s table, range [%g, %g] %s, epsilon %g, %d bits per report (%d cells, "
+            "%d anchor rows), fingerprint %s" % (mechanism, lo, hi, UNIT, epsilon, prof.bits,
+                                                 prof.n_cells, prof.anchors + 1,
+                                                 prof.fingerprint[:16]))
+    else:
+        say("profile: range [%g, %g] %s, epsilon %g, %d bits per report (E = %d, %d cells), "
+            "fingerprint %s" % (lo, hi, UNIT, epsilon, prof.bits, prof.exponent, prof.n_cells,
+                                prof.fingerprint[:16]))
 
     readings = [float(t) for t in texts]  # what a sensor driver hands the firmware
     share = -(-count // devices)
@@ -158,7 +181,7 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
         finally:
             for b in boards:
                 b.close()
-    explain(doc, prof, readings, dict(zip(ids, slices)))
+    explain(doc, prof, readings, dict(zip(ids, slices)), mechanism=mechanism)
     doc["database"] = db
     if progress:
         print(format_demo(doc))
@@ -169,10 +192,11 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     return doc
 
 
-def explain(doc: dict, prof, readings, by_device: dict) -> dict:
+def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid") -> dict:
     """Add what only the demo knows to `zeal analyze`'s document `doc` (in place): each
     device's and the overall true mean, AVG*'s expectation, the wire cost split, the
-    privacy accounting."""
+    privacy accounting, the mechanism (and for a table profile its exact worst-case
+    variance; AVG*'s figures are then None: a window-grid notion)."""
     truth = {dev.hex(): xs for dev, xs in by_device.items()}
     for d in doc["devices"]:
         xs = truth.get(d["device"])
@@ -181,17 +205,24 @@ def explain(doc: dict, prof, readings, by_device: dict) -> dict:
     o = doc["overall"]
     o["true_mean"] = float(_exact_mean(readings))
     o["readings"] = len(readings)
-    expected = expected_avg_star(prof, readings)
     n = o["n"]
     link_bits = o["wire_bits_per_report"]
-    ratio = Estimator(prof).grid.privacy_ratio
+    if is_table(prof):
+        ratio = prof.table.privacy_ratio()
+        avg = {"value": None, "expected_for_these_readings": None, "bias": None,
+               "n_cells": prof.n_cells, "n_window": None}
+    else:
+        expected = expected_avg_star(prof, readings)
+        ratio = Estimator(prof).grid.privacy_ratio
+        avg = {"value": o["avg_star"], "expected_for_these_readings": float(expected),
+               "bias": float(expected - _exact_mean(readings)),
+               "n_cells": prof.n_cells, "n_window": prof.n_window}
     doc["demo"] = {
         "dataset": "Aarhus citylab humidity, first %d readings" % len(readings),
         "unit": UNIT,
         "range": [prof.lo, prof.hi],
-        "avg_star": {"value": o["avg_star"], "expected_for_these_readings": float(expected),
-                     "bias": float(expected - _exact_mean(readings)),
-                     "n_cells": prof.n_cells, "n_window": prof.n_window},
+        "mechanism": mechanism if is_table(prof) else "grid",
+        "avg_star": avg,
         "wire": {"bits_per_report": link_bits, "report_bits": prof.bits,
                  "data_frame_bits_per_report": o["data_bits_per_report"],
                  "hello_status_bits_per_report": (None if link_bits is None
@@ -200,6 +231,13 @@ def explain(doc: dict, prof, readings, by_device: dict) -> dict:
                  "raw_double_bits": RAW_DOUBLE_BITS},
         "privacy": privacy_accounting(prof.epsilon, ratio),
     }
+    if is_table(prof):
+        worst = prof.worst_variance()
+        doc["demo"]["table"] = {"cells": prof.n_cells, "anchor_rows": prof.anchors + 1,
+                                "worst_variance": float(worst),
+                                "worst_variance_exact": "%d/%d" % (worst.numerator,
+                                                                   worst.denominator),
+                                "variance_unit": UNIT + "^2"}
     return doc
 
 
@@ -213,12 +251,23 @@ def format_demo(doc: dict) -> str:
                  "data, column 'true mean')" % (o["readings"], o["true_mean"], unit))
     lines.append("private estimate (calibrated)  %.6f %s   99%% interval [%.4f, %.4f] "
                  "(Bernstein)" % ((o["mean_calibrated"], unit) + tuple(o["ci99"])))
-    lines.append("AVG* (the paper's estimator, mean(x*) - Abar)  %.4f %s: expected %.4f for "
-                 "these readings, bias %+.4f: it inverts the continuous mechanism's mean, which "
-                 "a %d-cell grid with %d-cell windows only approximates (the coarser the grid, "
-                 "the larger the bias); the calibrated mean inverts the grid's exact E[j | x]"
-                 % (a["value"], unit, a["expected_for_these_readings"], a["bias"],
-                    a["n_cells"], a["n_window"]))
+    t = d.get("table")
+    if t is not None:
+        lines.append("mechanism: %s table profile, %d cells, %d anchor rows; exact worst-case "
+                     "variance of one report's estimate %.4f %s over [%g, %g] %s"
+                     % (d["mechanism"], t["cells"], t["anchor_rows"], t["worst_variance"],
+                        t["variance_unit"], d["range"][0], d["range"][1], unit))
+        lines.append("AVG* (the paper's estimator): not applicable to a table profile (it "
+                     "inverts the window grid's continuous mechanism); the calibrated mean "
+                     "above is exactly unbiased: lo + (hi - lo) sum a_j / (n Q)")
+    else:
+        lines.append("AVG* (the paper's estimator, mean(x*) - Abar)  %.4f %s: expected %.4f "
+                     "for these readings, bias %+.4f: it inverts the continuous mechanism's "
+                     "mean, which a %d-cell grid with %d-cell windows only approximates (the "
+                     "coarser the grid, the larger the bias); the calibrated mean inverts the "
+                     "grid's exact E[j | x]"
+                     % (a["value"], unit, a["expected_for_these_readings"], a["bias"],
+                        a["n_cells"], a["n_window"]))
     if w["bits_per_report"] is not None:
         lines.append("wire: %.2f bits per report measured on the serial lines (%d bytes for %d "
                      "reports) vs %d for a raw double: %d report bits + %.2f DATA framing "

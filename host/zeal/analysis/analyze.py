@@ -393,9 +393,9 @@ def format_table(doc: dict, footer: bool = True) -> str:
                         _num(o["transmission_ratio"], "%.4f")))
     if tables:
         for p in doc.get("profiles", []):
-            lines.append("profile %s: %s mechanism, %s bits per report, %d reports"
+            lines.append("profile %s: %s, %s bits per report, %d reports"
                          % (p["fingerprint"][:16],
-                            "table (zeal-table/1)" if p.get("kind") == "table"
+                            "table profile (zeal-table/1)" if p.get("kind") == "table"
                             else "window grid (zeal-profile/1)", _num(p["bits"]), p["n"]))
     if isinstance(o["bits"], list):
         lines.append("%d profiles: overall = n-weighted mean of the per-profile calibrated "

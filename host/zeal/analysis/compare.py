@@ -55,6 +55,11 @@ from fractions import Fraction
 from ..errors import InputError, ProfileError, ZealError
 
 TABLE_BITS_MAX = 5          # PM/HM tables are searched up to 2^5 = 32 cells
+PROFILE_TABLE_BITS_MAX = 6  # a table profile (zeal-table/1) holds at most 64 cells
+# `zeal profile/demo --mechanism KIND --bits auto`: a table mechanism's natural size (Duchi
+# 2 cells, Three-Outputs 3), else DEFAULT_TABLE_BITS
+NATURAL_TABLE_BITS = {"duchi": 1, "three-outputs": 2}
+DESIGNED = ("optimal", "n-output", "three-outputs")   # solved by the LP designer (scipy)
 DEFAULT_TABLE_BITS = 4      # tables and `optimal` without --bits
 BITS_MAX = 52               # the window grid's widest report
 EPSILON_MAX = 20
@@ -94,6 +99,44 @@ def parse_bits(text):
     if not 1 <= bits <= BITS_MAX:
         raise ZealError("--bits must be an integer from 1 to %d, got %d" % (BITS_MAX, bits))
     return bits
+
+
+def table_bits(mechanism, bits) -> int:
+    """--bits for a table mechanism (zeal profile, zeal demo): 'auto'/None is its natural
+    size; otherwise 1..6 (ZealError, one line, beyond)."""
+    if bits in (None, "auto"):
+        return NATURAL_TABLE_BITS.get(mechanism, DEFAULT_TABLE_BITS)
+    if isinstance(bits, bool) or not isinstance(bits, int) \
+            or not 1 <= bits <= PROFILE_TABLE_BITS_MAX:
+        raise ZealError("--mechanism %s takes --bits 1 to %d (a table profile holds at most "
+                        "%d cells); for more bits per report use --mechanism grid"
+                        % (mechanism, PROFILE_TABLE_BITS_MAX, 1 << PROFILE_TABLE_BITS_MAX))
+    return bits
+
+
+def build_table_profile(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None,
+                        calibration=None, progress=None):
+    """The table profile of `mechanism` (zeal.mechanism.table_profile.build), with progress
+    lines while the LP designer runs. No scipy: one ZealError line saying what to install."""
+    import time
+
+    from ..mechanism import table_profile
+
+    progress = progress or (lambda line: None)
+    start = time.perf_counter()
+    if mechanism in DESIGNED:
+        from ..mechanism import design
+
+        design.need_scipy()  # "the designer needs scipy: pip install 'zeal-mcu[design]'"
+        progress("designing %s with the LP designer (HiGHS via scipy), %d bit(s) per report, "
+                 "%s objective; a few seconds ..." % (mechanism, bits, objective))
+    prof = table_profile.build(lo, hi, epsilon, mechanism, bits, objective=objective,
+                               data=None if data is None else [float(x) for x in data],
+                               calibration=calibration)
+    if mechanism in DESIGNED:
+        progress("%s designed in %.1f s: %d cells, %d anchor rows"
+                 % (mechanism, time.perf_counter() - start, prof.n_cells, prof.anchors + 1))
+    return prof
 
 
 def load_readings(path, column=None) -> list:
