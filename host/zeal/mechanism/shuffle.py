@@ -37,7 +37,10 @@ Where the formulas come from (the seed text is a garbled two-column extraction):
 - any t in [1, d]: gamma = C d K log(1/delta) log(2t/delta) / ((n-1) eps^2) with C = 56 for
   epsilon < 1 and C = 2016 for 1 <= epsilon < 6 (the seed's Theorem 4.1 and its text
   "a change of constant from 56 to 2016"). Used for t = 1 with 1 <= epsilon < 6 too: the
-  seed's tighter t = 1 constant for that range is unreadable, and Theorem 4.1 covers t = 1;
+  seed's tighter t = 1 constant for that range is unreadable, and Theorem 4.1 covers t = 1.
+  With these constants the 1 <= epsilon < 6 formula never beats the epsilon < 1 one taken
+  at epsilon' = 1 - 2^-20 (whose guarantee implies the weaker one): `gamma_exact_upper`
+  takes the smaller, so epsilon >= 1 buys no accuracy over epsilon just below 1;
 - K: the paper's formulas take k as the size of the randomised-response domain. Our levels
   are {0, ..., k}, K = k + 1 values (the output domain of the paper's Algorithm 2 and of
   the authors' code), so K = k + 1 is substituted: gamma grows with K, the safe direction;
@@ -150,6 +153,7 @@ class Params:
     t: int
     gamma: Fraction
     regime: str  # which formula set gamma: "balle-t1" or "theorem-4.1"
+    epsilon_formula: Fraction = None  # the epsilon that formula was evaluated at (<= epsilon)
 
     @property
     def levels(self) -> int:
@@ -189,11 +193,10 @@ def _check_common(epsilon, delta, n, d, k, t):
     return eps, dlt, n, d, k, t
 
 
-def gamma_exact_upper(epsilon, delta, n, d, k, t):
-    """(gamma upper bound before rounding, regime): the paper's formula with every
-    logarithm replaced by a rational upper bound (module docstring: which formula when)."""
-    eps, dlt, n, d, k, t = _check_common(epsilon, delta, n, d, k, t)
-    big_k = k + 1
+EPS_BELOW_1 = 1 - Fraction(1, 1 << 20)  # the epsilon < 1 formulas' stand-in for epsilon >= 1
+
+
+def _gamma_formula(eps, dlt, n, d, big_k, t):
     if t == 1 and eps < 1:
         a = 14 * d * big_k * _ln_up(2 / dlt) / ((n - 1) * eps * eps)
         b = Fraction(27 * d * big_k) / ((n - 1) * eps)
@@ -203,19 +206,39 @@ def gamma_exact_upper(epsilon, delta, n, d, k, t):
     return g, "theorem-4.1"
 
 
+def gamma_exact_upper(epsilon, delta, n, d, k, t):
+    """(gamma upper bound before rounding, regime, epsilon the formula was evaluated at): the
+    paper's formula with every logarithm replaced by a rational upper bound (module
+    docstring: which formula when).
+
+    For 1 <= epsilon < 6 the formula's constant 2016 is 36 times the epsilon < 1 one's (56),
+    so the epsilon < 1 formula at epsilon' = 1 - 2^-20 always asks for less blanket (it
+    would take epsilon >= 6 to reverse that) and its (epsilon', delta) guarantee implies
+    (epsilon, delta): the smaller of the two gammas is used, and the regime says which."""
+    eps, dlt, n, d, k, t = _check_common(epsilon, delta, n, d, k, t)
+    g, regime = _gamma_formula(eps, dlt, n, d, k + 1, t)
+    if eps < 1:
+        return g, regime, eps
+    g_below, regime_below = _gamma_formula(EPS_BELOW_1, dlt, n, d, k + 1, t)
+    if g_below < g:
+        return g_below, regime_below, EPS_BELOW_1
+    return g, regime, eps
+
+
 def gamma_for(*, epsilon, delta, n, d, k, t=1) -> Params:
     """The configuration with its blanket probability gamma (exact, rounded UP to a multiple
     of 2^-32, so the (epsilon, delta) guarantee holds). ShuffleError (one line) when the
     parameters are outside the paper's range, gamma >= 1 included (n too small)."""
     eps, dlt, n, d, k, t = _check_common(epsilon, delta, n, d, k, t)
-    g, regime = gamma_exact_upper(eps, dlt, n, d, k, t)
+    g, regime, eps_formula = gamma_exact_upper(eps, dlt, n, d, k, t)
     g = _round_up(g)
     if g >= 1:
         raise ShuffleError(
             "no blanket probability below 1 exists for epsilon=%g, delta=%g, n=%d, d=%d, k=%d, "
             "t=%d (the formula gives gamma=%.3g): more users or a larger epsilon is needed"
             % (float(eps), float(dlt), n, d, k, t, float(g)))
-    return Params(epsilon=eps, delta=dlt, n=n, d=d, k=k, t=t, gamma=g, regime=regime)
+    return Params(epsilon=eps, delta=dlt, n=n, d=d, k=k, t=t, gamma=g, regime=regime,
+                  epsilon_formula=eps_formula)
 
 
 def delivered(params: Params, batch: int):
@@ -225,7 +248,10 @@ def delivered(params: Params, batch: int):
     batch >= params.n: the configured pair (gamma only has to grow as n shrinks). batch < n:
     the smallest epsilon' (same delta, an upper bound, multiple of 2^-40) for which the
     formula's gamma at n = batch is at most params.gamma: first in the t = 1, epsilon < 1
-    regime, then Theorem 4.1's (epsilon < 1, then 1 <= epsilon < 6); None when none fits."""
+    regime, then Theorem 4.1's (epsilon < 1, then 1 <= epsilon < 6); None when none fits.
+    Never below the configured epsilon (the formulas can certify less for a batch smaller
+    than n only when the configured epsilon was >= 1, where gamma_for used a slack formula;
+    claiming more than was asked for helps nobody)."""
     batch = _count("batch", batch)
     p = params
     if batch >= p.n:
@@ -240,14 +266,14 @@ def delivered(params: Params, batch: int):
         need_lin = Fraction(27 * p.d * big_k) / (m * g)
         eps = max(_sqrt_up(need_sq), need_lin)
         if eps < 1:
-            return eps, p.delta
+            return max(eps, p.epsilon), p.delta
     core = p.d * big_k * _ln_up(1 / p.delta) * _ln_up(2 * p.t / p.delta) / (m * g)
     eps = _sqrt_up(56 * core)
     if eps < 1:
-        return eps, p.delta
+        return max(eps, p.epsilon), p.delta
     eps = max(_sqrt_up(2016 * core), Fraction(1))
     if eps < EPS_MAX:
-        return eps, p.delta
+        return max(eps, p.epsilon), p.delta
     return None
 
 
@@ -515,7 +541,7 @@ def paper_mse_bound(params: Params) -> float:
     It holds at the paper's own choice of k (which balances the rounding and blanket terms);
     at another k, `mse_bound_at_k` is the bound."""
     p = params
-    eps, dlt, n, d, t = float(p.epsilon), float(p.delta), p.n, p.d, p.t
+    eps, dlt, n, d, t = float(p.epsilon_formula), float(p.delta), p.n, p.d, p.t
     g = float(p.gamma)
     scale = d ** (8 / 3) / ((1 - g) ** 2 * n ** (5 / 3))
     if p.regime == "balle-t1":
