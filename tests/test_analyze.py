@@ -380,3 +380,106 @@ def test_cli_analyze_plots(store, tmp_path, capsys):
     assert run(["analyze", "--db", store.path, "--plots", str(tmp_path / "p"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["plots"]) == 2 and all(os.path.getsize(p) > 0 for p in doc["plots"])
+
+
+# ---- table profiles (zeal-table/1) ---------------------------------------------------------------
+def hand_table_profile():
+    """A table worked out by hand: [0, 4], R = 1 (anchors 0 and 4), 3 cells, rows (2, 1, 1)
+    and (1, 1, 2) (column ratio 2 <= e^1), outputs g = (-6, 2, 10): row 0 has mean
+    (2(-6) + 2 + 10)/4 = 0, row 1 (-6 + 2 + 20)/4 = 4 (unbiased at both anchors), so with
+    Q = 2 the profile's values are a = (g - 0) Q / 4 = (-3, 1, 5). Anchor variances
+    V_0 = (2*36 + 4 + 100)/4 - 0 = 44, V_1 = (36 + 4 + 200)/4 - 16 = 44; between them
+    Var(f) = 44 + f (1 - f) 4^2, largest at f = 1/2: 48 (reading units^2)."""
+    from zeal.mechanism.table import Table
+    from zeal.mechanism.table_profile import from_table
+    return from_table(Table(0.0, 4.0, 1, [[2, 1, 1], [1, 1, 2]], values=[-6, 2, 10]))
+
+
+def test_table_estimator_is_exact_on_a_hand_case():
+    from statistics import NormalDist, variance
+    from zeal.mechanism.estimate import TableEstimator, estimator
+    prof = hand_table_profile()
+    assert (prof.values, prof.value_den) == ([-3, 1, 5], 2)
+    est = estimator(prof)
+    assert isinstance(est, TableEstimator)
+    j = np.array([0, 0, 1, 2, 2, 2])
+    # a-sum = -3 - 3 + 1 + 5 + 5 + 5 = 10: mean = 0 + 4 * 10 / (6 * 2) = 10/3
+    assert est.mean_of(j) == Fraction(10, 3)
+    assert est.worst_variance == 48 and est.var_bound == 48.0
+    assert est.dev_bound == 10.0          # max(g_max - lo, hi - g_min) = max(10, 10)
+    s = est.summarize(j)
+    big_l = math.log(2 / (1 - 0.99))                             # 99%, as float64 has it
+    b = big_l * 10 / 3
+    half = (b + math.sqrt(b * b + 2 * 6 * big_l * 48)) / 6
+    assert s.mean_calibrated == 10 / 3 and s.ci99 == (10 / 3 - half, 10 / 3 + half)
+    z = NormalDist().inv_cdf(0.995)
+    clt = z * math.sqrt(variance([-6, -6, 2, 10, 10, 10]) / 6)
+    assert s.ci99_clt[1] - 10 / 3 == pytest.approx(clt, rel=1e-12)
+    assert s.avg_star is None and s.avg_star_naive is None      # AVG*: a grid notion
+    with pytest.raises(ValueError):
+        est.mean_of(np.array([3]))                              # no cell 3
+
+
+def test_analyze_a_store_with_table_frames(store, tmp_path):
+    """Table frames (one device) beside grid frames (another): per-profile means exact from
+    the cells' values, the overall n-weighted, AVG* null, the kind marked; export gives each
+    report its cell's value; plots are drawn."""
+    from zeal.mechanism.table_profile import build
+    tprof = build(*HUMIDITY, 2.0, "pm", 3)
+    gprof = P.from_bits(*HUMIDITY, 1.0, 8)
+    ft = offsets(tprof, 41, 9, 33)
+    fg = offsets(gprof, 42, 4, 64)
+    fill(store, tprof, DEV_A, ft)
+    fill(store, gprof, DEV_B, fg)
+    doc = A.analyze(store)
+    jt, jg = np.concatenate(ft), np.concatenate(fg)
+    lo, hi = Fraction(HUMIDITY[0]), Fraction(HUMIDITY[1])
+    want_t = lo + (hi - lo) * Fraction(sum(tprof.values[j] for j in jt.tolist()),
+                                       jt.size * tprof.value_den)
+    by_fp = {p["fingerprint"]: p for p in doc["profiles"]}
+    t = by_fp[tprof.fingerprint]
+    assert t["kind"] == "table" and by_fp[gprof.fingerprint]["kind"] == "grid"
+    assert t["mean_calibrated"] == float(want_t) and t["n"] == jt.size
+    assert t["avg_star"] is None and t["transmission_ratio"] is None and t["exponent"] is None
+    assert t["bits"] == 3
+    devs = {d["device"]: d for d in doc["devices"]}
+    assert devs[DEV_A.hex()]["kind"] == "table" and devs[DEV_A.hex()]["avg_star"] is None
+    want_g = Estimator(gprof).calibrated_mean(exact_sum(jg), jg.size)
+    o = doc["overall"]
+    assert o["mean_calibrated"] == float((jt.size * want_t + jg.size * want_g)
+                                         / (jt.size + jg.size))
+    assert o["avg_star"] is None and sorted(o["kind"]) == ["grid", "table"]
+    json.dumps(doc, allow_nan=False)
+    table = A.format_table(doc)
+    assert "table profile (zeal-table/1)" in table and "AVG*" in table and "n/a" in table
+    # export: every report's estimate is its cell's exact value, rounded once
+    out = tmp_path / "x.csv"
+    assert E.export(store, str(out), "csv") == jt.size + jg.size
+    import csv
+    with open(out) as fh:
+        rows = [r for r in csv.DictReader(fh) if r["fingerprint"] == tprof.fingerprint]
+    for r in rows:
+        want = lo + (hi - lo) * Fraction(tprof.values[int(r["low"])], tprof.value_den)
+        assert float(r["estimate"]) == float(want)
+    side = json.loads((tmp_path / "x.csv.json").read_text())
+    meta = {p["fingerprint"]: p for p in side["profiles"]}[tprof.fingerprint]
+    assert meta["kind"] == "table" and len(meta["estimate_from_low"]["values"]) == 8
+    with pytest.raises(A.DecodeError, match="table profile"):
+        A.decode_values(tprof, store.frames(vector=False)[:1])
+
+
+def test_table_plots_are_written(store, tmp_path):
+    from zeal.analysis import plots
+    from zeal.mechanism.table_profile import build
+    tprof = build(*HUMIDITY, 1.0, "hm", 3)
+    fill(store, tprof, DEV_A, offsets(tprof, 43, 5, 20))
+    paths = plots.plot_store(store, str(tmp_path / "p"))
+    assert len(paths) == 2 and all(os.path.getsize(p) > 1000 for p in paths)
+    readings = [30.0 + (i % 40) for i in range(100)]
+    with_truth = plots.plot_store(store, str(tmp_path / "q"), readings={DEV_A: readings})
+    assert len(with_truth) == 2
+    # the mixture the histogram draws: each cell's expected fraction, against Table's exact law
+    mix = plots.table_mixture(tprof, readings)
+    exact = [sum(tprof.table.distribution(Fraction(x))[j] for x in readings) / len(readings)
+             for j in range(tprof.n_cells)]
+    assert np.allclose(mix, [float(p) for p in exact], rtol=1e-12, atol=0)
