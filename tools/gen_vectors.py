@@ -40,6 +40,34 @@ def f32(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
+def rehashed(doc):
+    """doc with the fingerprint of its own canonical bytes (a tampered file that passes the
+    fingerprint check, so that the intended later check fires)."""
+    core = {k: v for k, v in doc.items() if k != "fingerprint"}
+    canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
+    return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
+
+
+def d64(x):
+    return {"float64": "%016x" % float64_to_bits(x)}
+
+
+def d32(x):
+    return {"float32": "%08x" % f32(x)}
+
+
+def sample_case(cid, comment, pid, inputs, outs, clamped, key=None, words=None, **extra):
+    """A sampler vector: inputs run in order through one generator (key) or word list."""
+    case = dict({"id": cid}, **extra)
+    case.update({"comment": comment, "result": "valid", "profile": pid, "inputs": inputs,
+                 "expected": outs, "clamped": clamped})
+    if key is not None:
+        case["key"] = key.hex()
+    else:
+        case["words"] = ["%016x" % w for w in words]
+    return case
+
+
 # ---- generator -------------------------------------------------------------------------------
 def generator_vectors() -> dict:
     cases = []
@@ -86,11 +114,6 @@ def profile_vectors(profiles: dict) -> dict:
     bad("missing-key", "no n_window", "missing",
         {k: v for k, v in base.items() if k != "n_window"})
     bad("float-value", "epsilon as a JSON float", "type", dict(base, epsilon=1.0))
-    def rehashed(doc):
-        core = {k: v for k, v in doc.items() if k != "fingerprint"}
-        canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
-        return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
-
     # tampered profiles with recomputed fingerprints: each is refused by the check named in
     # its reason (shared_spec/profile.md, the profile-check list), on the device as well
     bad("rehashed-threshold", "threshold + 1, fingerprint recomputed: P_hi/P_lo would exceed "
@@ -165,19 +188,7 @@ def mechanism_vectors(profiles: dict) -> dict:
             if got != expect_j:
                 raise SystemExit("hand case %s: reference gives %r, hand gives %r"
                                  % (cid, got, expect_j))
-        case = {"id": cid, "comment": comment, "result": "valid", "profile": pid,
-                "inputs": inputs, "expected": outs, "clamped": clamped}
-        if key is not None:
-            case["key"] = key.hex()
-        else:
-            case["words"] = ["%016x" % w for w in words]
-        cases.append(case)
-
-    def d64(x):
-        return {"float64": "%016x" % float64_to_bits(x)}
-
-    def d32(x):
-        return {"float32": "%08x" % f32(x)}
+        cases.append(sample_case(cid, comment, pid, inputs, outs, clamped, key, words))
 
     top = W - 1
     # Hand-derived (tests/test_mechanism.py explains each): lo=20, hi=80, eps=1, m=4.
@@ -260,12 +271,6 @@ def table_profile_set() -> dict:
     return out
 
 
-def _rehash_table(doc):
-    core = {k: v for k, v in doc.items() if k != "fingerprint"}
-    canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
-    return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
-
-
 def _file(doc) -> str:
     return json.dumps(doc, sort_keys=True, indent=1) + "\n"
 
@@ -305,7 +310,7 @@ def table_profile_cases(profiles: dict) -> list:
         cases.append({"id": cid, "kind": "profile", "comment": comment, "result": "invalid",
                       "reason": reason, "file": text})
 
-    rh = _rehash_table
+    rh = rehashed
     good = _file(base)
     pad = TP.MAX_TABLE_FILE + 1 - len(good)
     bad("t-size", "a valid table file padded with spaces to MAX_TABLE_FILE + 1 bytes", "size",
@@ -393,17 +398,8 @@ def table_vectors() -> dict:
         if expect is not None and outs != expect:  # hand-derived: the reference must agree
             raise SystemExit("hand case %s: reference gives %r, hand gives %r"
                              % (cid, outs, expect))
-        case = {"id": cid, "kind": "sample", "comment": comment, "result": "valid",
-                "profile": pid, "inputs": inputs, "expected": outs,
-                "clamped": sampler.clamped}
-        if key is not None:
-            case["key"] = key.hex()
-        else:
-            case["words"] = ["%016x" % w for w in words]
-        cases.append(case)
-
-    def d64(x):
-        return {"float64": "%016x" % float64_to_bits(x)}
+        cases.append(sample_case(cid, comment, pid, inputs, outs, sampler.clamped, key, words,
+                                 kind="sample"))
 
     top, third = W - 1, W // 3
     # hand-derived (mechanism.md, "Table profiles"): W = [[2, 1], [1, 2]] on [-1, 1]
@@ -435,7 +431,7 @@ def table_vectors() -> dict:
         add(pid + "-f64", "float64 readings: ends, middle, out of range (clamped), anchors "
             "exactly", pid, [d64(x) for x in xs], key=key_for(pid + "/f64"))
         add(pid + "-f32", "float32 readings (struct.pack('<f', x)) decoded exactly", pid,
-            [{"float32": "%08x" % f32(x)} for x in xs], key=key_for(pid + "/f32"))
+            [d32(x) for x in xs], key=key_for(pid + "/f32"))
     return {"schema": "zeal-vectors/tables", "version": VERSION, "count": len(cases),
             "notes": "Table profiles (zeal-table/1, profile.md) and the table sampler "
                      "(mechanism.md). kind 'profile': 'file' is the exact file text; valid "

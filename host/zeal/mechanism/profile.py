@@ -135,8 +135,46 @@ def _grid_or_error(cont: Continuous, exponent: int) -> tuple:
     return n, nc
 
 
+def canonical_json(core: dict) -> bytes:
+    """The canonical bytes of a profile object (profile.md): sorted keys, no spaces, ASCII."""
+    return json.dumps(core, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True).encode("ascii")
+
+
+def with_calibration(core: dict, calibration) -> dict:
+    """core plus cal_gain/cal_offset in their reduced form when there is a calibration."""
+    if calibration is not None:
+        core["cal_gain"] = str(calibration.gain)
+        core["cal_offset"] = str(calibration.offset)
+    return core
+
+
+class Canonical:
+    """Canonical bytes, fingerprint and file text of any profile kind from its canonical();
+    MAX_BYTES is the longest file of the kind (to_json refuses a longer one)."""
+
+    MAX_BYTES = None
+
+    def canonical_bytes(self) -> bytes:
+        return canonical_json(self.canonical())
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.canonical_bytes()).hexdigest()
+
+    def to_json(self) -> str:
+        """The profile file; refused if longer than a device reads (MAX_BYTES)."""
+        doc = dict(self.canonical())
+        doc["fingerprint"] = self.fingerprint
+        text = json.dumps(doc, sort_keys=True, indent=1) + "\n"
+        if len(text) > self.MAX_BYTES:
+            raise ProfileError("the profile file would be %d bytes; a device reads at most %d"
+                               % (len(text), self.MAX_BYTES))
+        return text
+
+
 @dataclass(frozen=True)
-class Profile:
+class Profile(Canonical):
     kind = "grid"   # a class attribute, not a field: table profiles have kind "table"
 
     lo: float
@@ -193,28 +231,7 @@ class Profile:
             "n_window": self.n_window,
             "threshold": self.threshold,
         }
-        if self.calibration is not None:
-            core["cal_gain"] = str(self.calibration.gain)
-            core["cal_offset"] = str(self.calibration.offset)
-        return core
-
-    def canonical_bytes(self) -> bytes:
-        return json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=True).encode("ascii")
-
-    @property
-    def fingerprint(self) -> str:
-        return hashlib.sha256(self.canonical_bytes()).hexdigest()
-
-    def to_json(self) -> str:
-        """The profile file; refused if longer than a device reads (MAX_FILE bytes)."""
-        doc = dict(self.canonical())
-        doc["fingerprint"] = self.fingerprint
-        text = json.dumps(doc, sort_keys=True, indent=1) + "\n"
-        if len(text) > MAX_FILE:
-            raise ProfileError("the profile file would be %d bytes; a device reads at most %d"
-                               % (len(text), MAX_FILE))
-        return text
+        return with_calibration(core, self.calibration)
 
 
 # ---- construction ---------------------------------------------------------------------------
@@ -370,6 +387,7 @@ def from_bits(lo, hi, epsilon, bits, *, calibration=None) -> Profile:
 _INT_KEYS = ("bits", "exponent", "n_cells", "n_window", "threshold")
 _REQUIRED = ("format", "lo", "hi", "epsilon") + _INT_KEYS + ("fingerprint",)
 MAX_FILE = 502      # bytes: the longest profile file the schema allows (profile.md)
+Profile.MAX_BYTES = MAX_FILE
 MAX_RATIONAL = 64   # characters in cal_gain / cal_offset
 _MAX_EXP10 = 64
 _N_MAX = (1 << MANTISSA_BITS) - 1
@@ -519,47 +537,62 @@ def parse_rational(text: str, what: str) -> Fraction:
     return -value if neg else value
 
 
-def device_checks(doc) -> dict:
-    """Every check the device makes (firmware/zealfw/profile.py from_doc), in its order and
-    with its reason codes. Returns the decoded fields; ProfileError (with .reason) otherwise."""
+def header_checks(doc, fmt, required, int_keys, what="profile", more_types=None):
+    """Checks 2-9 of either kind's list (profile.md), in order: object, format, missing,
+    unknown, types (ints, lo/hi/epsilon, fingerprint, then `more_types(doc)`), calibration
+    values, fingerprint. Returns the calibration (Calibration or None)."""
     if type(doc) is not dict:
         raise _fail("type", "a profile is a JSON object")
-    if doc.get("format") != FORMAT:
+    if doc.get("format") != fmt:
         raise _fail("format", "unsupported profile format %r (this version reads %r)"
-                    % (doc.get("format"), FORMAT))
-    missing = [k for k in _REQUIRED if k not in doc]
+                    % (doc.get("format"), fmt))
+    missing = [k for k in required if k not in doc]
     if missing:
-        raise _fail("missing", "profile is missing %s" % ", ".join(missing))
+        raise _fail("missing", "%s is missing %s" % (what, ", ".join(missing)))
     has_cal = _CAL_KEYS[0] in doc
     if has_cal != (_CAL_KEYS[1] in doc):
-        raise _fail("missing", "profile: cal_gain and cal_offset go together")
-    unknown = sorted(k for k in doc if k not in _REQUIRED and k not in _CAL_KEYS)
+        raise _fail("missing", "%s: cal_gain and cal_offset go together" % what)
+    unknown = sorted(k for k in doc if k not in required and k not in _CAL_KEYS)
     if unknown:
-        raise _fail("unknown", "profile has unknown keys: %s" % ", ".join(map(str, unknown)))
-    for key in _INT_KEYS:
+        raise _fail("unknown", "%s has unknown keys: %s" % (what, ", ".join(map(str, unknown))))
+    for key in int_keys:
         if type(doc[key]) is not int:
-            raise _fail("type", "profile: %s must be an integer" % key)
+            raise _fail("type", "%s: %s must be an integer" % (what, key))
     for key in _HEX_KEYS:
         _check_hex(key, doc[key], 16, "0x", "a 64-bit pattern")
     _check_hex("fingerprint", doc["fingerprint"], 64, "", "a SHA-256 digest")
+    if more_types is not None:
+        more_types(doc)
     cal = {}
     if has_cal:
         for key in _CAL_KEYS:
             _check_string(key, doc[key])
             cal[key] = parse_rational(doc[key], key)
     canon = {k: (str(cal[k]) if k in cal else v) for k, v in doc.items() if k != "fingerprint"}
-    canonical = json.dumps(canon, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=True).encode("ascii")
-    if hashlib.sha256(canonical).hexdigest() != doc["fingerprint"]:
-        raise _fail("fingerprint", "profile fingerprint does not match its contents "
-                    "(the file was edited or corrupted)")
+    if hashlib.sha256(canonical_json(canon)).hexdigest() != doc["fingerprint"]:
+        raise _fail("fingerprint", "%s fingerprint does not match its contents "
+                    "(the file was edited or corrupted)" % what)
+    return Calibration(cal["cal_gain"], cal["cal_offset"]) if has_cal else None
+
+
+def range_checks(doc, what="profile") -> tuple:
+    """The first value checks of either kind: lo, hi, epsilon finite, lo < hi, 0 < eps <= 20.
+    Returns (lo, hi, epsilon) as floats."""
     lo, hi, eps = (bits_to_float64(int(doc[k][2:], 16)) for k in ("lo", "hi", "epsilon"))
     if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(eps)):
-        raise _fail("value", "profile: lo, hi and epsilon must be finite")
+        raise _fail("value", "%s: lo, hi and epsilon must be finite" % what)
     if not lo < hi:
-        raise _fail("value", "profile: lo must be below hi")
+        raise _fail("value", "%s: lo must be below hi" % what)
     if not 0 < eps <= EPSILON_MAX:
-        raise _fail("value", "profile: epsilon must be in (0, %g]" % EPSILON_MAX)
+        raise _fail("value", "%s: epsilon must be in (0, %g]" % (what, EPSILON_MAX))
+    return lo, hi, eps
+
+
+def device_checks(doc) -> dict:
+    """Every check the device makes (firmware/zealfw/profile.py from_doc), in its order and
+    with its reason codes. Returns the decoded fields; ProfileError (with .reason) otherwise."""
+    calibration = header_checks(doc, FORMAT, _REQUIRED, _INT_KEYS)
+    lo, hi, eps = range_checks(doc)
     e, n, nc, t, bits = (doc[k] for k in ("exponent", "n_cells", "n_window", "threshold", "bits"))
     if not -1022 <= e <= 1023:
         raise _fail("value", "profile: exponent outside the float64 range")
@@ -575,8 +608,7 @@ def device_checks(doc) -> dict:
     if not t * (n - nc) > (WORD - t) * nc:
         raise _fail("privacy", "profile: P_hi > P_lo fails (T*No <= (2^64 - T)*Nc): epsilon "
                     "is too small for this grid")
-    return {"lo": lo, "hi": hi, "epsilon": eps, "calibration":
-            Calibration(cal["cal_gain"], cal["cal_offset"]) if has_cal else None}
+    return {"lo": lo, "hi": hi, "epsilon": eps, "calibration": calibration}
 
 
 def from_dict(doc) -> Profile:

@@ -72,16 +72,15 @@ Exact family members (item 3), on N cells (a device with m bits allows N <= 2^m)
   (~0.61, the paper's threshold), else alpha = 0 and HM is Duchi. Each column belongs to one
   part, so its ratio is that part's; Var_HM(x) = alpha Var_PMtable(x) + (1-alpha) Var_D(x)
   exactly (both parts unbiased).
-- Not built here, and why: Three-Outputs and PM-SUB (Zhao et al., IEEE IoT-J 2020) and
-  N-output (Baek & Chung): their exact probability laws could not be pinned down from the
-  sources available in this session (the seed papers do not define them); they are left out
-  rather than guessed. N-output is itself a numerical optimisation (piecewise-linear p_i(x)
-  over sub-intervals), i.e. exactly a table; the LP designer of item 4 covers that ground.
+- Three-Outputs, PM-SUB and N-output: built as profiles by zeal.mechanism.table_profile.build
+  (PM-SUB is `pm` at Zhao et al.'s window t = e^(eps/3); Three-Outputs and N-output take
+  their structure from the papers — 3 cells with anchors lo, mid, hi; N cells with N
+  anchors — and their probabilities from the LP designer, zeal.mechanism.design: derived,
+  not transcribed, since their exact laws are not in the sources at hand).
 
-Intended table-profile keys (a later session fixes the format): "format": "zeal-table/1",
-"lo", "hi", "epsilon" (exact decimal strings), "anchors" (R), "cells" (N), "weights" (R+1
-lists of N decimal integers), "values" (N exact rationals "p/q", optional: the host recomputes
-and checks them), "exponent"/"bits" for the binade placement.
+The device format of a table ("zeal-table/1": integer weights, output values a_j/Q) and its
+check list are zeal.mechanism.table_profile's (shared_spec/profile.md); the sampler is
+zeal.mechanism.table_sampler's (shared_spec/mechanism.md section 9).
 """
 import math
 from fractions import Fraction

@@ -17,14 +17,13 @@ API: `TableProfile` (kind "table"), `from_table(table, *, epsilon=None, calibrat
 objective="worst", data=None)`, `MAX_TABLE_FILE`, `is_table_file(prefix)` (the sniff rule).
 `zeal.mechanism.profile.loads/load` dispatch here for a table file.
 """
-import hashlib
 import json
 import math
 from fractions import Fraction
 
 from ..errors import ProfileError
 from . import profile as P
-from .floatbits import bits_to_float64, float64_to_bits, hex64
+from .floatbits import float64_to_bits, hex64
 
 FORMAT = "zeal-table/1"
 SNIFF = FORMAT.encode("ascii")
@@ -40,8 +39,6 @@ MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "n-output", "optim
 _INT_KEYS = ("anchors", "bits", "cells", "value_den")
 _REQUIRED = ("format", "lo", "hi", "epsilon", "anchors", "cells", "bits", "weights", "values",
              "value_den", "fingerprint")
-_CAL_KEYS = P._CAL_KEYS
-_HEX_KEYS = ("lo", "hi", "epsilon")
 _WEIGHT_CHARS = frozenset("0123456789abcdef")
 _VALUE_CHARS = frozenset("0123456789+-")
 _DIGITS = frozenset("0123456789")
@@ -81,11 +78,12 @@ def is_table_file(data: bytes) -> bool:
 
 
 # ---- the profile ----------------------------------------------------------------------------
-class TableProfile:
+class TableProfile(P.Canonical):
     """A checked table profile (build with from_table/build/loads; do not mutate)."""
 
     kind = "table"
     format = FORMAT
+    MAX_BYTES = MAX_TABLE_FILE
     k_lo = 0
     wire_base = 0
 
@@ -140,27 +138,7 @@ class TableProfile:
             "values": "".join("%+d" % a for a in self.values),
             "value_den": self.value_den,
         }
-        if self.calibration is not None:
-            core["cal_gain"] = str(self.calibration.gain)
-            core["cal_offset"] = str(self.calibration.offset)
-        return core
-
-    def canonical_bytes(self) -> bytes:
-        return json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=True).encode("ascii")
-
-    @property
-    def fingerprint(self) -> str:
-        return hashlib.sha256(self.canonical_bytes()).hexdigest()
-
-    def to_json(self) -> str:
-        doc = dict(self.canonical())
-        doc["fingerprint"] = self.fingerprint
-        text = json.dumps(doc, sort_keys=True, indent=1) + "\n"
-        if len(text) > MAX_TABLE_FILE:  # unreachable for a checked profile; kept as a guard
-            raise ProfileError("the table profile file would be %d bytes; a device reads at "
-                               "most %d" % (len(text), MAX_TABLE_FILE))
-        return text
+        return P.with_calibration(core, self.calibration)
 
     def __eq__(self, other):
         return isinstance(other, TableProfile) and self.canonical() == other.canonical()
@@ -206,54 +184,22 @@ def _weights(text: str, rows: int, n: int) -> list:
     return [flat[r * n:(r + 1) * n] for r in range(rows)]
 
 
-def device_checks(doc) -> dict:
-    """Every check of the table profile list, in order (module docstring, profile.md). Returns
-    the decoded fields; ProfileError with .reason otherwise."""
-    if type(doc) is not dict:
-        raise _fail("type", "a profile is a JSON object")
-    if doc.get("format") != FORMAT:
-        raise _fail("format", "unsupported profile format %r (this version reads %r)"
-                    % (doc.get("format"), FORMAT))
-    missing = [k for k in _REQUIRED if k not in doc]
-    if missing:
-        raise _fail("missing", "table profile is missing %s" % ", ".join(missing))
-    has_cal = _CAL_KEYS[0] in doc
-    if has_cal != (_CAL_KEYS[1] in doc):
-        raise _fail("missing", "table profile: cal_gain and cal_offset go together")
-    unknown = sorted(k for k in doc if k not in _REQUIRED and k not in _CAL_KEYS)
-    if unknown:
-        raise _fail("unknown", "table profile has unknown keys: %s"
-                    % ", ".join(map(str, unknown)))
-    for key in _INT_KEYS:
-        if type(doc[key]) is not int:
-            raise _fail("type", "table profile: %s must be an integer" % key)
-    for key in _HEX_KEYS:
-        P._check_hex(key, doc[key], 16, "0x", "a 64-bit pattern")
-    P._check_hex("fingerprint", doc["fingerprint"], 64, "", "a SHA-256 digest")
+def _string_types(doc):
+    """Check 7's table part: weights only [0-9a-f], values only [0-9+-]."""
     P._check_string("weights", doc["weights"])
     if not set(doc["weights"]) <= _WEIGHT_CHARS:
         raise _fail("type", "table profile: weights must be lowercase hex digits only")
     P._check_string("values", doc["values"])
     if not set(doc["values"]) <= _VALUE_CHARS:
         raise _fail("type", "table profile: values must hold only digits, + and -")
-    cal = {}
-    if has_cal:
-        for key in _CAL_KEYS:
-            P._check_string(key, doc[key])
-            cal[key] = P.parse_rational(doc[key], key)
-    canon = {k: (str(cal[k]) if k in cal else v) for k, v in doc.items() if k != "fingerprint"}
-    canonical = json.dumps(canon, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=True).encode("ascii")
-    if hashlib.sha256(canonical).hexdigest() != doc["fingerprint"]:
-        raise _fail("fingerprint", "table profile fingerprint does not match its contents "
-                    "(the file was edited or corrupted)")
-    lo, hi, eps = (bits_to_float64(int(doc[k][2:], 16)) for k in ("lo", "hi", "epsilon"))
-    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(eps)):
-        raise _fail("value", "table profile: lo, hi and epsilon must be finite")
-    if not lo < hi:
-        raise _fail("value", "table profile: lo must be below hi")
-    if not 0 < eps <= P.EPSILON_MAX:
-        raise _fail("value", "table profile: epsilon must be in (0, %g]" % P.EPSILON_MAX)
+
+
+def device_checks(doc) -> dict:
+    """Every check of the table profile list, in order (module docstring, profile.md). Returns
+    the decoded fields; ProfileError with .reason otherwise."""
+    calibration = P.header_checks(doc, FORMAT, _REQUIRED, _INT_KEYS, "table profile",
+                                  _string_types)
+    lo, hi, eps = P.range_checks(doc, "table profile")
     big_r, n, bits, q = (doc[k] for k in ("anchors", "cells", "bits", "value_den"))
     if not 1 <= big_r <= ANCHORS_MAX:
         raise _fail("value", "table profile: anchors must be in [1, %d]" % ANCHORS_MAX)
@@ -300,8 +246,7 @@ def device_checks(doc) -> dict:
             raise _fail("unbiased", "table profile: the output values are biased at anchor "
                         "%d (E[g | x_r] != x_r)" % r)
     return {"lo": lo, "hi": hi, "epsilon": eps, "weights": weights, "values": values,
-            "value_den": q, "calibration":
-            P.Calibration(cal["cal_gain"], cal["cal_offset"]) if has_cal else None}
+            "value_den": q, "calibration": calibration}
 
 
 def from_dict(doc) -> TableProfile:
