@@ -29,17 +29,6 @@ def rehash(doc):
     return dict(doc, fingerprint=hashlib.sha256(canon).hexdigest())
 
 
-def signed(values):
-    out, i = [], 0
-    while i < len(values):
-        j = i + 1
-        while j < len(values) and values[j].isdigit():
-            j += 1
-        out.append(int(values[i:j]))
-        i = j
-    return out
-
-
 def joined(values):
     return "".join("%+d" % v for v in values)
 
@@ -165,7 +154,7 @@ def tamper_cases(base, small):
     """(reason, file bytes) for every check of the list, each past the earlier checks."""
     good = dump(base).decode()
     rh = rehash
-    a = signed(base["values"])
+    a = TP._parse_values(base["values"], base["cells"])
     yield "size", good[:-2] + " " * (TP.MAX_TABLE_FILE + 1 - len(good)) + good[-2:]
     yield "json", good.replace('"bits": ', '"bits": 1,\n "bits": ', 1)
     yield "json", good.replace("{", "{\x01", 1)

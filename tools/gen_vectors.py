@@ -275,17 +275,6 @@ def _file(doc) -> str:
     return json.dumps(doc, sort_keys=True, indent=1) + "\n"
 
 
-def _signed(values: str) -> list:
-    out, i = [], 0
-    while i < len(values):
-        j = i + 1
-        while j < len(values) and values[j].isdigit():
-            j += 1
-        out.append(int(values[i:j]))
-        i = j
-    return out
-
-
 def table_profile_cases(profiles: dict) -> list:
     cases = []
     for pid, prof in profiles.items():
@@ -357,7 +346,7 @@ def table_profile_cases(profiles: dict) -> list:
     bad("t-value-weights-length", "weights one entry short", "value",
         rh(dict(base, weights=base["weights"][:-8])))
     bad("t-value-values-count", "values one integer short", "value",
-        rh(dict(base, values="".join("%+d" % a for a in _signed(base["values"])[:-1]))))
+        rh(dict(base, values="".join("%+d" % a for a in TP._parse_values(base["values"], base["cells"])[:-1]))))
     bad("t-value-minus-zero", "hand profile with -0 for a value", "value",
         rh(dict(hand, values="-0+2")))
     bad("t-value-leading-zero", "hand profile with +02", "value", rh(dict(hand, values="-1+02")))

@@ -141,6 +141,12 @@ def canonical_json(core: dict) -> bytes:
                       ensure_ascii=True).encode("ascii")
 
 
+def range_fields(fmt: str, lo: float, hi: float, epsilon: float) -> dict:
+    """The keys both kinds share: format, and lo, hi, epsilon as float64 bit patterns."""
+    return {"format": fmt, "lo": hex64(float64_to_bits(lo)), "hi": hex64(float64_to_bits(hi)),
+            "epsilon": hex64(float64_to_bits(epsilon))}
+
+
 def with_calibration(core: dict, calibration) -> dict:
     """core plus cal_gain/cal_offset in their reduced form when there is a calibration."""
     if calibration is not None:
@@ -220,17 +226,13 @@ class Profile(Canonical):
 
     # ---- canonical form -----------------------------------------------------------------
     def canonical(self) -> dict:
-        core = {
-            "format": FORMAT,
-            "lo": hex64(float64_to_bits(self.lo)),
-            "hi": hex64(float64_to_bits(self.hi)),
-            "epsilon": hex64(float64_to_bits(self.epsilon)),
+        core = dict(range_fields(FORMAT, self.lo, self.hi, self.epsilon), **{
             "exponent": self.exponent,
             "bits": self.bits,
             "n_cells": self.n_cells,
             "n_window": self.n_window,
             "threshold": self.threshold,
-        }
+        })
         return with_calibration(core, self.calibration)
 
 

@@ -23,7 +23,6 @@ from fractions import Fraction
 
 from ..errors import ProfileError
 from . import profile as P
-from .floatbits import float64_to_bits, hex64
 
 FORMAT = "zeal-table/1"
 SNIFF = FORMAT.encode("ascii")
@@ -126,18 +125,14 @@ class TableProfile(P.Canonical):
 
     # ---- canonical form -------------------------------------------------------------------
     def canonical(self) -> dict:
-        core = {
-            "format": FORMAT,
-            "lo": hex64(float64_to_bits(self.lo)),
-            "hi": hex64(float64_to_bits(self.hi)),
-            "epsilon": hex64(float64_to_bits(self.epsilon)),
+        core = dict(P.range_fields(FORMAT, self.lo, self.hi, self.epsilon), **{
             "anchors": self.anchors,
             "cells": self.n_cells,
             "bits": self.bits,
             "weights": "".join("%08x" % w for row in self.weights for w in row),
             "values": "".join("%+d" % a for a in self.values),
             "value_den": self.value_den,
-        }
+        })
         return P.with_calibration(core, self.calibration)
 
     def __eq__(self, other):
