@@ -483,3 +483,14 @@ def test_table_plots_are_written(store, tmp_path):
     exact = [sum(tprof.table.distribution(Fraction(x))[j] for x in readings) / len(readings)
              for j in range(tprof.n_cells)]
     assert np.allclose(mix, [float(p) for p in exact], rtol=1e-12, atol=0)
+
+
+def test_compress_refuses_table_profiles_in_one_line(store, tmp_path, capsys):
+    from zeal import cli
+    from zeal.mechanism.table_profile import build
+    tprof = build(*HUMIDITY, 1.0, "pm", 3)
+    fill(store, tprof, DEV_A, offsets(tprof, 44, 2, 10))
+    store.close()
+    rc = cli.main(["compress", "--db", store.path, "--out", str(tmp_path / "a.zip")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1 and "table profile" in err[0] and err[0].startswith("zeal: ")

@@ -101,6 +101,7 @@ def _database(path: str) -> dict:
         nvec = len(store.frames(vector=True))
     if not data.rows:
         raise ZealError("no reports stored in %s" % path)
+    _grid_profiles_only(data.profiles[fp] for fp in data.by_fp)
     flags = [0] * (len(data.rows) - nvec) + [1] * nvec
     devices, cols, streams = A.database_streams(data, flags)
     losses = {}
@@ -191,6 +192,16 @@ def format_size_table(doc: dict) -> str:
 
 
 # ---- command ------------------------------------------------------------------------------------
+def _grid_profiles_only(profiles) -> None:
+    """The archive stores reports as binade doubles: window-grid profiles only. A table
+    profile (zeal-table/1, reports are cells) is one ZealError line, never a traceback."""
+    for prof in profiles:
+        if getattr(prof, "kind", "grid") == "table":
+            raise ZealError("zeal compress takes window-grid profiles only; profile %s is a "
+                            "table profile (its reports are cells, not doubles)"
+                            % prof.fingerprint[:16])
+
+
 def cmd_compress(args) -> int:
     from . import codecs, get
     from ...mechanism import profile as prof_mod
@@ -218,6 +229,7 @@ def cmd_compress(args) -> int:
         if args.profile is None:
             raise ZealError("--reports needs --profile FILE (the profile they were made under)")
         prof = prof_mod.load(args.profile)
+        _grid_profiles_only([prof])
         j = read_reports(args.reports, prof)
         src = {"profiles": {prof.fingerprint: prof}, "devices": [], "columns": None,
                "streams": [A.Stream(None, prof.fingerprint, False, A.report_bits(prof, j))],
