@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "host"))
 from zeal.board import conformance as C  # noqa: E402
 from zeal.board import firmware as F  # noqa: E402
 from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism import table_profile as TP  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
 HEAP_LO_K, HEAP_HI_K = 16, 256
@@ -91,10 +92,11 @@ else:
     print("@@%%d 0 %%d 0 %%d %%d %%d 0" %% (n, n, b, free0, free1))
 """
 
-MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.profile", "zealfw.seed",
-           "zealfw.mechanism", "zealfw.exact", "zealfw.words", "zealfw.sources",
-           "zealfw.src_replay", "zealfw.src_adc", "zealfw.src_callable", "zealfw.control",
-           "zealfw.frames", "zealfw.framing", "zealfw.build")
+MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.pfile", "zealfw.profile",
+           "zealfw.tprofile", "zealfw.seed", "zealfw.mechanism", "zealfw.exact",
+           "zealfw.tsample", "zealfw.words", "zealfw.sources", "zealfw.src_replay",
+           "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.frames",
+           "zealfw.framing", "zealfw.build")
 
 IMPORTS = """
 import gc
@@ -138,7 +140,7 @@ def readings(prof, kind, n):
 
 
 def lay_out(work, doc, kind, n1, n2):
-    prof = P.from_dict(doc)
+    prof = (TP.from_dict(doc) if doc.get("format") == TP.FORMAT else P.from_dict(doc))
     with open(os.path.join(work, "zeal_profile.json"), "w") as fh:
         json.dump(doc, fh)
     with open(os.path.join(work, "replay.txt"), "w") as fh:

@@ -143,7 +143,8 @@ def f64_pattern(n, d):
 
 
 def make(st, p):
-    """From start's plain data st and zealfw.profile.numbers' result p: (cfg, prof, key,
+    """From start's plain data st and zealfw.profile.numbers' (or tprofile.numbers') result
+    p: (cfg, prof, key,
     sender, source, control, on_repl, replay_in, public) for zealfw.main, which makes the
     mechanism from prof and key; or None after a STATUS CONFIG / NO_PROFILE /
     BAD_PROFILE. public: the replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its
@@ -157,11 +158,11 @@ def make(st, p):
     p = None
     if err is None:
         prof = _Profile()
-        i = 0
-        for name in ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
-                     "cal", "fingerprint"):  # the order of zealfw.profile.numbers
-            setattr(prof, name, fields[i])
-            i += 1
+        # the order of zealfw.profile.numbers; "table" only for a table profile (a grid's
+        # _Profile keeps ten attributes: its attribute table is alive at the heap's peak)
+        for name, v in zip(("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent",
+                            "bits", "cal", "fingerprint", "table"), fields):
+            setattr(prof, name, v)
         try:
             key, boot, vector = _boot_key(cfg, dev)
         except ValueError as exc:

@@ -1,5 +1,5 @@
-"""The per-profile set-up of zealfw.mechanism.Zeal (and the adapter for callable word
-sources): run once, at construction, and freed by zealfw.build after. Integers only, like
+"""The per-profile set-up of zealfw.mechanism.Zeal (callable word sources are adapted by
+zealfw.callwords, imported only for them): run once, at construction, and freed by zealfw.build after. Integers only, like
 mechanism.py (the AST float ban covers this module too).
 """
 try:
@@ -15,21 +15,6 @@ from .mechanism import _bits_of, _log2, _Uniform
 _MANT_BITS = const(52)
 
 
-# ---- readings as exact rationals (num, den), den > 0 -----------------------------------------
-# ---- the same primitives on a word cursor, with small ints -----------------------------------
-class _CallWords:
-    """A plain callable returning u64 words seen as a cursor (advance()/block), so crafted
-    word lists and bound .next methods drive the same code as CounterWords."""
-
-    def __init__(self, fn):
-        self._fn = fn
-        self.block = bytearray(8)
-
-    def advance(self):
-        struct.pack_into("<Q", self.block, 0, self._fn())
-        return 0
-
-
 def _gcd(a, b):
     while b:
         a, b = b, a % b
@@ -39,8 +24,11 @@ def _gcd(a, b):
 
 def init_zeal(self, profile, words):
     """Zeal.__init__ (see zealfw.mechanism.Zeal): the per-profile constants."""
-    self.words = words if hasattr(words, "advance") else _CallWords(
-        getattr(words, "next", words))
+    if not hasattr(words, "advance"):  # a callable (zealfw.callwords, imported only then)
+        from .callwords import CallWords
+
+        words = CallWords(getattr(words, "next", words))
+    self.words = words
     lon, lod = profile.lo
     hin, hid = profile.hi
     steps = profile.n_cells - profile.n_window

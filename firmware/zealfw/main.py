@@ -79,8 +79,8 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
     # The start in stages, each module freed before the next is imported (so the peak heap
     # is what stays plus the largest stage, not their sum): zealfw.start (config, streams),
-    # zealfw.profile (the largest), zealfw.build (boot key, Sender, source), then _loop makes
-    # the mechanism.
+    # zealfw.profile (the largest; for a table profile zealfw.tprofile after it), zealfw.build
+    # (boot key, Sender, source), then _loop makes the mechanism.
     from . import start
 
     st = start.prepare(config_path, out, inp)
@@ -93,6 +93,13 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     p = profile.numbers(st[0]["profile"])
     del profile
     _forget("profile")
+    if p is None:  # a table profile: its own loader, with the grid's freed
+        from . import tprofile as profile
+
+        p = profile.numbers(st[0]["profile"])
+        del profile
+        _forget("tprofile")
+    _forget("pfile")  # the file grammar both loaders share
     from . import build
 
     st = build.make(st, p)
@@ -132,9 +139,13 @@ def _loop(st):
     st = None
     # The mechanism last, once zealfw.build is freed: zealfw.mechanism is the largest module
     # of the sampling path, and its set-up (zealfw.exact, freed after) the last one loaded.
-    from .mechanism import ReadingError, Zeal
+    from .mechanism import ReadingError
     from .words import CounterWords
 
+    if getattr(prof, "table", None) is None:
+        from .mechanism import Zeal
+    else:  # a table profile: zealfw.tsample's Zeal (the grid's, with its own _finish)
+        from .tsample import Zeal
     mech = Zeal(prof, CounterWords(key))
     prof = key = None
     _forget("exact")
