@@ -21,7 +21,8 @@ Runner output lines start with "@@"; anything else (boot banners, tracebacks) is
 noise for the failure detail and never parsed as a result.
 
 Suites map to shared_spec/vectors/<suite>.json: generator, profiles, mechanism, and any other
-file (e.g. wire.json) whose checker module `zeal.<suite>.conformance` exists, providing
+file (e.g. wire.json) whose checker module `zeal.<suite>.conformance` exists (or the module
+CHECKERS names: tables.json -> zeal.board.conformance_tables), providing
     check(case, response) -> bool | (bool, detail)   required; response is the runner's
                                                        reply dict, with "reason" = "error"
     device_cases(doc) -> [case]                        optional: the cases a device
@@ -86,7 +87,13 @@ def load_vectors(suite, vectors_dir=VECTORS):
     return doc
 
 
+# suites whose checker lives elsewhere than zeal.<suite>.conformance
+CHECKERS = {"tables": "zeal.board.conformance_tables"}
+
+
 def _checker(suite):
+    if suite in CHECKERS:
+        return importlib.import_module(CHECKERS[suite])
     try:
         return importlib.import_module("zeal.%s.conformance" % suite)
     except ModuleNotFoundError as exc:

@@ -1,0 +1,76 @@
+# Table conformance on the device: handle(request) -> (ok, result | reason).
+#
+# A request is a case of shared_spec/vectors/tables.json as zeal.board.conformance_tables
+# builds it: kind "profile" with the exact file text, or kind "sample" with the profile's
+# file text, inputs ({"float64": hex} / {"float32": hex} / {"raw": int}) and a generator key
+# or an explicit word list. The file goes through the device's dispatching loader
+# (zealfw.profile.loads: the sniff rule, then zealfw.tprofile); the sampler is
+# zealfw.tsample.Zeal built from the fields zealfw.tprofile.numbers gives the main loop.
+from binascii import unhexlify
+
+from zealfw import mechanism
+from zealfw import profile
+from zealfw import tsample
+from zealfw.words import CounterWords
+
+
+class _Fields:
+    pass
+
+
+class _ListWords:
+    def __init__(self, words):
+        self.words = words
+        self.index = 0
+
+    def __call__(self):
+        w = self.words[self.index]
+        self.index += 1
+        return w
+
+    def used(self):
+        return self.index
+
+
+def _load(text):
+    return profile.loads(text.encode())
+
+
+def handle(request):
+    try:
+        p = _load(request["file"])
+    except profile.ProfileError as exc:
+        return False, exc.reason
+    if not hasattr(p, "sums"):
+        return False, "not a table profile"
+    if request["kind"] == "profile":
+        return True, {"fingerprint": p.fingerprint, "anchors": p.anchors, "cells": p.n_cells,
+                      "bits": p.bits}
+    f = _Fields()
+    names = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits", "cal",
+             "fingerprint", "table")
+    values = (p.lo, p.hi, p.anchors + 1, 1, 1, 0, 0, p.bits, p.cal, p.fingerprint,
+              (p.weights, p.n_cells, p.sums))
+    for i in range(len(names)):
+        setattr(f, names[i], values[i])
+    if "key" in request:
+        source = CounterWords(unhexlify(request["key"]))
+        draw = source
+    else:
+        source = _ListWords([int(w, 16) for w in request.get("words", ())])
+        draw = source
+    z = tsample.Zeal(f, draw)
+    out = []
+    try:
+        for item in request["inputs"]:
+            before = source.used()
+            if "float64" in item:
+                j = z.perturb_float64(int(item["float64"], 16))
+            elif "float32" in item:
+                j = z.perturb_float32(int(item["float32"], 16))
+            else:
+                j = z.perturb_raw(item["raw"])
+            out.append({"j": j, "words_used": source.used() - before, "low": z.low(j)})
+    except mechanism.ReadingError as exc:
+        return False, exc.reason
+    return True, {"outputs": out, "clamped": z.clamped}
