@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import ProfileError
-from .profile import exp_lower_bound
+from .pfile import exp_lower_bound
 
 MARGIN = 1e-4           # E' = L (1 - MARGIN): room for rounding to integers of size ~ 2^32
 SMALL = 1e-5            # a column whose smallest probability is below this is set to zero

@@ -86,7 +86,7 @@ import math
 from fractions import Fraction
 
 from ..errors import ProfileError
-from .profile import exp_lower_bound
+from .pfile import exp_lower_bound
 
 # Wang et al.'s eps* (HM uses PM only above it): ln((-5 + 2 cbrt(6353 - 405 sqrt(241))
 # + 2 cbrt(6353 + 405 sqrt(241)))/27); the float is ample to place the eps of a table.

@@ -3,7 +3,7 @@
 A table profile is the second profile kind beside the window grid ("zeal-profile/1"): R+1
 anchor rows over [lo, hi] and N output cells with non-negative integer weights W[r][j]
 (zeal.mechanism.table explains the mechanism and its exact analysis). The file uses the grid
-profile's grammar (`profile.parse`), character set, canonical form and fingerprint rule; the
+profile's grammar (`pfile.parse`), character set, canonical form and fingerprint rule; the
 checks below are the device's (firmware/zealfw/tprofile.py), in the same order and with the
 same reason codes (ProfileError.reason):
 
@@ -22,7 +22,7 @@ import math
 from fractions import Fraction
 
 from ..errors import ProfileError
-from . import profile as P
+from . import pfile as P
 
 FORMAT = "zeal-table/1"
 SNIFF = FORMAT.encode("ascii")
@@ -346,7 +346,7 @@ def build_table(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=Non
     """The exact Table of `mechanism` for `bits` bits per report (see `build`)."""
     from . import design as D
     from . import table as T
-    lo, hi, eps_f = P._parameters(lo, hi, epsilon)
+    lo, hi, eps_f = P.parameters(lo, hi, epsilon)
     eps = Fraction(eps_f)
     if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 6:
         raise ProfileError("bits must be an integer in [1, 6] for a table profile, got %r"
@@ -397,7 +397,7 @@ def build(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None, anc
     the largest s <= 32 that keeps every row total within 2^32."""
     table = build_table(lo, hi, epsilon, mechanism, bits, objective=objective, data=data,
                         anchors=anchors)
-    prof = from_table(table, epsilon=P._parameters(lo, hi, epsilon)[2],
+    prof = from_table(table, epsilon=P.parameters(lo, hi, epsilon)[2],
                       calibration=calibration)
     prof.mechanism = mechanism
     return prof
