@@ -227,8 +227,11 @@ class Decoder:
         return Unresolved(body=sealed.body, crc=sealed.crc, reason=reason)
 
     def add_profile(self, profile: Profile) -> None:
-        if not isinstance(profile, Profile):
-            raise TypeError("profiles are zeal.mechanism.profile.Profile objects")
+        # a table profile (zeal.mechanism.table_profile) travels the same way: its reports
+        # are cells 0..N-1 in m bits, so it exposes the grid's k_lo/k_hi/wire_base offsets
+        if not (isinstance(profile, Profile) or getattr(profile, "kind", None) == "table"):
+            raise TypeError("profiles are zeal.mechanism.profile.Profile or "
+                            "table_profile.TableProfile objects")
         self._profiles[fingerprint_key(profile)] = profile
 
     @property
