@@ -302,6 +302,28 @@ def _round(p, c, n, rr, l_bound, e_prime):
     return w, total
 
 
+VALUE_DEN_MAX = 1 << 63   # a table profile's value_den bound (table_profile)
+
+
+def _values(w, c, lo, hi, epsilon):
+    """Output values in the reading's units: g_j = mid + half v_j with v the table's canonical
+    (least-norm) values on [-1, 1], so that the normalised figures, and the denominators of
+    (g_j - lo)/(hi - lo) = (1 + v_j)/2, do not depend on the range. If those denominators
+    reach 2^63 (more than a table profile holds), the even grid v_j = -C + 2Cj/(N-1) the
+    program was solved on instead (the rounding keeps it exactly unbiased)."""
+    from .table import Table
+    n = len(w[0])
+    v = Table(-1, 1, epsilon, w).output_values()
+    den = 1
+    for x in v:
+        y = (1 + x) / 2
+        den = den * y.denominator // math.gcd(den, y.denominator)
+    if den >= VALUE_DEN_MAX:
+        v = [-c + 2 * c * j / (n - 1) for j in range(n)]
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    return [mid + half * x for x in v]
+
+
 def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
           cells=None) -> Design:
     """Design a table mechanism (see the module docstring); returns the `Design`. `cells`
@@ -355,7 +377,7 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
     else:
         raise ProfileError("the designer could not settle which cells to use")
     w, _ = _round(p, c, n, rr, l_bound, e_prime)
-    table = Table(lo, hi, epsilon, w)
+    table = Table(lo, hi, epsilon, w, values=_values(w, c, lo_f, hi_f, epsilon))
     return Design(table=table, half_width=c, lp_value=value,
                   seconds=time.perf_counter() - t_start, zeroed=zero)
 
