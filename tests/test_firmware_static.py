@@ -32,7 +32,8 @@ FIRMWARE = os.path.join(ROOT, "firmware")
 PKG = os.path.join(FIRMWARE, "zealfw")
 # every module holding reading or profile arithmetic (the float ban applies to each)
 PERTURBATION_PATH = ("mechanism.py", "exact.py", "reference.py", "words.py", "seed.py", "profile.py",
-                     "src_replay.py", "build.py", "pfile.py", "tprofile.py", "tsample.py")
+                     "src_replay.py", "build.py", "pfile.py", "tprofile.py", "tsample.py",
+                     "callwords.py")
 
 
 # ---- (a) no floats ---------------------------------------------------------------------------

@@ -13,8 +13,8 @@ zealfw.tsample (sampler), the dispatch in zealfw.profile / zealfw.main.
     fixed reading on the designer's 4-bit table against the exact law (Table.distribution,
     Table.variance);
 (d) the whole firmware loop (zealfw.main.run) under MicroPython with a table profile: the
-    frames (read by tests/test_firmware_loop's independent parser) carry the host sampler's
-    cells;
+    frames, read by tests/test_firmware_loop's independent parser and by the host's
+    zeal.wire.Decoder, carry the host sampler's cells;
 (e) the heap: the whole loop from .mpy with the 4-bit designer table at a fixed heap, and
     the bytes allocated per report.
 """
@@ -442,8 +442,8 @@ def _run_loop(tmp_path, prof_text, lines, heap=None):
 def test_main_loop_streams_table_cells(tmp_path, designer_4bit):
     """HELLO announces m = bits and the table's fingerprint; DATA carries the cells j as m
     bits, read by an independent frame parser (tests/test_firmware_loop.parse_output:
-    COBS, CRCs under the session) and compared with the host sampler on the same key
-    (invalid readings replaced by the midpoint)."""
+    COBS, CRCs under the session) and by zeal.wire.Decoder, and compared with the host
+    sampler on the same key (invalid readings replaced by the midpoint)."""
     from test_firmware_loop import lows_of, parse_output, split
 
     prof = designer_4bit
@@ -458,6 +458,13 @@ def test_main_loop_streams_table_cells(tmp_path, designer_4bit):
     assert cells == want
     assert len(set(cells)) > 5
     assert statuses[-1].code == "STOPPED" and statuses[-1].ticks == len(READINGS)
+    # and the host's own decoder (zeal.wire.Decoder) reads the same cells as offsets
+    from zeal import wire
+
+    events = wire.Decoder([prof], vectors=True).feed(out)
+    batches = [e for e in events if isinstance(e, wire.Batch)]
+    assert all(b.profile.fingerprint == prof.fingerprint for b in batches)
+    assert [int(v) for b in batches for v in b.offsets] == want
 
 
 def test_main_loop_refuses_a_broken_table(tmp_path, designer_4bit):

@@ -28,6 +28,14 @@ a table without the grid's checks in memory):
                (cross-multiplied in integers)
   unbiased     R sum_j W[r][j] a_j != r S_r Q for some anchor r (E[g | x_r] != x_r)
   missing_file, io   as zealfw.profile
+Heap (the whole loop from .mpy on the unix port, tools/bench_heap.py): the designer's 4-bit
+table (17 x 16 weights) and the largest table ((R+1) N = 320) run in 36 KiB, the grid in 32.
+The table's extra bytes: at load, this module and zealfw.pfile (~12.6 KiB with their names)
+with the file buffer and the weights string (one contiguous block of 8 (R+1) N bytes, the
+scarce thing in a fragmented heap); while sampling, zealfw.tsample (~0.9 KiB), the weights
+(4 (R+1) N bytes) and the rows' UNIFORM constants (~70 bytes a row) on top of the grid's
+sampling path, whose peak is already 32 KiB. The loaders are never in memory together
+(zealfw.main frees zealfw.profile before loading this one, and this one before the sampler).
 Integers only (the AST float ban covers this module). The weights are kept as one bytes
 object (4 bytes per weight, big-endian); the output values are read only for the
 unbiasedness check.
