@@ -635,9 +635,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis import analyze, compare, reproduce
     from .analysis.compress import command as compress
     from .board import devices, flash, stop
-    from .collect import collector
+    from .collect import collector, shuffler
 
     collector.register(sub)
+    shuffler.register(sub)
     analyze.register(sub)
     compress.register(sub)
     reproduce.register(sub)

@@ -6,6 +6,8 @@ package):
   `FrameRecord`, `EventRecord`, `UnresolvedRecord`;
 - `collector`: `Collector`, one reader thread per port and one committing writer, with
   progress and retries; `zeal collect` (`register`);
+- `shuffler`: shuffle mode's middle box (seed 004): `Shuffler` (full batches only, CSPRNG
+  order, no identities kept), `LineReader`; `zeal shuffle` (`register`);
 - `virtual`: `VirtualDevice`, the real firmware under the MicroPython unix port behind a raw
   pty (`Pty`); it finds MicroPython with zeal.board.firmware.locate_micropython.
 
