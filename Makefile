@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_collect.py
 	$(BIN)/python tools/bench_decode.py
 	$(BIN)/python tools/bench_compress.py
+	$(BIN)/python tools/bench_design.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
