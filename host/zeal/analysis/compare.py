@@ -8,18 +8,16 @@ One row per mechanism (`compare(...)` returns the rows; `format_table`, `plot` a
   are the closed-form variance formulas in float64; their outputs are continuous, so "bits
   sent" and the entropy are "n/a (continuous)".
 - the WINDOW GRID (`exact` true, `on_device` true): today's profile (zeal.mechanism.build) at
-  --bits, or at `--bits auto`'s choice when --bits is not given; the only row that runs on
-  the device today. Figures from `ExactGrid` in Fractions.
-- exact TABLES (`exact` true, `on_device` false): Duchi, PM and HM as table mechanisms
-  (zeal.mechanism.table), and the designer's `optimal` (zeal.mechanism.design). Exact on the
-  host; the device sampler and the table profile format come later, so they do not run on a
-  board yet. PM and HM are searched over every cell count N <= 2^min(bits, 5) (3..N for PM,
-  5..N for HM) and the N with the smallest exact worst variance is shown — a finer table is
-  not always better (the budget is spread over more cells) and the exact PM construction
-  costs minutes at 256 cells, hence the cap of 32 cells. `optimal` is the designer's table
-  at --bits (default 4) and 17 anchors, worst-case objective; the designer takes at most 8
-  bits (BITS_MAX), so above that the row says n/a. Without --bits the tables and `optimal`
-  use 4 bits.
+  --bits, or at `--bits auto`'s choice when --bits is not given. Figures from `ExactGrid` in
+  Fractions.
+- the TABLE PROFILES (`exact` true, `on_device` true): every kind `zeal profile --mechanism`
+  writes (zeal.mechanism.table_profile.build_table, then checked as a profile file by
+  `from_table`): duchi-table (1 bit), three-outputs (2 bits), pm-table, pm-sub-table,
+  hm-table, n-output (at most 4 bits: one anchor per cell) and the designer's `optimal`, at
+  --bits (default 4). A table profile holds at most 6 bits per report, so above that the
+  table rows say n/a; without scipy the designed rows (optimal, n-output, three-outputs) say
+  what to install and the others stand. The lo/hi of a table profile are float64s: the
+  range's decimals are rounded to the nearest double (the window grid's too).
 
 Figures per row, in the reading's units (variances in (reading unit)^2):
 - `worst_variance`: max over readings in [lo, hi] of Var(estimate | x) for one report.
@@ -54,7 +52,6 @@ from fractions import Fraction
 
 from ..errors import InputError, ProfileError, ZealError
 
-TABLE_BITS_MAX = 5          # PM/HM tables are searched up to 2^5 = 32 cells
 PROFILE_TABLE_BITS_MAX = 6  # a table profile (zeal-table/1) holds at most 64 cells
 # `zeal profile/demo --mechanism KIND --bits auto`: a table mechanism's natural size (Duchi
 # 2 cells, Three-Outputs 3), else DEFAULT_TABLE_BITS
@@ -289,67 +286,63 @@ def _table_figures(table, data):
 def _table_row(name, table, data, note, kind="table"):
     worst, mean, entropy = _table_figures(table, data)
     return _row(name, kind, bits=max(1, (table.cells - 1).bit_length()), cells=table.cells,
-                worst=worst, mean=mean, entropy=entropy, exact=True, on_device=False,
+                worst=worst, mean=mean, entropy=entropy, exact=True, on_device=True,
                 note=note)
 
 
-HOST_ONLY = "exact on the host; not yet on the device (table sampler/profile format later)"
+# (row name, table_profile mechanism): every kind `zeal profile --mechanism` writes
+TABLE_ROWS = (("duchi-table", "duchi"), ("three-outputs", "three-outputs"),
+              ("pm-table", "pm"), ("pm-sub-table", "pm-sub"), ("hm-table", "hm"),
+              ("n-output", "n-output"), ("optimal", "optimal"))
+N_OUTPUT_BITS_MAX = 4   # n-output has one anchor per cell: 2^4 cells x 16 anchors fit a profile
 
 
-def _best_table(make, counts):
-    best = None
-    for n in counts:
-        t = make(n)
-        if best is None or t.worst_variance() < best.worst_variance():
-            best = t
-    return best
+def _kind_bits(mechanism, bits):
+    """The bits a table row uses: its natural size for Duchi (1) and Three-Outputs (2), the
+    row's --bits otherwise (default 4; n-output at most 4)."""
+    if mechanism in NATURAL_TABLE_BITS:
+        return NATURAL_TABLE_BITS[mechanism]
+    tb = DEFAULT_TABLE_BITS if bits is None else bits
+    return min(tb, N_OUTPUT_BITS_MAX) if mechanism == "n-output" else tb
 
 
 def _table_rows(lo, hi, eps, bits, data, progress):
-    from ..mechanism import table as T
+    """One row per table kind, each the device-ready table profile `zeal profile --mechanism
+    KIND` writes (zeal.mechanism.table_profile.build_table): exact and on the device."""
+    from ..mechanism import design, table_profile
     rows = []
-    tb = DEFAULT_TABLE_BITS if bits is None else bits
-    cap = 1 << min(tb, TABLE_BITS_MAX)
-    progress("exact tables duchi, pm, hm (up to %d cells)" % cap)
-    rows.append(_table_row("duchi-table", T.duchi(lo, hi, eps), data, HOST_ONLY))
-    if cap >= 3:
-        t = _best_table(lambda n: T.pm(lo, hi, eps, cells=n), range(3, cap + 1))
-        rows.append(_table_row("pm-table", t, data, "%s; best of N=3..%d (window %d)"
-                               % (HOST_ONLY, cap, t.window)))
-    else:
-        rows.append(_row("pm-table", "table", exact=True, on_device=False,
-                         note="n/a: pm needs at least 3 cells (2 bits)"))
-    if float(eps) <= T._EPS_STAR:
-        rows.append(_table_row("hm-table", T.hm(lo, hi, eps, cells=5), data,
-                               "%s; eps <= eps* ~ 0.61: HM is Duchi" % HOST_ONLY))
-    elif cap >= 5:
-        t = _best_table(lambda n: T.hm(lo, hi, eps, cells=n), range(5, cap + 1))
-        rows.append(_table_row("hm-table", t, data, "%s; best of N=5..%d" % (HOST_ONLY, cap)))
-    else:
-        rows.append(_row("hm-table", "table", exact=True, on_device=False,
-                         note="n/a: hm needs at least 5 cells (3 bits)"))
+    for name, mech in TABLE_ROWS:
+        kind = "designed" if mech in DESIGNED else "table"
+        b = _kind_bits(mech, bits)
+        if b > PROFILE_TABLE_BITS_MAX:
+            rows.append(_row(name, kind, exact=True, on_device=False,
+                             note="n/a: a table profile holds at most %d bits per report (%d "
+                                  "cells)" % (PROFILE_TABLE_BITS_MAX,
+                                              1 << PROFILE_TABLE_BITS_MAX)))
+            continue
+        if mech in DESIGNED:
+            try:
+                design.need_scipy()
+            except ZealError as exc:  # no scipy: the other rows still stand, this one says why
+                rows.append(_row(name, kind, exact=True, on_device=False, note="n/a: %s" % exc))
+                continue
+            progress("designing %s at %d bits (%d cells); a few seconds ..."
+                     % (mech, b, 3 if mech == "three-outputs" else 1 << b))
+        else:
+            progress("exact table %s at %d bits" % (mech, b))
+        start = time.perf_counter()
+        try:
+            table = table_profile.build_table(float(lo), float(hi), eps, mech, b)
+            prof = table_profile.from_table(table)
+        except ProfileError as exc:
+            rows.append(_row(name, kind, exact=True, on_device=False, note="n/a: %s" % exc))
+            continue
+        if mech in DESIGNED:
+            progress("%s designed in %.1f s" % (mech, time.perf_counter() - start))
+        rows.append(_table_row(name, prof.table, data,
+                               "table profile: zeal profile --mechanism %s --bits %d; %d "
+                               "anchor rows" % (mech, b, prof.anchors + 1), kind=kind))
     return rows
-
-
-def _optimal_row(lo, hi, eps, bits, data, progress):
-    from ..mechanism import design
-    ob = DEFAULT_TABLE_BITS if bits is None else bits
-    if ob > design.BITS_MAX:
-        return _row("optimal", "designed", exact=True, on_device=False,
-                    note="n/a: the designer takes at most %d bits per report"
-                         % design.BITS_MAX)
-    progress("designing optimal at %d bits (%d cells, %d anchors); 1-4 s at 4 bits, more "
-             "at 8 ..." % (ob, 1 << ob, design.DEFAULT_ANCHORS))
-    start = time.perf_counter()
-    try:
-        design.need_scipy()
-    except ZealError as exc:  # no scipy: the other rows still stand, this one says why
-        return _row("optimal", "designed", exact=True, on_device=False,
-                    note="n/a: %s" % exc)
-    d = design.solve(lo, hi, eps, ob)
-    progress("optimal designed in %.1f s" % (time.perf_counter() - start))
-    return _table_row("optimal", d.table, data, "%s; LP designer, %d bits, worst-case objective"
-                      % (HOST_ONLY, ob), kind="designed")
 
 
 def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None) -> list:
@@ -379,7 +372,6 @@ def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None) -> list:
     progress("window grid (exact analysis)")
     rows.append(_grid_row(lo, hi, eps_text, bits, data))
     rows.extend(_table_rows(lo, hi, eps, bits, data, progress))
-    rows.append(_optimal_row(lo, hi, eps, bits, data, progress))
     return rows
 
 
@@ -418,9 +410,10 @@ def format_table(rows, *, lo, hi, epsilon, data_label=None) -> str:
     for b in body:
         lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
     lines.append("")
-    lines.append("exact = figures from the exact rational analysis; runs on device = yes only "
-                 "for the window grid: the tables and optimal are exact on the host, but the "
-                 "device's table sampler and table profile format come later.")
+    lines.append("exact = figures from the exact rational analysis; runs on device = a profile "
+                 "the firmware runs (the window grid, or a table profile written by zeal "
+                 "profile --mechanism KIND); variances of one report's estimate in %s."
+                 % VARIANCE_UNIT)
     for r in rows:
         if r["note"] and r["kind"] != "reference":
             lines.append("%s: %s" % (r["mechanism"], r["note"]))
@@ -436,7 +429,7 @@ def plot(rows, path, *, lo, hi, epsilon, bits_label=""):
     ax = fig.add_subplot(1, 1, 1)
     colours = {"reference": "#9aa5b1", "host": "#4c78a8", "device": "#e45756"}
     labels = {"reference": "float reference (not exact)",
-              "host": "exact table, host only (not yet on the device)",
+              "host": "exact, host only",
               "device": "exact, runs on the device"}
     used = set()
     ys = list(range(len(shown)))
@@ -509,9 +502,9 @@ def register(subparsers) -> None:
         description="One table of every mechanism on the same range and epsilon: the float "
                     "references of the literature (Laplace, SCDF, Staircase, Duchi, PM, HM, "
                     "PM-SUB), today's window grid (runs on the device), and the exact tables "
-                    "(Duchi, PM, HM, and the designer's optimal; exact on the host, not yet "
-                    "on the device). Variances are of one report's estimate, in the reading's "
-                    "unit squared. Progress goes to stderr.")
+                    "(Duchi, Three-Outputs, PM, PM-SUB, HM, N-output and the designer's "
+                    "optimal, as device-ready table profiles). Variances are of one report's "
+                    "estimate, in the reading's unit squared. Progress goes to stderr.")
     p.add_argument("--range", nargs=2, required=True, metavar=("LO", "HI"),
                    help="reading range, in the reading's unit (exact decimals)")
     p.add_argument("--epsilon", required=True, metavar="EPS",
