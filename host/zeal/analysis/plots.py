@@ -286,12 +286,7 @@ def table_histogram(profile, offsets, path: str, *, readings=None, unit: str = N
     ax.set_xticklabels(["%d\n%.3g" % (c, g[c]) for c in cells[::step]], fontsize=7)
     ax.set_xlabel("cell j (report), and below it its estimate g_j %s; calibrated mean of "
                   "the reports %.4f %s" % (_unit(unit), summary.mean_calibrated, unit or ""))
-    ax.set_ylabel("probability per cell (fraction of reports)")
-    ax.set_ylim(0, top * 1.15)
-    ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
-    _legend(fig, ax)
-    fig.savefig(path, format="png")
-    return path
+    return _finish_cells(fig, ax, top, profile, what, title_extra, path)
 
 
 def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str = None,
@@ -358,12 +353,7 @@ def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str 
     cells = "one bar per cell" if widths.max() == 1 else "bins of ~%d cells" % int(widths.mean())
     ax.set_xlabel("report, as its cell's calibrated estimate x_hat(j) %s; %s"
                   % (_unit(unit), cells))
-    ax.set_ylabel("probability per cell (fraction of reports)")
-    ax.set_ylim(0, top * 1.15)
-    ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
-    _legend(fig, ax)
-    fig.savefig(path, format="png")
-    return path
+    return _finish_cells(fig, ax, top, profile, what, title_extra, path)
 
 
 def running_mean(profile: Profile, offsets, path: str, *, readings=None, unit: str = None,
@@ -487,3 +477,14 @@ def plot_store(store, outdir, *, include_vector: bool = False,
             except OSError as exc:
                 raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
     return paths
+
+
+def _finish_cells(fig, ax, top, profile, what, title_extra, path):
+    """The common end of both per-cell histograms (grid and table): y axis, title, legend,
+    the file."""
+    ax.set_ylabel("probability per cell (fraction of reports)")
+    ax.set_ylim(0, top * 1.15)
+    ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
+    _legend(fig, ax)
+    fig.savefig(path, format="png")
+    return path
