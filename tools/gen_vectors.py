@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write shared_spec/vectors/{generator,profiles,mechanism,tables}.json from the CPython reference.
+"""Write shared_spec/vectors/{generator,profiles,mechanism,tables,multi}.json from the CPython reference.
 
 Hand-derived cases (see shared_spec/mechanism.md and tests/test_mechanism.py) are checked
 against the reference while generating: if the reference disagrees, nothing is written.
@@ -26,6 +26,9 @@ from zeal.mechanism.words import CounterWords, ListWords, Recorder  # noqa: E402
 from zeal.mechanism import table as TB  # noqa: E402
 from zeal.mechanism import table_profile as TP  # noqa: E402
 from zeal.mechanism.table_sampler import TableSampler  # noqa: E402
+from zeal.mechanism import multi_profile as MP  # noqa: E402
+from zeal.mechanism.multi import Categorical, Numeric  # noqa: E402
+from zeal.mechanism.profiles import loads_any  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors")
 VERSION = 1
@@ -434,12 +437,336 @@ def table_vectors() -> dict:
             "cases": cases}
 
 
+# ---- multi-attribute profiles (multi.md) -------------------------------------------------------
+AARHUS = (("light", -1.0, 99.92), ("humidity", 23.5, 83.9), ("noise", 49.0, 101.0),
+          ("temperature", -41.0, 37.45))
+
+
+def multi_profile_set() -> dict:
+    hand = MP.MultiProfile(epsilon=1.0, k=1, names=["t", "s"],
+                           attributes=[hand_table_profile(), MP.Oue(2, 2 << 32)])
+    hand = MP.loads(hand.to_json(), lambda i, fp: hand.attributes[i].to_json())
+    adc = P.Calibration(Fraction(33, 40950), Fraction(0))
+    mixed = MP.build([Numeric("temp", -40.0, 85.0, bits=8),
+                      Numeric("hum", 0.0, 100.0, bits=3, mechanism="hm"),
+                      Categorical("state", 5), Numeric("adc", 0.0, 3.3, bits=6),
+                      Categorical("door", 2)], 5.0)
+    # the calibrated attribute: rebuilt with its calibration (the builder takes none)
+    atts = list(mixed.attributes)
+    atts[3] = P.from_bits(0.0, 3.3, atts[3].epsilon, 6, calibration=adc)
+    mixed = MP.MultiProfile(epsilon=5.0, k=2, names=mixed.names, attributes=atts)
+    files = {a.fingerprint: a.to_json() for a in atts if a.kind != "oue"}
+    mixed = MP.loads(mixed.to_json(), lambda i, fp: files.get(fp))
+    wide = [Numeric("attribute-%06d" % i, -1.0 * (i + 1), 2.0 * (i + 1), bits=2 + i % 5)
+            for i in range(12)] + [Categorical("category-%07d" % i, 63) for i in range(4)]
+    out = {"m-hand": hand,
+           "m-aarhus": MP.build([Numeric(n, lo, hi) for n, lo, hi in AARHUS], 1.0),
+           "m-mixed-k2": mixed,
+           "m-d1-oue": MP.build([Categorical("state", 3)], 0.5),
+           "m-d16-k16": MP.build(wide, 16.0, k=16)}
+    if (out["m-mixed-k2"].k, out["m-aarhus"].k, out["m-d16-k16"].index_bits) != (2, 1, 4):
+        raise SystemExit("multi profiles: Eq. 12 or the index width changed")
+    return out
+
+
+def _attr_files(prof) -> dict:
+    return {str(i): t for i, t in prof.attribute_files().items()}
+
+
+def multi_profile_cases(profiles: dict) -> list:
+    cases = []
+    for pid, prof in profiles.items():
+        cases.append({"id": pid, "kind": "profile", "comment": "valid multi profile",
+                      "result": "valid", "header": prof.to_json(),
+                      "attributes": _attr_files(prof),
+                      "canonical": prof.canonical_bytes().decode(),
+                      "fingerprint": prof.fingerprint, "d": prof.d, "k": prof.k,
+                      "index_bits": prof.index_bits,
+                      "value_bits": [prof.value_bits(j) for j in range(prof.d)],
+                      "max_report_bits": prof.max_report_bits(),
+                      "max_batch": prof.max_batch()})
+    base_prof = profiles["m-mixed-k2"]
+    base = json.loads(base_prof.to_json())
+    files = _attr_files(base_prof)
+
+    def bad(cid, comment, reason, doc=None, text=None, attrs=None):
+        text = MP._header_text(doc) if text is None else text
+        attrs = files if attrs is None else attrs
+        try:
+            loads_any(text.encode("ascii"), lambda i, fp: attrs.get(str(i)))
+        except P.ProfileError as exc:
+            if getattr(exc, "reason", None) != reason:
+                raise SystemExit("multi vector %s: refused for %r (%s), intended %r"
+                                 % (cid, exc.reason, exc, reason))
+        else:
+            raise SystemExit("multi vector %s: accepted, intended %r" % (cid, reason))
+        cases.append({"id": cid, "kind": "profile", "comment": comment, "result": "invalid",
+                      "reason": reason, "header": text, "attributes": attrs})
+
+    rh = rehashed
+    good = MP._header_text(base)
+    bad("m-size", "a valid header padded with spaces to MAX_MULTI_FILE + 1 bytes", "size",
+        text=good[:-2] + " " * (MP.MAX_MULTI_FILE + 1 - len(good)) + good[-2:])
+    bad("m-json-duplicate", "a duplicated key", "json",
+        text=good.replace('"k": ', '"k": 2,\n "k": ', 1))
+    bad("m-type-float", "k as a JSON float", "type", text=good.replace('"k": 2', '"k": 2.0', 1))
+    bad("m-format", "format zeal-multi/2, zeal-multi/1 in an unknown key (the sniff sees a "
+        "multi header): refused by its format check", "format",
+        rh(dict(base, format="zeal-multi/2", comment="zeal-multi/1")))
+    bad("m-missing", "no k", "missing", {k: v for k, v in base.items() if k != "k"})
+    bad("m-unknown", "an unknown key", "unknown", rh(dict(base, bits=0)))
+    bad("m-type-int", "d as a string", "type", rh(dict(base, d="5")))
+    bad("m-type-hex", "epsilon with an upper-case prefix 0X", "type",
+        rh(dict(base, epsilon="0X" + base["epsilon"][2:])))
+    bad("m-type-fingerprint", "fingerprint of 63 hex digits", "type",
+        dict(base, fingerprint=base["fingerprint"][:63]))
+    bad("m-type-names", "a name with '_' (outside the profile character set)", "type",
+        rh(dict(base, names=base["names"].replace("temp", "te_p", 1))))
+    bad("m-fingerprint", "k edited, fingerprint kept", "fingerprint", dict(base, k=1))
+    bad("m-value-eps-zero", "epsilon 0", "value", rh(dict(base, epsilon="0x0000000000000000")))
+    bad("m-value-eps-nan", "epsilon NaN", "value", rh(dict(base, epsilon="0x7ff8000000000000")))
+    bad("m-value-eps-big", "epsilon 20.5", "value",
+        rh(dict(base, epsilon="0x%016x" % float64_to_bits(20.5))))
+    bad("m-value-d-0", "d 0", "value", rh(dict(base, d=0)))
+    bad("m-value-d-17", "d 17", "value", rh(dict(base, d=17)))
+    bad("m-value-k-0", "k 0", "value", rh(dict(base, k=0)))
+    bad("m-value-k-big", "k 6 > d = 5", "value", rh(dict(base, k=6)))
+    bad("m-value-names-count", "4 names for d = 5", "value",
+        rh(dict(base, names=base["names"].rsplit(".", 1)[0])))
+    bad("m-value-names-long", "a name of 17 characters", "value",
+        rh(dict(base, names=base["names"].replace("temp", "t" * 17, 1))))
+    bad("m-value-names-empty", "an empty name (two dots)", "value",
+        rh(dict(base, names=base["names"].replace(".", "..", 1))))
+    bad("m-value-names-same", "two names alike", "value",
+        rh(dict(base, names=base["names"].replace("hum", "temp", 1))))
+    items = base["attrs"].split(".")
+    bad("m-value-attrs-count", "4 attrs items for d = 5", "value",
+        rh(dict(base, attrs=".".join(items[:4]))))
+    bad("m-value-attrs-kind", "an item starting 'q'", "value",
+        rh(dict(base, attrs=".".join(["q" + items[0][1:]] + items[1:]))))
+    bad("m-value-attrs-upper", "a fingerprint with an upper-case hex digit", "value",
+        rh(dict(base, attrs=".".join([items[0][:-1] + "A"] + items[1:]))))
+    bad("m-value-attrs-short", "an OUE item one hex digit short", "value",
+        rh(dict(base, attrs=".".join(items[:2] + [items[2][:-1]] + items[3:]))))
+    bad("m-value-oue-c1", "a categorical attribute of 1 value", "value",
+        rh(dict(base, attrs=".".join(items[:2] + ["o01" + items[2][3:]] + items[3:]))))
+    bad("m-value-oue-c64", "a categorical attribute of 64 values", "value",
+        rh(dict(base, attrs=".".join(items[:2] + ["o40" + items[2][3:]] + items[3:]))))
+    bad("m-attr-missing", "attribute 1's file is not there", "attr1:missing",
+        rh(dict(base)), attrs={k: v for k, v in files.items() if k != "1"})
+    a0 = json.loads(files["0"])
+    bad("m-attr-fingerprint", "attribute 0's file edited (its own fingerprint check)",
+        "attr0:fingerprint", rh(dict(base)),
+        attrs=dict(files, **{"0": _file(dict(a0, threshold=a0["threshold"] - 1))}))
+    bad("m-attr-json", "attribute 3's file is not JSON", "attr3:json", rh(dict(base)),
+        attrs=dict(files, **{"3": "not json\n"}))
+    bad("m-attr-derived", "attribute 0's threshold off by one, rehashed (the grid's derived "
+        "check)", "attr0:derived", rh(dict(base)),
+        attrs=dict(files, **{"0": _file(rh(dict(a0, threshold=a0["threshold"] - 1)))}))
+    bad("m-attr-nested", "attribute 0's file is a multi header", "attr0:format",
+        rh(dict(base)), attrs=dict(files, **{"0": good}))
+    other = P.from_bits(-40.0, 85.0, 1.0, 8)
+    bad("m-attr-other", "attribute 0's file is a valid grid, not the one the header names",
+        "attr", rh(dict(base)), attrs=dict(files, **{"0": other.to_json()}))
+    # privacy: the header's epsilon lowered below k * epsilon_0 (attribute files unchanged)
+    low = float(base_prof.epsilon) * (1 - 2.0 ** -40)
+    bad("m-privacy-numeric", "header epsilon 5(1 - 2^-40): 2 * epsilon_0 > epsilon", "privacy",
+        rh(dict(base, epsilon="0x%016x" % float64_to_bits(low))))
+    limit = P.exp_lower_bound(Fraction(base_prof.epsilon) / 2) * (1 << 32)
+    over = int(limit) + 1
+    bad("m-privacy-oue", "OUE ratio_num = floor(L(eps/k) 2^32) + 1", "privacy",
+        rh(dict(base, attrs=".".join(items[:2] + ["o05%016x" % over] + items[3:]))))
+    bad("m-privacy-oue-one", "OUE ratio_num = 2^32 (ratio 1: q = 1/2 = p, no information "
+        "but not > 2^32)", "privacy",
+        rh(dict(base, attrs=".".join(items[:2] + ["o05%016x" % (1 << 32)] + items[3:]))))
+    bad("m-privacy-k", "k raised to 3 with the same files: 3 * epsilon_0 > epsilon", "privacy",
+        rh(dict(base, k=3)))
+    return cases
+
+
+def _multi_sample(profiles, cases, cid, comment, pid, lines, key=None, words=None,
+                  expect=None):
+    prof = profiles[pid]
+    src = CounterWords(key) if key is not None else ListWords(words)
+    sampler = MP.MultiSampler(prof, src)
+    outs = []
+    for line in lines:
+        rec = Recorder(src)
+        rep = sampler.sample(line, rec)
+        outs.append({"report": [[j, y] for j, y in rep], "words_used": len(rec.used)})
+    if expect is not None and outs != expect:
+        raise SystemExit("hand case %s: reference gives %r, hand gives %r" % (cid, outs, expect))
+    case = {"id": cid, "kind": "sample", "comment": comment, "result": "valid", "profile": pid,
+            "lines": lines, "expected": outs, "replaced": sampler.replaced,
+            "clamped": sampler.clamped}
+    if key is not None:
+        case["key"] = key.hex()
+    else:
+        case["words"] = ["%016x" % w for w in words]
+    cases.append(case)
+    return [[tuple(p) for p in o["report"]] for o in outs]
+
+
+def _h(x) -> str:
+    return "%016x" % float64_to_bits(x)
+
+
+def multi_vectors() -> dict:
+    profiles = multi_profile_set()
+    cases = multi_profile_cases(profiles)
+    top, half = W - 1, 1 << 63
+    third = W // 3
+    # hand-derived (multi.md): d = 2, k = 1; attribute 0 the hand table W = [[2,1],[1,2]] on
+    # [-1, 1], attribute 1 OUE c = 2, ratio 2 (q = 1/3)
+    _multi_sample(profiles, cases, "m-hand-table", "UNIFORM(2): word 0 -> u = 0, S = {0}; "
+                  "table at x = 0: pos 1/2, word 0 < 2^63 -> row 1; UNIFORM(3): u = 0 -> j = 0",
+                  "m-hand", ["0000000000000000,1"], words=[0, 0, 0],
+                  expect=[{"report": [[0, 0]], "words_used": 3}])
+    _multi_sample(profiles, cases, "m-hand-oue", "UNIFORM(2): word 2^63 -> u = 1, S = {1}; "
+                  "x = 1: bit 0 BERNOULLI(2^32, 3 2^32): word 0 < 2^64/3 -> 1; bit 1 (the "
+                  "true value) BERNOULLI(1, 2): word 2^64-1 -> 0; y = 1", "m-hand",
+                  ["0000000000000000,1"], words=[half, 0, top],
+                  expect=[{"report": [[1, 1]], "words_used": 3}])
+    _multi_sample(profiles, cases, "m-hand-oue-invalid", "categorical field 2 >= c: replaced "
+                  "by 0; S = {1}; bit 0 (true) word 0 -> 1; bit 1 word third+1 > 2^64/3 -> 0; "
+                  "y = 1", "m-hand", ["0000000000000000,2"], words=[half, 0, third + 1],
+                  expect=[{"report": [[1, 1]], "words_used": 3}])
+    _multi_sample(profiles, cases, "m-hand-fields", "a line of 3 fields for d = 2: every "
+                  "attribute replaced (table at its midpoint 0, OUE at 0); S = {0}, row 1, "
+                  "UNIFORM(3) word 2^64-1 rejected, then 2 third -> u = 2 -> j = 1", "m-hand",
+                  ["0,1,2"], words=[0, 0, top, 2 * third],
+                  expect=[{"report": [[0, 1]], "words_used": 4}])
+    for pid, prof in profiles.items():
+        rows = []
+        for r in range(12):
+            fields = []
+            for j, a in enumerate(prof.attributes):
+                if a.kind == "oue":
+                    fields.append(str(r % a.c))
+                else:
+                    lo, hi = a.lo, a.hi
+                    fields.append(_h(lo + (hi - lo) * ((r * 7 + j) % 11) / 10))
+            rows.append(",".join(fields))
+        _multi_sample(profiles, cases, pid + "-lines", "replay lines inside the ranges, "
+                      "ends included", pid, rows, key=key_for(pid + "/multi"))
+        edge = []
+        num = [j for j, a in enumerate(prof.attributes) if a.kind != "oue"]
+        cat = [j for j, a in enumerate(prof.attributes) if a.kind == "oue"]
+
+        def line(change):
+            fields = [("0" if a.kind == "oue" else _h((a.lo + a.hi) / 2))
+                      for a in prof.attributes]
+            for j, v in change.items():
+                fields[j] = v
+            return ",".join(fields)
+
+        for j in num:
+            a = prof.attributes[j]
+            edge += [line({j: _h(a.lo - 1.0)}), line({j: _h(a.hi + 1.0)}),
+                     line({j: "7ff8000000000000"}), line({j: "7ff0000000000000"}),
+                     line({j: "%08x" % f32((a.lo + a.hi) / 2)}), line({j: "12x4"}),
+                     line({j: " " + _h(a.hi) + " "}), line({j: "17"})]
+        for j in cat:
+            a = prof.attributes[j]
+            edge += [line({j: str(a.c - 1)}), line({j: str(a.c)}), line({j: "-1"}),
+                     line({j: "01"}), line({j: ""})]
+        edge += [line({})[:-1] + "," + "0", ",".join(["0"] * (prof.d + 1)), ""]
+        _multi_sample(profiles, cases, pid + "-edges", "out of range (clamped), NaN and "
+                      "infinity (replaced), float32 patterns, bad fields, raw counts (valid only "
+                      "with a calibration), categorical values out of the domain, a wrong "
+                      "number of fields, an empty line", pid, edge, key=key_for(pid + "/edges"))
+    # payloads
+    for pid, prof in profiles.items():
+        src = CounterWords(key_for(pid + "/payload"))
+        sampler = MP.MultiSampler(prof, src)
+        reps = []
+        for r in range(64):
+            fields = [str(r % a.c) if a.kind == "oue" else
+                      _h(a.lo + (a.hi - a.lo) * (r % 9) / 8) for a in prof.attributes]
+            reps.append(sampler.sample(",".join(fields)))
+        count = min(64, prof.max_batch())
+        for cid, chunk in ((pid + "-payload-1", reps[:1]), (pid + "-payload", reps[:count])):
+            payload = MP.pack_multi(prof, chunk)
+            if MP.unpack_multi(prof, payload, len(chunk)) != [list(r) for r in chunk]:
+                raise SystemExit("payload %s does not round-trip" % cid)
+            cases.append({"id": cid, "kind": "payload", "comment": "%d reports" % len(chunk),
+                          "result": "valid", "profile": pid, "count": len(chunk),
+                          "reports": [[[j, y] for j, y in r] for r in chunk],
+                          "payload": payload.hex(),
+                          "bits": sum(MP.report_bits(prof, r) for r in chunk)})
+
+    def bad_payload(cid, comment, pid, payload, count, reason):
+        try:
+            MP.unpack_multi(profiles[pid], payload, count)
+        except MP.PayloadError as exc:
+            if exc.reason != reason:
+                raise SystemExit("payload %s: refused for %r, intended %r"
+                                 % (cid, exc.reason, reason))
+        else:
+            raise SystemExit("payload %s: accepted, intended %r" % (cid, reason))
+        cases.append({"id": cid, "kind": "payload", "comment": comment, "result": "invalid",
+                      "profile": pid, "count": count, "payload": payload.hex(),
+                      "reason": reason})
+
+    mk = profiles["m-mixed-k2"]
+    ok = MP.pack_multi(mk, [[(0, 5), (2, 17)], [(1, 7), (4, 3)]])
+    bad_payload("m-payload-short", "the last byte lost", "m-mixed-k2", ok[:-1], 2, "length")
+    bad_payload("m-payload-long", "one byte more than the reports use", "m-mixed-k2",
+                ok + b"\0", 2, "length")
+    bad_payload("m-payload-count", "count 3 for two reports", "m-mixed-k2", ok, 3, "length")
+    used = sum(MP.report_bits(mk, r) for r in [[(0, 5), (2, 17)], [(1, 7), (4, 3)]])
+    if used % 8:
+        bad_payload("m-payload-padding", "a padding bit set", "m-mixed-k2",
+                    (int.from_bytes(ok, "little") | 1 << used).to_bytes(len(ok), "little"), 2,
+                    "padding")
+    bad_payload("m-payload-order", "indices 3 then 0 (k = 2): not ascending", "m-mixed-k2",
+                _raw_payload(mk, [(3, 0), (0, 0)]), 1, "grid")
+    bad_payload("m-payload-same", "indices 2 then 2 (k = 2): not strictly ascending",
+                "m-mixed-k2", _raw_payload(mk, [(2, 0), (2, 0)]), 1, "grid")
+    bad_payload("m-payload-index", "index 7 >= d = 5", "m-mixed-k2",
+                _raw_payload(mk, [(0, 0), (7, 0)], widths=[None, 8]), 1, "grid")
+    g = mk.attributes[0]
+    if g.n_cells < 1 << g.bits:
+        bad_payload("m-payload-grid", "attribute 0's offset N: outside its grid", "m-mixed-k2",
+                    _raw_payload(mk, [(0, g.n_cells), (1, 0)]), 1, "grid")
+    return {"schema": "zeal-vectors/multi", "version": VERSION, "count": len(cases),
+            "notes": "Multi-attribute profiles (zeal-multi/1, multi.md). kind 'profile': "
+                     "'header' is the header file's exact text, 'attributes' the attribute "
+                     "files by index (attribute i beside the header as X.<i>.json); valid ones "
+                     "give canonical bytes, fingerprint, d, k, index_bits, value_bits, "
+                     "max_report_bits, max_batch; invalid ones the reason of the check list "
+                     "(an attribute file's own reason prefixed attr<i>:). kind 'sample': "
+                     "'profile' names a valid profile case; its replay 'lines' (d comma-"
+                     "separated fields) run in order through one generator (key) or a word "
+                     "list; expected per line: the report as [index, value] pairs (value: the "
+                     "grid offset j = k - k_lo, the table cell, or the OUE bit vector) and the "
+                     "words consumed; 'replaced' counts invalid values replaced (numeric: "
+                     "(lo+hi)/2, categorical: 0), 'clamped' numeric readings outside [lo, hi]. "
+                     "kind 'payload': 'count' reports packed as the DATA payload (hex), or an "
+                     "invalid payload with the decoder's reason (length, padding, grid).",
+            "cases": cases}
+
+
+def _raw_payload(prof, pairs, widths=None) -> bytes:
+    """One report's fields packed as given, unchecked (invalid payload vectors); widths[i]
+    overrides pair i's value width (None: its attribute's)."""
+    acc, pos = 0, 0
+    for i, (j, y) in enumerate(pairs):
+        acc |= j << pos
+        pos += prof.index_bits
+        w = widths[i] if widths and widths[i] is not None else prof.attributes[j].bits
+        acc |= y << pos
+        pos += w
+    return acc.to_bytes((pos + 7) // 8, "little")
+
+
 def render() -> dict:
     profiles = profile_set()
     return {"generator.json": generator_vectors(),
             "profiles.json": profile_vectors(profiles),
             "mechanism.json": mechanism_vectors(profiles),
-            "tables.json": table_vectors()}
+            "tables.json": table_vectors(),
+            "multi.json": multi_vectors()}
 
 
 def main() -> int:

@@ -154,6 +154,7 @@ class Categorical:
 
     name: str
     domain: tuple
+    ratio_num: int = None   # L_s * 2^32 spent; None: floor(L(eps_a) 2^32), the largest allowed
 
     kind = "categorical"
 
@@ -165,16 +166,23 @@ class _NumericPart:
         self.lo, self.hi = Fraction(attr.lo), Fraction(attr.hi)
         self.mid, self.h = (self.lo + self.hi) / 2, (self.hi - self.lo) / 2
         mech = attr.mechanism
-        if mech == "grid":
-            # the profile stores the largest float64 <= eps (epsilon_at_most): eps_a <= eps
-            prof = build_grid(attr.lo, attr.hi, epsilon_at_most(eps), bits=attr.bits)
+        if isinstance(mech, Profile) or mech == "grid":
+            # the profile stores the largest float64 <= eps (epsilon_at_most): eps_a <= eps;
+            # a given grid profile (multi_profile's attribute files) is taken as it is
+            prof = mech if isinstance(mech, Profile) else build_grid(
+                attr.lo, attr.hi, epsilon_at_most(eps), bits=attr.bits)
+            if Fraction(prof.epsilon) > eps:
+                raise ProfileError("attribute %s: the grid's epsilon %r is above its share %s"
+                                   % (attr.name, prof.epsilon, eps))
             self.profile, self.grid, self.table = prof, ExactGrid(prof), None
             self._zeal = ExactZeal(profile=prof, words=_no_words)
             self.epsilon = Fraction(prof.epsilon)
             self.ratio = self.grid.privacy_ratio
             self.cells = prof.n_cells
         else:
-            if callable(mech):
+            if getattr(mech, "kind", None) == "table":   # a TableProfile: its exact Table
+                tab = mech.table
+            elif callable(mech):
                 tab = mech(self.lo, self.hi, eps)
             elif mech in ("duchi", "pm", "hm"):
                 cells = 1 << (4 if attr.bits in (None, "auto") else int(attr.bits))
@@ -294,6 +302,11 @@ class _CategoricalPart:
                                % (attr.name, MAX_DOMAIN))
         self.attr, self.domain, self.epsilon = attr, dom, eps
         self.ratio = oue_ratio(eps)
+        if attr.ratio_num is not None:
+            if not 1 << OUE_SCALE_BITS < attr.ratio_num <= self.ratio * (1 << OUE_SCALE_BITS):
+                raise ProfileError("attribute %s: ratio_num must be in (2^32, L(eps_a) 2^32]"
+                                   % attr.name)
+            self.ratio = Fraction(attr.ratio_num, 1 << OUE_SCALE_BITS)
         if not self.ratio > 1:
             raise ProfileError("attribute %s: epsilon %s is too small for OUE at 2^-%d"
                                % (attr.name, eps, OUE_SCALE_BITS))
