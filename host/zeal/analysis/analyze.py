@@ -204,6 +204,10 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     "device" (its 8-byte id in hex, as `zeal events --device` takes it) and "name" (the id as text when printable ASCII, e.g. "demo-000", else the hex).
     ZealError if there are no reports (naming the devices that reported errors, if any).
     """
+    from . import shuffle_report  # shuffle mode (seed 004): its own document
+
+    if shuffle_report.holds_shuffle(store):
+        return shuffle_report.analyze_doc(store, include_vector)
     return analyze_data(Loaded(store, include_vector), store.path, include_vector)
 
 
@@ -357,6 +361,10 @@ def format_table(doc: dict, footer: bool = True) -> str:
     line, then what the user must not miss: devices that reported errors, and data from DEBUG
     builds (NOT private). A "true mean" column appears when the entries carry one (the demo).
     footer: the AVG* and wire-cost line (the demo explains both itself)."""
+    if "shuffle" in doc:  # shuffle mode's document (analysis.shuffle_report)
+        from .shuffle_report import format_text
+
+        return format_text(doc["shuffle"])
     truth = "true_mean" in doc["overall"]
     head = ("%-16s %9s %12s %25s%s %6s %9s %8s %6s %7s %7s"
             % ("device", "n", "mean", "99% interval (Bernstein)",

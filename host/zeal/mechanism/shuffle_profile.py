@@ -131,6 +131,12 @@ class ShuffleProfile(P.Canonical):
         return (1 << self.bits) - 1
 
     @property
+    def n_cells(self) -> int:
+        """Every m-bit value is a report the wire can carry (the analyzer refuses messages
+        no randomiser sends); wire decoders check reports against [0, n_cells)."""
+        return 1 << self.bits
+
+    @property
     def params(self) -> S.Params:
         """The shuffle.Params of this profile: its stored (epsilon, delta) as exact rationals
         and its stored gamma (which the analyzer debiases with)."""
