@@ -287,6 +287,32 @@ def check_replay_file(path, calibrated=True):
     return "\n".join(out) + "\n", len(out)
 
 
+def check_multi_replay_file(path, profile):
+    """A --replay-file for a multi profile: (text to copy, number of lines). Each non-blank
+    line must hold d comma-separated fields (multi.md, "Replay lines"); a field the board will
+    find invalid is replaced there by the public value, so only the field count is refused."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ZealError("cannot read replay file %s: %s" % (path, exc.strerror or exc)) from None
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            text = raw.replace(b"\r", b"").decode("ascii").strip(" \t")
+        except UnicodeDecodeError:
+            raise ZealError("replay file %s line %d: not ASCII" % (path, lineno)) from None
+        if not text:
+            continue
+        if text.count(",") + 1 != profile.d:
+            raise ZealError("replay file %s line %d: %d fields, the profile has %d attributes"
+                            % (path, lineno, text.count(",") + 1, profile.d))
+        out.append(text)
+    if not out:
+        raise ZealError("replay file %s holds no readings" % path)
+    return "\n".join(out) + "\n", len(out)
+
+
 # ---- the plan --------------------------------------------------------------------------------
 @dataclass
 class Step:
@@ -358,13 +384,15 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     folder for generated files (flash() passes a temporary one; the default is the
     placeholder STAGE). `mpy_cross`: an argv prefix, None to look for it, or False to act as
     if it were missing."""
-    from ..mechanism import profile as P
+    from ..mechanism.profiles import load_any
 
-    prof = P.load(profile_path)
+    prof = load_any(profile_path)
+    multi = getattr(prof, "kind", None) == "multi"
     cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file)
     replay = None
     if replay_file is not None:
-        replay = check_replay_file(replay_file, calibrated=prof.calibration is not None)
+        replay = (check_multi_replay_file(replay_file, prof) if multi else
+                  check_replay_file(replay_file, calibrated=prof.calibration is not None))
     if not port:
         raise ZealError("give the board's serial port with --port (see `zeal devices`)")
     _, modules, board_main = firmware_files(firmware)
@@ -431,6 +459,14 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
         BOARD_CONFIG, shown, "" if "sensor" in cfg else " (the firmware's default)"),
         path=stage_config, data=json.dumps(cfg, indent=1, sort_keys=True) + "\n", show=True))
     root_files = [(stage_profile, BOARD_PROFILE), (stage_config, BOARD_CONFIG)]
+    if multi:   # a multi header's attribute files beside it: zeal_profile.<i>.json
+        from ..mechanism.multi_profile import attribute_path
+        for i, text in prof.attribute_files().items():
+            name = attribute_path(BOARD_PROFILE, i)
+            steps.append(Step("write", "write %s: attribute %d (%s), fingerprint %s" % (
+                name, i, prof.names[i], prof.attributes[i].fingerprint[:16]),
+                path=os.path.join(stage, name), data=text))
+            root_files.append((os.path.join(stage, name), name))
     if replay is not None:
         stage_replay = os.path.join(stage, BOARD_REPLAY)
         steps.append(Step("write", "write %s: %d readings from %s" % (

@@ -826,9 +826,9 @@ def cmd_collect(args) -> int:
     import json
 
     from ..board.devices import resolve_port
-    from ..mechanism.profile import load
+    from ..mechanism.profiles import load_any
 
-    profiles = [load(path) for path in args.profile]
+    profiles = [load_any(path) for path in args.profile]
     ports = [resolve_port(port) for port in args.port]
     # A short busy timeout at the start (a locked database is reported at once), a long one
     # while running (another writer's transaction must not end the collection).

@@ -64,7 +64,8 @@ from typing import Dict, Iterable, List, Optional
 from urllib.parse import quote
 
 from ..errors import ProfileError, ZealError
-from ..mechanism.profile import Profile, loads as profile_loads
+from ..mechanism.profile import Profile
+from ..mechanism.profiles import kind_of, loads_any
 
 SCHEMA_VERSION = 2
 
@@ -407,10 +408,16 @@ class Store:
                         (port, now, kind, detail, n, key))
 
     def add_profile(self, profile: Profile) -> None:
+        """Store a profile file (any kind); a multi header's attribute files are stored too,
+        each as its own row (its fingerprint, its file), so the header loads from the store."""
         self._writable()
+        rows = [(profile.fingerprint, profile.to_json())]
+        if getattr(profile, "kind", None) == "multi":
+            rows += [(a.fingerprint, text) for a, text in
+                     ((profile.attributes[i], t) for i, t in profile.attribute_files().items())]
         try:
-            self.db.execute("INSERT OR IGNORE INTO profiles (fingerprint, doc) VALUES (?, ?)",
-                            (profile.fingerprint, profile.to_json()))
+            self.db.executemany("INSERT OR IGNORE INTO profiles (fingerprint, doc) VALUES (?, ?)",
+                                rows)
         except sqlite3.Error as exc:
             raise wrap_sql_error(exc, self.path) from None
 
@@ -563,12 +570,16 @@ class Store:
         """fingerprint (hex) -> Profile, each re-validated on load (ProfileError if a stored
         profile is not valid or not the one its fingerprint names)."""
         out = {}
-        for fp, doc in self._query("SELECT fingerprint, doc FROM profiles"):
+        rows = self._query("SELECT fingerprint, doc FROM profiles")
+        docs = {fp: doc for fp, doc in rows if isinstance(fp, str) and isinstance(doc, str)}
+        # single-attribute kinds first; a multi header finds its attribute files by fingerprint
+        rows.sort(key=lambda r: isinstance(r[1], str) and kind_of(r[1]) == "multi")
+        for fp, doc in rows:
             if not isinstance(fp, str) or not isinstance(doc, str):
                 raise StoreError("database %s: profile row %r is damaged (not text)"
                                  % (self.path, fp))
             try:
-                prof = profile_loads(doc)
+                prof = loads_any(doc, lambda i, afp: docs.get(afp))
             except ZealError:
                 raise
             except (ValueError, TypeError, KeyError, AttributeError) as exc:

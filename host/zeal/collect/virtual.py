@@ -69,6 +69,19 @@ def f64_line(x) -> str:
     return "%016x" % struct.unpack("<Q", struct.pack("<d", float(x)))[0]
 
 
+def replay_line(x, categorical=()) -> str:
+    """One replay line: a number as its float64 pattern (f64_line); a tuple or list (a multi
+    profile's reading tuple, multi.md "Replay lines") as its fields joined by ",", each a
+    float64 pattern, or the decimal integer for the attributes in `categorical` (indices);
+    a str as it is (a line made elsewhere, e.g. with invalid fields)."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (tuple, list)):
+        return ",".join(str(int(v)) if j in categorical else f64_line(v)
+                        for j, v in enumerate(x))
+    return f64_line(x)
+
+
 def _firmware_path():
     """(MICROPYPATH, temporary folder to remove or None) for the firmware: the checkout's
     firmware/ (it holds zealfw/), or, for an installed wheel, a fresh folder with a link
@@ -124,10 +137,12 @@ class Pty:
 
 
 class VirtualDevice:
-    """One virtual board. `readings`: numbers, each replayed as its float64.
+    """One virtual board. `readings`: numbers, each replayed as its float64; under a multi
+    profile, tuples of d values (one replay line of d fields each, `replay_line`).
 
     profile: a zeal.mechanism.profile.Profile (or its JSON text) written to the device's
-             zeal_profile.json
+             zeal_profile.json; a multi profile (multi_profile.MultiProfile) with its
+             attribute files beside it (zeal_profile.<i>.json)
     vector_key: 32 bytes (or 64 hex digits) -> vector mode; None -> production mode
     period_ms: time between readings (0: as fast as the firmware goes); batch: reports/frame
     device_id: up to 8 bytes, zero-padded to 8 as the firmware does (default random: the
@@ -164,6 +179,11 @@ class VirtualDevice:
         text = profile if isinstance(profile, str) else profile.to_json()
         with open(os.path.join(self.folder, "zeal_profile.json"), "w") as fh:
             fh.write(text)
+        self._categorical = frozenset()
+        if getattr(profile, "kind", None) == "multi":   # attribute files beside the header
+            profile.write(os.path.join(self.folder, "zeal_profile.json"))
+            self._categorical = frozenset(j for j, a in enumerate(profile.attributes)
+                                          if a.kind == "oue")
         cfg = {"start_delay_ms": 0, "period_ms": period_ms, "batch": batch,
                "hello_every": hello_every, "status_every": status_every}
         if vector_key is not None:
@@ -325,7 +345,8 @@ class VirtualDevice:
                 return
             part = readings[i:i + _LINES_PER_WRITE]
             with self._pipe_lock:
-                pipe.write(("\n".join(f64_line(x) for x in part) + "\n").encode())
+                pipe.write(("\n".join(replay_line(x, self._categorical) for x in part)
+                            + "\n").encode())
                 pipe.flush()
             self.lines_written += len(part)
 

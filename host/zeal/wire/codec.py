@@ -249,9 +249,11 @@ def unframe(run: bytes) -> Tuple[bytes, int]:
     return raw[:-CRC_LEN], struct.unpack("<I", raw[-CRC_LEN:])[0]
 
 
-def parse_body(body: bytes) -> Frame:
+def parse_body(body: bytes, *, variable: bool = False) -> Frame:
     """A CRC-checked body (plain for HELLO/STATUS, seeded for DATA) -> Hello | Data | Status,
-    or FrameError."""
+    or FrameError. variable: DATA of a session whose HELLO announced bits = 0 (a multi
+    profile's variable-length reports, multi.md): any body up to MAX_BODY, whatever its count
+    (the decoder checks its length against the reports it holds)."""
     head = body[0]
     flags, kind = head & ~TYPE_MASK & 0xFF, head & TYPE_MASK
     if head & RESERVED_MASK:
@@ -275,7 +277,7 @@ def parse_body(body: bytes) -> Frame:
         seq, count = struct.unpack_from("<HB", body, 1)
         if count == 0:
             raise FrameError("malformed", "DATA with a count of 0")
-        if n > data_body_length(count, MAX_BITS):
+        if n > (MAX_BODY if variable else data_body_length(count, MAX_BITS)):
             raise FrameError("malformed", "DATA of %d bytes is too long for %d reports"
                              % (n, count))
         return Data(flags=flags, seq=seq, count=count, payload=bytes(body[DATA_HEADER:]))
@@ -377,6 +379,23 @@ def encode_data(*, seq: int, bits: int, reports: List[int], session: bytes,
     body = struct.pack("<BHB", TYPE_DATA | flags,
                        _check_int("seq", seq, 0, MAX_SEQ32) & MAX_SEQ,
                        len(values)) + pack_reports(values, bits)
+    return frame_body(body, seed=crc32(session))
+
+
+def encode_data_payload(*, seq: int, count: int, payload: bytes, session: bytes,
+                        flags: int = 0) -> bytes:
+    """One DATA frame around a payload packed elsewhere (a multi profile's variable-length
+    reports: zeal.mechanism.multi_profile.pack_multi), as encode_data frames it."""
+    _check_flags(flags)
+    session = bytes(session)
+    if len(session) != SESSION_LEN:
+        raise FrameError("encode", "a session is %d bytes, got %d" % (SESSION_LEN, len(session)))
+    _check_int("count", count, 1, MAX_COUNT)
+    body = struct.pack("<BHB", TYPE_DATA | flags, _check_int("seq", seq, 0, MAX_SEQ32) & MAX_SEQ,
+                       count) + bytes(payload)
+    if len(body) > MAX_BODY:
+        raise FrameError("encode", "a DATA body of %d bytes is above MAX_BODY (%d)"
+                         % (len(body), MAX_BODY))
     return frame_body(body, seed=crc32(session))
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ReportError
 from ..mechanism import reports
+from ..mechanism.multi_profile import PayloadError, unpack_multi
 from ..mechanism.profile import Profile
 from .codec import (MAX_SEQ32, TYPE_DATA, TYPE_MASK, Data, FrameError, Hello, SealedData,
                     Status, crc32, parse_body, session_bytes, unpack_reports)
@@ -37,6 +38,7 @@ class Batch:
     lost_before: int = 0                     # frames of the session missing just before it
     payload: bytes = field(default=b"", repr=False)  # the packed m-bit payload as received
     crc: int = 0                             # the frame's stored (session-seeded) CRC-32
+    reports: tuple = field(default=None, repr=False)  # multi profile: [(j, y_j)] per report
 
     @property
     def fingerprint(self) -> str:
@@ -50,10 +52,12 @@ class Batch:
     @property
     def values(self) -> np.ndarray:
         """float64 x*, bit-exact, built on demand (the collector stores payloads, not these)."""
+        if self.reports is not None:
+            raise ReportError("a multi-attribute batch has (index, value) pairs, not floats")
         return reports.floats_from_offsets(self.profile, self.offsets)
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return len(self.offsets) if self.reports is None else len(self.reports)
 
 
 @dataclass(frozen=True)
@@ -228,10 +232,12 @@ class Decoder:
 
     def add_profile(self, profile: Profile) -> None:
         # a table profile (zeal.mechanism.table_profile) travels the same way: its reports
-        # are cells 0..N-1 in m bits, so it exposes the grid's k_lo/k_hi/wire_base offsets
-        if not (isinstance(profile, Profile) or getattr(profile, "kind", None) == "table"):
-            raise TypeError("profiles are zeal.mechanism.profile.Profile or "
-                            "table_profile.TableProfile objects")
+        # are cells 0..N-1 in m bits, so it exposes the grid's k_lo/k_hi/wire_base offsets; a
+        # multi profile (multi_profile.MultiProfile, bits 0) has variable-length reports
+        if not (isinstance(profile, Profile)
+                or getattr(profile, "kind", None) in ("table", "multi")):
+            raise TypeError("profiles are zeal.mechanism.profile.Profile, "
+                            "table_profile.TableProfile or multi_profile.MultiProfile objects")
         self._profiles[fingerprint_key(profile)] = profile
 
     @property
@@ -353,7 +359,7 @@ class Decoder:
         if u == "sequence":
             return self._unresolved(sealed, "sequence")
         try:
-            d = parse_body(body)  # reserved_flags, malformed
+            d = parse_body(body, variable=track.hello.bits == 0)  # reserved_flags, malformed
         except FrameError as exc:
             self._reject(exc.reason, str(exc))
             return None
@@ -430,7 +436,7 @@ class Decoder:
             return False
         u, why = self._place_before(track, body)
         try:
-            d = parse_body(body)
+            d = parse_body(body, variable=track.hello.bits == 0)
         except FrameError as exc:
             self._reject(exc.reason, str(exc))
             return False
@@ -450,16 +456,25 @@ class Decoder:
             self._reject("unknown_profile", "DATA seq %d under fingerprint %s"
                          % (u, h.fingerprint.hex()))
             return None
-        try:
-            lows = unpack_reports(d.payload, d.count, prof.bits)
-        except FrameError as exc:
-            self._reject(exc.reason, str(exc))
-            return None
-        try:
-            offsets = reports.offsets_from_low(prof, lows)
-        except ReportError as exc:
-            self._reject("grid", str(exc))
-            return None
+        multi = None
+        if prof.kind == "multi":
+            try:
+                multi = tuple(unpack_multi(prof, d.payload, d.count))
+            except PayloadError as exc:  # length, padding, grid
+                self._reject(exc.reason, str(exc))
+                return None
+            lows = offsets = np.zeros(0, dtype=np.int64)
+        else:
+            try:
+                lows = unpack_reports(d.payload, d.count, prof.bits)
+            except FrameError as exc:
+                self._reject(exc.reason, str(exc))
+                return None
+            try:
+                offsets = reports.offsets_from_low(prof, lows)
+            except ReportError as exc:
+                self._reject("grid", str(exc))
+                return None
         if d.vector and not self.vectors:
             self._reject("vector", "VECTOR DATA seq %d not stored" % u)
             return None
@@ -467,4 +482,5 @@ class Decoder:
         self.reports += d.count
         return Batch(device_id=h.device_id, boot=h.boot, nonce=h.nonce, seq=u & MAX_SEQ32,
                      profile=prof, lows=lows, offsets=offsets, vector=d.vector,
-                     debug=d.debug, lost_before=gap, payload=d.payload, crc=crc)
+                     debug=d.debug, lost_before=gap, payload=d.payload, crc=crc,
+                     reports=multi)
