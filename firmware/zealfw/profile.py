@@ -230,9 +230,15 @@ def numbers(path):
     module; or (None, (STATUS code, message)): NO_PROFILE (1) for a missing file, else
     BAD_PROFILE (2); or None for a table profile, which zealfw.main then loads with
     zealfw.tprofile.numbers once this module is freed (the two loaders are never in memory
-    together)."""
+    together); or 1 for a multi-attribute header, 2 for a shuffle profile (the sniff rule:
+    "zeal-multi/1", "zeal-shuffle/1" within the first 503 bytes), which zealfw.mstart
+    loads."""
     try:
         buf, n = read(path, _MAX_FILE + 1)
+        if buf.find(b"zeal-multi/1", 0, n) >= 0:
+            return 1
+        if buf.find(b"zeal-shuffle/1", 0, n) >= 0:
+            return 2
         if buf.find(b"zeal-table/1", 0, n) >= 0:
             return None
         p = loads(buf, n)

@@ -88,7 +88,9 @@ def load_vectors(suite, vectors_dir=VECTORS):
 
 
 # suites whose checker lives elsewhere than zeal.<suite>.conformance
-CHECKERS = {"tables": "zeal.board.conformance_tables"}
+CHECKERS = {"tables": "zeal.board.conformance_tables",
+            "shuffle": "zeal.board.conformance_shuffle",
+            "multi": "zeal.board.conformance_multi"}
 
 
 def _checker(suite):

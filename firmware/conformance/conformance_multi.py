@@ -1,0 +1,137 @@
+# Multi-attribute conformance on the device: handle(request) -> (ok, result | reason).
+#
+# A request is a case of shared_spec/vectors/multi.json as zeal.board.conformance_multi
+# builds it: the header's text and the attribute files by index, then kind "profile" (the
+# checks), "sample" (replay lines through the device's tuple source and zealfw.msample.Zeal,
+# as zealfw.main's loop feeds them) or "payload" (reports packed by zealfw.msample.Sender).
+import gc
+import io
+from binascii import hexlify, unhexlify
+
+from zealfw import mprofile
+from zealfw import msample
+from zealfw import profile
+from zealfw.src_tuple import Source
+from zealfw.words import CounterWords
+
+
+class _Fields:
+    pass
+
+
+class _Null:
+    def write(self, buf):
+        return len(buf)
+
+
+class _ListWords:
+    def __init__(self, words):
+        self.words = words
+        self.index = 0
+
+    def __call__(self):
+        w = self.words[self.index]
+        self.index += 1
+        return w
+
+    def used(self):
+        return self.index
+
+
+def _load(request):
+    header = request["header"].encode()
+    attrs = request.get("attributes", {})
+
+    def fetch(i):
+        t = attrs.get(str(i))
+        return None if t is None else t.encode()
+    if header.find(b"zeal-multi/1", 0, 503) >= 0:
+        return mprofile.loads(header, fetch)
+    profile.loads(header)
+    return None
+
+
+def _widths(fields):
+    return [a[0] if len(a) == 2 else a[7] for a in fields[3]]
+
+
+def _invalid(fields, src):
+    # values the sampler replaces (every one, sampled or not): the host's `replaced`
+    n = 0
+    attrs = fields[3]
+    for j in range(fields[0]):
+        a = attrs[j]
+        kind = src.kinds[j]
+        v = src.vals[j]
+        if len(a) == 2:
+            ok = kind == 0 and 0 <= v < a[0]
+        elif kind == 2:
+            ok = (v >> 20) & 0x7FF != 0x7FF
+        elif kind == 1:
+            ok = (v >> 23) & 0xFF != 0xFF
+        else:
+            ok = kind == 0 and a[8] is not None
+        if not ok:
+            n += 1
+    return n
+
+
+def handle(request):
+    try:
+        fields = _load(request)
+    except profile.ProfileError as exc:
+        return False, exc.reason
+    if fields is None:
+        return False, "not a multi profile"
+    d, k, ib, attrs, bits, fp = fields
+    if request["kind"] == "profile":
+        batch = 13264 // bits
+        return True, {"fingerprint": fp, "d": d, "k": k, "index_bits": ib,
+                      "value_bits": _widths(fields), "max_report_bits": bits,
+                      "max_batch": 255 if batch > 255 else (batch if batch > 1 else 1)}
+    f = _Fields()
+    f.fields = fields
+    if request["kind"] == "payload":
+        reports = request["reports"]
+        s = msample.Sender(_Null(), bits, batch=255, fingerprint=fp)
+        z = _Fields()
+        z._ib = ib
+        z._w = _widths(fields)
+        for rep in reports:
+            z.sel = bytearray([p[0] for p in rep])
+            z.val = [p[1] for p in rep]
+            s.add(z)
+        n = (s._bitpos + 7) // 8
+        return True, {"payload": hexlify(bytes(s._body[4:4 + n])).decode()}
+    if "key" in request:
+        source = CounterWords(unhexlify(request["key"]))
+    else:
+        source = _ListWords([int(w, 16) for w in request.get("words", ())])
+    z = msample.Zeal(f, source)
+    cats = [a[0] if len(a) == 2 else 0 for a in attrs]
+    lines = request["lines"]
+    src = Source(d, None, io.BytesIO(("\n".join(lines) + "\n").encode()), None, cats)
+    # results into lists made before sampling (a small heap: objects kept between the
+    # sampler's garbage would leave no block large enough for the reply's JSON)
+    n = len(lines)
+    sel = [0] * (n * k)
+    val = [0] * (n * k)
+    used = [0] * n
+    replaced = 0
+    for r in range(n):
+        src.read()
+        replaced += _invalid(fields, src)
+        before = source.used()
+        z.perturb_raw(src)
+        used[r] = source.used() - before
+        for i in range(k):
+            sel[r * k + i] = z.sel[i]
+            val[r * k + i] = z.val[i]
+    clamped = z.clamped
+    src = z = None
+    gc.collect()
+    out = []
+    for r in range(n):
+        out.append({"report": [[sel[r * k + i], val[r * k + i]] for i in range(k)],
+                    "words_used": used[r]})
+    return True, {"outputs": out, "replaced": replaced, "clamped": clamped}

@@ -1,0 +1,81 @@
+# Shuffle conformance on the device: handle(request) -> (ok, result | reason).
+#
+# A request is a case of shared_spec/vectors/shuffle.json as zeal.board.conformance_shuffle
+# builds it: kind "profile" with the exact file text, or kind "randomise" with the profile's
+# file text, reading tuples (float64 patterns as 16 hex digits) and a generator key or an
+# explicit word list. The file is read by the device's sniff rule (zealfw.profile.numbers:
+# "zeal-shuffle/1" within the first 503 bytes -> zealfw.sprofile, else the grid/table
+# loader); the randomiser is zealfw.srand.Zeal fed through a tuple source's fields, as
+# zealfw.main's loop feeds it.
+from binascii import unhexlify
+
+from zealfw import profile
+from zealfw import sprofile
+from zealfw import srand
+from zealfw.words import CounterWords
+
+
+class _Fields:
+    pass
+
+
+class _Tuple:
+    pass
+
+
+class _ListWords:
+    def __init__(self, words):
+        self.words = words
+        self.index = 0
+
+    def __call__(self):
+        w = self.words[self.index]
+        self.index += 1
+        return w
+
+    def used(self):
+        return self.index
+
+
+def _load(text):
+    buf = text.encode()
+    if buf.find(b"zeal-shuffle/1", 0, 503) >= 0:
+        return sprofile.loads(buf)
+    profile.loads(buf)
+    return None
+
+
+def handle(request):
+    try:
+        fields = _load(request["file"])
+    except profile.ProfileError as exc:
+        return False, exc.reason
+    if fields is None:
+        return False, "not a shuffle profile"
+    if request["kind"] == "profile":
+        return True, {"fingerprint": fields[7], "bits": fields[6]}
+    f = _Fields()
+    f.fields = fields
+    if "key" in request:
+        source = CounterWords(unhexlify(request["key"]))
+    else:
+        source = _ListWords([int(w, 16) for w in request.get("words", ())])
+    z = srand.Zeal(f, source)
+    d = fields[0]
+    out = []
+    for item in request["inputs"]:
+        src = _Tuple()
+        src.kinds = [-1] * d
+        src.vals = [0] * d
+        src.los = [0] * d
+        if len(item) == d:
+            for c in range(d):
+                v = item[c]
+                if len(v) == 16:
+                    src.kinds[c] = 2
+                    src.vals[c] = int(v[:8], 16)
+                    src.los[c] = int(v[8:], 16)
+        before = source.used()
+        m = z.perturb_raw(src)
+        out.append({"message": m, "words_used": source.used() - before})
+    return True, {"outputs": out}

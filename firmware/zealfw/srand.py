@@ -1,0 +1,110 @@
+"""The shuffle-mode randomiser on the device (shared_spec/shuffle.md, `randomise`): integers
+only, word for word the host reference (host/zeal/mechanism/shuffle.py `randomise` with the
+reading mapping of shuffle_profile.py).
+
+Per message, for the reading tuple a tuple source hands over (zealfw.src_tuple):
+
+    a = [0, 1, ..., d-1]
+    for l in 0..t-1: u = UNIFORM(d - l); swap a[l], a[l + u]; c_l = a[l]
+    for l in 0..t-1:
+        if BERNOULLI(gamma_num, gamma_den): y_l = UNIFORM(k + 1)
+        else: y_l = b + BERNOULLI(r, q), with x k = b + r/q, x = (v - lo_c)/(hi_c - lo_c)
+              clamped to [0, 1] (an invalid reading: x = 1/2)
+    message = sum over l of (c_l | y_l << ceil(log2 d)) << (l P)
+
+The randomised rounding is zealfw.mechanism.Zeal's position with steps = k (the exact long
+division of the grid, its clamping and its BERNOULLI of the fraction): this class is a
+mechanism.Zeal whose `_finish` returns base + BERNOULLI(fraction), with the per-coordinate
+constants (_lo, _div) swapped in before each reading (made once at start by
+zealfw.exact.init_zeal, one pair of tuples a coordinate). A float64 pattern (replay) or a
+float32 pattern (a callable's float) is a valid reading; NaN, an infinity, a raw count (a
+shuffle profile has no calibration) or a bad field is invalid.
+"""
+from . import mechanism
+
+
+class _F:
+    pass
+
+
+class Zeal(mechanism.Zeal):
+    """A shuffle profile's randomiser. `profile.fields`: zealfw.sprofile.loads' fields.
+    zealfw.main's loop calls perturb_raw(source) with the tuple source (or perturb(None,
+    None) when the source failed: every coordinate invalid) and sends low(message)."""
+
+    def __init__(self, profile, words):
+        from .exact import init_zeal
+
+        d, k, t, gn, gd, ranges, bits, fp = profile.fields
+        f = _F()
+        f.n_cells = k + 1   # steps = n_cells - n_window = k
+        f.n_window = 1
+        f.threshold = 1
+        f.k_lo = 0
+        f.exponent = 0
+        f.bits = 1
+        f.cal = None
+        consts = []
+        for lo, hi in ranges:
+            f.lo = lo
+            f.hi = hi
+            init_zeal(self, f, words)
+            consts.append((self._lo, self._div))
+        self._c = consts
+        us = []
+        for i in range(t):
+            us.append(mechanism._Uniform(d - i))
+        # the message's constants: (t, k, gamma_num, gamma_den, UNIFORMs of d - l,
+        # UNIFORM(k + 1), coordinate bits, pair bits)
+        cb = 0
+        while (d - 1) >> cb:
+            cb += 1
+        pb = cb
+        while k >> (pb - cb):
+            pb += 1
+        self._m = (t, k, gn, gd, us, mechanism._Uniform(k + 1), cb, pb)
+        self._a = bytearray(range(d))
+        self._mask = (1 << bits) - 1
+
+    def _finish(self, base, r, low, f, q):
+        # randomised rounding: the position's floor plus BERNOULLI of its fraction
+        return base + mechanism._bernoulli_frac(r, low, f, q, self.words)
+
+    def perturb(self, n, d):
+        return self.perturb_raw(None)
+
+    def perturb_raw(self, src):
+        """One message for the tuple source src (None: every reading invalid)."""
+        words = self.words
+        t, k, gn, gd, us, lev, cb, pb = self._m
+        a = self._a
+        for i in range(t):
+            j = i + us[i].draw(words)
+            c = a[j]
+            a[j] = a[i]
+            a[i] = c
+        out = 0
+        sh = 0
+        for i in range(t):
+            c = a[i]
+            if mechanism._bernoulli_frac(gn, 0, 0, gd, words):
+                y = lev.draw(words)
+            else:
+                y = -1
+                if src is not None:
+                    kind = src.kinds[c]
+                    self._lo, self._div = self._c[c]
+                    try:
+                        if kind == 2:
+                            y = self.perturb_f64(src.vals[c], src.los[c])
+                        elif kind == 1:
+                            y = self.perturb_float32(src.vals[c])
+                    except mechanism.ReadingError:
+                        y = -1
+                if y < 0:  # invalid: x = 1/2, x k = k/2
+                    y = self._finish(k >> 1, k & 1, 0, 0, 2)
+            out |= (c | (y << cb)) << sh
+            sh += pb
+        for i in range(len(a)):  # a = [0, ..., d-1] again for the next message
+            a[i] = i
+        return out
