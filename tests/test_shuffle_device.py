@@ -375,8 +375,9 @@ def test_shuffle_board_needs_a_tuple_source(tmp_path):
 
 # ---- (e) the heap ------------------------------------------------------------------------------
 # The whole loop from .mpy (tools/bench_heap.py's harness) with a shuffle profile of three
-# coordinates: the smallest heap measured is SHUFFLE_HEAP_K on the unix port.
-SHUFFLE_HEAP_K = 42
+# coordinates on the unix port: 320 reports complete in 42 KiB, not in 43, and from 44 on
+# (fitting is not monotone in the heap size: fragmentation).
+SHUFFLE_HEAP_K = 45
 LOOP_PER_REPORT = 256
 
 
