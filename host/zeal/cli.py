@@ -244,6 +244,14 @@ _UNITS = {"lo": "(reading unit)", "hi": "(reading unit)", "worst_input": "(readi
 
 
 def cmd_profile(args) -> int:
+    if getattr(args, "attributes", False):  # a multi-attribute profile (analysis.multi_demo)
+        from .analysis.multi_demo import cmd_profile_attributes
+
+        return cmd_profile_attributes(args)
+    if getattr(args, "multi_specs", None) or getattr(args, "k", None) is not None:
+        raise ZealError("--attribute, --categorical and --k need --attributes")
+    if args.range is None:
+        raise ZealError("give the reading range with --range LO HI")
     from .analysis.compare import DESIGNED, build_table_profile
     from .mechanism import choose, profile as prof_mod
 
@@ -456,6 +464,14 @@ def _table_report(prof, text: str) -> int:
 
 # ---- demo ---------------------------------------------------------------------------------------
 def cmd_demo(args) -> int:
+    if getattr(args, "attributes", False):  # multi-attribute boards (analysis.multi_demo)
+        from .analysis.multi_demo import run_multi_demo
+
+        doc = run_multi_demo(db=args.db, epsilon=args.epsilon, count=args.count,
+                             devices=args.devices, progress=not args.json)
+        if args.json:
+            print(json.dumps(doc, indent=1))
+        return 0
     from .demo import run_demo
 
     doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits, count=args.count,
@@ -538,8 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("profile", help="build a profile (range, epsilon, bits per report)",
                        description="Build a profile and print its figures.")
-    p.add_argument("--range", nargs=2, type=float, required=True, metavar=("LO", "HI"),
-                   help="feasible reading range, in the reading's unit")
+    p.add_argument("--range", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="feasible reading range, in the reading's unit (required but with "
+                        "--attributes)")
     p.add_argument("--epsilon", type=str, required=True, metavar="EPS",
                    help="privacy budget per reading (> 0, at most 20), an exact decimal or "
                         "p/q; the guarantee holds for the number as typed (the stored float64 "
@@ -575,6 +592,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the figures as JSON "
                    "(worst_variance: the exact worst-case variance of one report's estimate "
                    "over [LO, HI], in the reading's unit squared)")
+    p.add_argument("--attributes", action="store_true",
+                   help="a multi-attribute profile (zeal-multi/1): give its attributes with "
+                        "--attribute and --categorical (in report order); -o X.json writes "
+                        "the header X.json and X.<i>.json per numeric attribute")
+    p.add_argument("--attribute", dest="multi_specs", action="append",
+                   type=lambda t: ("a", t), metavar="NAME:LO:HI[:MECH[:BITS]]",
+                   help="with --attributes: a numeric attribute, range [LO, HI], MECH grid "
+                        "(default) or a table kind, BITS an integer or auto (repeatable)")
+    p.add_argument("--categorical", dest="multi_specs", action="append",
+                   type=lambda t: ("c", t), metavar="NAME:C",
+                   help="with --attributes: a categorical attribute of C values 0..C-1 "
+                        "(2 to 63; OUE) (repeatable)")
+    p.add_argument("--k", type=int, default=None, metavar="K",
+                   help="with --attributes: attributes per report (default: seed 001's Eq. "
+                        "12, max(1, min(d, floor(eps/2.5))))")
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("perturb", help="privatise readings (one decimal per line)",
@@ -631,6 +663,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "document (overall, devices, profiles) with true_mean and readings in "
                    "overall and each device, and a demo section (AVG* expectation, wire cost, "
                    "privacy accounting)")
+    p.add_argument("--attributes", action="store_true",
+                   help="multi-attribute boards: each reads the Aarhus light, humidity, noise "
+                        "and temperature columns at once and reports k of them (seed 001's "
+                        "Algorithm 4); the analysis gives every attribute's mean with its 99%% "
+                        "interval beside the true mean (JSON: attributes)")
     p.set_defaults(func=cmd_demo)
     from .analysis import analyze, compare, reproduce
     from .analysis.compress import command as compress

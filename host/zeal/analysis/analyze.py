@@ -208,6 +208,10 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
 
     if shuffle_report.holds_shuffle(store):
         return shuffle_report.analyze_doc(store, include_vector)
+    from . import multi_report  # multi-attribute reports (seed 001): per-attribute estimates
+
+    if multi_report.holds_multi(store):
+        return multi_report.analyze_doc(store, include_vector)
     return analyze_data(Loaded(store, include_vector), store.path, include_vector)
 
 
@@ -365,6 +369,10 @@ def format_table(doc: dict, footer: bool = True) -> str:
         from .shuffle_report import format_text
 
         return format_text(doc["shuffle"])
+    if doc.get("multi"):  # multi-attribute reports (analysis.multi_report)
+        from .multi_report import format_text as multi_text
+
+        return multi_text(doc)
     truth = "true_mean" in doc["overall"]
     head = ("%-16s %9s %12s %25s%s %6s %9s %8s %6s %7s %7s"
             % ("device", "n", "mean", "99% interval (Bernstein)",

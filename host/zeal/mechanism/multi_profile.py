@@ -180,12 +180,16 @@ class MultiProfile(P.Canonical):
     def write(self, path) -> list:
         """Write the header to `path` and each numeric attribute's file beside it; the paths."""
         out = []
-        for i, text in self.attribute_files().items():
-            out.append(attribute_path(path, i))
-            with open(out[-1], "w") as fh:
-                fh.write(text)
-        with open(path, "w") as fh:
-            fh.write(self.to_json())
+        try:
+            for i, text in self.attribute_files().items():
+                out.append(attribute_path(path, i))
+                with open(out[-1], "w") as fh:
+                    fh.write(text)
+            with open(path, "w") as fh:
+                fh.write(self.to_json())
+        except OSError as exc:
+            raise ProfileError("cannot write profile %s: %s"
+                               % (exc.filename or path, exc.strerror or exc)) from None
         return [str(path)] + out
 
     # ---- the exact maths ----------------------------------------------------------------------
