@@ -13,16 +13,19 @@ header alone cannot be checked: reason "attr<i>:missing").
 from ..errors import ProfileError
 from . import multi_profile as MP
 from . import profile as GP
+from . import shuffle_profile as SP
 from . import table_profile as TP
 
-MAX_ANY_FILE = max(GP.MAX_FILE, TP.MAX_TABLE_FILE, MP.MAX_MULTI_FILE)
+MAX_ANY_FILE = max(GP.MAX_FILE, TP.MAX_TABLE_FILE, MP.MAX_MULTI_FILE, SP.MAX_SHUFFLE_FILE)
 
 
 def kind_of(data) -> str:
-    """"multi", "table" or "grid" by the sniff rule (first 503 bytes)."""
+    """"multi", "shuffle", "table" or "grid" by the sniff rule (first 503 bytes)."""
     data = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     if MP.is_multi_file(data):
         return "multi"
+    if SP.is_shuffle_file(data):
+        return "shuffle"
     if TP.is_table_file(data):
         return "table"
     return "grid"
@@ -34,6 +37,8 @@ def loads_any(data, fetch=None):
     kind = kind_of(data)
     if kind == "multi":
         return MP.loads(data, fetch if fetch is not None else (lambda i, fp: None))
+    if kind == "shuffle":
+        return SP.loads(data)
     return GP.loads(data)   # grid, or a table (profile.loads dispatches it)
 
 
