@@ -233,11 +233,13 @@ class Decoder:
     def add_profile(self, profile: Profile) -> None:
         # a table profile (zeal.mechanism.table_profile) travels the same way: its reports
         # are cells 0..N-1 in m bits, so it exposes the grid's k_lo/k_hi/wire_base offsets; a
-        # multi profile (multi_profile.MultiProfile, bits 0) has variable-length reports
+        # multi profile (multi_profile.MultiProfile, bits 0) has variable-length reports; a
+        # shuffle profile's message is one fixed-width report (offset = the message integer)
         if not (isinstance(profile, Profile)
-                or getattr(profile, "kind", None) in ("table", "multi")):
+                or getattr(profile, "kind", None) in ("table", "multi", "shuffle")):
             raise TypeError("profiles are zeal.mechanism.profile.Profile, "
-                            "table_profile.TableProfile or multi_profile.MultiProfile objects")
+                            "table_profile.TableProfile, multi_profile.MultiProfile or "
+                            "shuffle_profile.ShuffleProfile objects")
         self._profiles[fingerprint_key(profile)] = profile
 
     @property
