@@ -11,8 +11,10 @@
 # by 0, a shuffle coordinate by 1/2). A tuple or line with the wrong number of values: every
 # value invalid. An exception of the callable is a SourceError (the loop replaces the whole
 # tuple). Each field of a replay line is in the single replay syntax (zealfw.src_replay:
-# 16 hex digits a float64 pattern, 8 a float32 pattern, else a decimal integer), spaces and
-# tabs around it ignored; a line is at most 24 d + 8 bytes (a longer one: every value invalid).
+# 16 hex digits a float64 pattern, 8 a float32 pattern, else a decimal integer; a categorical
+# attribute's field: digits only, below c); spaces around a field and spaces and tabs around
+# the line are ignored; a line is at most 24 d + 8 bytes (a longer one: every value invalid).
+# The host reads the same lines with zeal.mechanism.multi_profile.parse_line.
 from .src_replay import parse_line
 from .sources import SourceError, line_is
 
