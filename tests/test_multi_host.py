@@ -246,6 +246,10 @@ def test_cli_demo_attributes_json():
     for a in doc["attributes"]:
         assert {"name", "n", "mean_calibrated", "ci99", "true_mean"} <= set(a)
         assert a["n"] == 400
+    # end to end through the firmware: the virtual boards whenever it has multi profiles
+    assert doc["demo"]["boards"] == ("virtual" if multi_demo._firmware_has_multi()
+                                     else "reference")
+    assert multi_demo._firmware_has_multi()   # the firmware (zealfw.mprofile) has landed
 
 
 def test_replay_line_for_tuples():
