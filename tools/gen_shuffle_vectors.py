@@ -126,6 +126,9 @@ def profile_cases(profiles) -> list:
     add("s-unreduced-gamma", "gamma_num/gamma_den not in lowest terms (2g/2d): valid, the "
         "value is what counts (BERNOULLI(2g, 2d) = BERNOULLI(g, d) word for word)", "valid",
         file_text(g2))
+    unreduced = SP.loads(file_text(g2))     # a valid case carries what every valid one does
+    cases[-1].update(canonical=unreduced.canonical_bytes().decode(),
+                     fingerprint=unreduced.fingerprint, bits=unreduced.bits)
     add("s-size", "a valid file padded with spaces to MAX_SHUFFLE_FILE + 1 bytes", "size",
         file_text(base)[:-1] + " " * (SP.MAX_SHUFFLE_FILE - len(file_text(base)) + 1) + "\n")
     add("s-json-trailing-comma", "a trailing comma", "json",
