@@ -244,6 +244,10 @@ _UNITS = {"lo": "(reading unit)", "hi": "(reading unit)", "worst_input": "(readi
 
 
 def cmd_profile(args) -> int:
+    from .analysis import shuffle_cli  # zeal profile --shuffle (seed 004)
+
+    if shuffle_cli.wants_shuffle(args):
+        return shuffle_cli.cmd_profile_shuffle(args)
     if getattr(args, "attributes", False):  # a multi-attribute profile (analysis.multi_demo)
         from .analysis.multi_demo import cmd_profile_attributes
 
@@ -464,6 +468,10 @@ def _table_report(prof, text: str) -> int:
 
 # ---- demo ---------------------------------------------------------------------------------------
 def cmd_demo(args) -> int:
+    if getattr(args, "shuffle", False):  # boards -> shuffler -> collector (analysis.shuffle_demo)
+        from .analysis.shuffle_demo import cmd_demo_shuffle
+
+        return cmd_demo_shuffle(args)
     if getattr(args, "attributes", False):  # multi-attribute boards (analysis.multi_demo)
         from .analysis.multi_demo import run_multi_demo
 
@@ -607,6 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=None, metavar="K",
                    help="with --attributes: attributes per report (default: seed 001's Eq. "
                         "12, max(1, min(d, floor(eps/2.5))))")
+    from .analysis import shuffle_cli
+
+    shuffle_cli.add_profile_arguments(p)
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("perturb", help="privatise readings (one decimal per line)",
@@ -668,6 +679,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "and temperature columns at once and reports k of them (seed 001's "
                         "Algorithm 4); the analysis gives every attribute's mean with its 99%% "
                         "interval beside the true mean (JSON: attributes)")
+    shuffle_cli.add_demo_arguments(p)
     p.set_defaults(func=cmd_demo)
     from .analysis import analyze, compare, reproduce
     from .analysis.compress import command as compress

@@ -18,8 +18,12 @@ port), and writes each released batch:
   the devices announced) and DATA frames of at most 255 reports, which `zeal collect` stores
   under that one device.
 Messages of different profiles (fingerprint, bits) are pooled apart. DEBUG-flagged frames (a
-non-private build) and VECTOR-flagged ones (test keys) are dropped and counted.
-Proposed; not yet wired into `zeal` (cli.py registers it: `shuffler.register(sub)`).
+non-private build) are dropped and counted; so are VECTOR-flagged ones (test keys), unless a
+caller keeps them (`keep_vector`, the seeded demo and tests only): they are then pooled apart
+and forwarded with the VECTOR flag, so test data never leaves the shuffler looking real.
+
+`shuffle_ports(ports, sink, batch, ...)` is the loop `zeal shuffle` runs (and
+`zeal demo --shuffle` in a thread); `PortSink(port=...)` writes to a port already open.
 """
 import os
 import secrets
@@ -77,12 +81,16 @@ class Shuffler:
 # ---- frames in ----------------------------------------------------------------------------------
 class LineReader:
     """One input line: bytes in, (pool key, [report ints]) out. The latest HELLO's session is
-    kept in memory to check DATA's CRC, nothing else; DATA before any HELLO is dropped."""
+    kept in memory to check DATA's CRC, nothing else; DATA before any HELLO is dropped.
 
-    def __init__(self):
+    Pool key: (fingerprint, bits), or (fingerprint, bits, "vector") for test-mode frames,
+    which are dropped unless `keep_vector`."""
+
+    def __init__(self, keep_vector: bool = False):
         self.deframer = Deframer()
         self._hello = None
         self.dropped = Counter()
+        self.keep_vector = keep_vector
 
     def feed(self, chunk: bytes) -> list:
         out = []
@@ -105,10 +113,13 @@ class LineReader:
             if data.debug or h.debug:
                 self.dropped["debug"] += len(reports)
                 continue
+            key = (h.fingerprint, h.bits)
             if data.vector or h.vector:
-                self.dropped["vector"] += len(reports)
-                continue
-            out.append(((h.fingerprint, h.bits), [int(v) for v in reports]))
+                if not self.keep_vector:
+                    self.dropped["vector"] += len(reports)
+                    continue
+                key += (VECTOR,)
+            out.append((key, [int(v) for v in reports]))
         return out
 
     @property
@@ -117,6 +128,14 @@ class LineReader:
 
 
 # ---- batches out --------------------------------------------------------------------------------
+VECTOR = "vector"  # the third element of a test-mode pool's key
+
+
+def _split_key(key):
+    """(fingerprint, bits, vector) of a pool key."""
+    return key[0], key[1], key[2:] == (VECTOR,)
+
+
 class FileSink:
     """Released batches as text: a `# batch` line, then one hex message per line."""
 
@@ -127,10 +146,10 @@ class FileSink:
             raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
 
     def write(self, key, batch) -> None:
-        fingerprint, bits = key
+        fingerprint, bits, vector = _split_key(key)
         digits = (bits + 3) // 4
-        lines = ["# batch fingerprint=%s bits=%d messages=%d\n"
-                 % (fingerprint.hex(), bits, len(batch))]
+        lines = ["# batch fingerprint=%s bits=%d messages=%d%s\n"
+                 % (fingerprint.hex(), bits, len(batch), " test-mode" if vector else "")]
         lines += ["%0*x\n" % (digits, m) for m in batch]
         self.fh.write("".join(lines))
         self.fh.flush()
@@ -144,27 +163,30 @@ SHUFFLER_ID = b"shuffler"
 
 class PortSink:
     """Released batches as Zeal frames from the one device "shuffler" (a HELLO per profile
-    change, then DATA frames of <= 255 reports)."""
+    change, then DATA frames of <= 255 reports; a test-mode pool's frames carry the VECTOR
+    flag). `url` is opened here; or `port`, anything with write/flush/close, is used as is
+    (the demo's pty)."""
 
-    def __init__(self, url: str):
-        self.port = transport.open_port(url, exclusive=False)
+    def __init__(self, url: str = None, *, port=None):
+        self.port = port if port is not None else transport.open_port(url, exclusive=False)
         self.nonce = secrets.token_bytes(codec.NONCE_LEN)
         self.seq = 0
         self.key = None
 
     def write(self, key, batch) -> None:
-        fingerprint, bits = key
+        fingerprint, bits, vector = _split_key(key)
+        flags = codec.FLAG_VECTOR if vector else 0
         session = codec.session_bytes(SHUFFLER_ID, fingerprint, 0, self.nonce)
         out = []
         if key != self.key:
             out.append(codec.encode_hello(device_id=SHUFFLER_ID, fingerprint=fingerprint,
                                           boot=0, bits=bits, batch=codec.MAX_COUNT,
-                                          nonce=self.nonce, next_seq=self.seq))
+                                          nonce=self.nonce, next_seq=self.seq, flags=flags))
             self.key = key
         for i in range(0, len(batch), codec.MAX_COUNT):
             out.append(codec.encode_data(seq=self.seq, bits=bits,
                                          reports=batch[i:i + codec.MAX_COUNT],
-                                         session=session))
+                                         session=session, flags=flags))
             self.seq += 1
         self.port.write(b"".join(out))
         self.port.flush()
@@ -207,45 +229,39 @@ def register(subparsers):
     return p
 
 
-def cmd_shuffle(args) -> int:
-    import json
-
+def shuffle_ports(ports, sink, batch: int, *, duration=None, messages=None,
+                  keep_vector: bool = False, stop=None, tap=None) -> dict:
+    """Read `ports` ({name: open serial port}), shuffle, write released batches to `sink`;
+    returns the summary (`zeal shuffle --json`'s document). Ends when every port has closed,
+    after `duration` seconds, once at least `messages` reports are written, or when `stop`
+    (a threading.Event) is set. The ports are closed on return, the sink is not. What is held
+    below a batch at the end is dropped (counted). `tap(name, chunk)`: sees each chunk read
+    (the demo's identity witness; None in `zeal shuffle`)."""
     import serial
 
-    if args.batch is None or args.batch < 1:
-        raise ZealError("--batch must be a positive integer")
-    for url in args.inputs:
-        why = transport.never_a_port(url)
-        if why:
-            raise ZealError("cannot open %s: %s" % (url, why))
+    ports = dict(ports)
+    readers = {name: LineReader(keep_vector) for name in ports}
     pools = {}
-    readers = {}
-    ports = {}
-    try:
-        for url in args.inputs:
-            ports[url] = transport.open_port(url, exclusive=False)
-            readers[url] = LineReader()
-        sink = PortSink(args.out) if _is_port(args.out) else FileSink(args.out)
-    except BaseException:
-        for port in ports.values():
-            port.close()
-        raise
     written = batches = 0
-    deadline = None if args.duration is None else time.monotonic() + args.duration
+    deadline = None if duration is None else time.monotonic() + duration
     try:
         while ports:
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            if args.messages is not None and written >= args.messages:
+            if messages is not None and written >= messages:
                 break
-            for url in list(ports):
+            if stop is not None and stop.is_set():
+                break
+            for name in list(ports):
                 try:
-                    chunk = transport.read_chunk(ports[url])
+                    chunk = transport.read_chunk(ports[name])
                 except (serial.SerialException, OSError):
-                    ports.pop(url).close()
+                    ports.pop(name).close()
                     continue
-                for key, reports in readers[url].feed(chunk):
-                    pool = pools.setdefault(key, Shuffler(args.batch))
+                if tap is not None and chunk:
+                    tap(name, chunk)
+                for key, reports in readers[name].feed(chunk):
+                    pool = pools.setdefault(key, Shuffler(batch))
                     for out in pool.add(reports):
                         sink.write(key, out)
                         written += len(out)
@@ -255,15 +271,41 @@ def cmd_shuffle(args) -> int:
     finally:
         for port in ports.values():
             port.close()
-        sink.close()
     discarded = sum(pool.discard() for pool in pools.values())
     rejected = Counter()
     for r in readers.values():
         rejected.update(r.rejected)
     received = sum(pool.received for pool in pools.values())
-    doc = {"reports_received": received, "reports_written": written, "batches": batches,
-           "reports_discarded": discarded, "batch": args.batch,
-           "dropped": dict(sorted(rejected.items()))}
+    return {"reports_received": received, "reports_written": written, "batches": batches,
+            "reports_discarded": discarded, "batch": batch,
+            "dropped": dict(sorted(rejected.items()))}
+
+
+def cmd_shuffle(args) -> int:
+    import json
+
+    if args.batch is None or args.batch < 1:
+        raise ZealError("--batch must be a positive integer")
+    for url in args.inputs:
+        why = transport.never_a_port(url)
+        if why:
+            raise ZealError("cannot open %s: %s" % (url, why))
+    ports = {}
+    try:
+        for url in args.inputs:
+            ports[url] = transport.open_port(url, exclusive=False)
+        sink = PortSink(args.out) if _is_port(args.out) else FileSink(args.out)
+    except BaseException:
+        for port in ports.values():
+            port.close()
+        raise
+    try:
+        doc = shuffle_ports(ports, sink, args.batch, duration=args.duration,
+                            messages=args.messages)
+    finally:
+        sink.close()
+    received, written = doc["reports_received"], doc["reports_written"]
+    discarded, batches = doc["reports_discarded"], doc["batches"]
     if discarded:
         print("zeal: %d reports held below a batch of %d were dropped (never written)"
               % (discarded, args.batch), file=sys.stderr)
@@ -273,6 +315,6 @@ def cmd_shuffle(args) -> int:
         print("reports received   %d" % received)
         print("reports written    %d (in %d batches of >= %d)" % (written, batches, args.batch))
         print("reports dropped    %d (held below a batch at the end)" % discarded)
-        for reason, count in sorted(rejected.items()):
+        for reason, count in sorted(doc["dropped"].items()):
             print("frames/reports dropped (%s)  %d" % (reason, count))
     return 0
