@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import wire
-from ..collect.store import Store, open_existing
+from ..collect.store import Store, open_existing, open_store  # noqa: F401 (tests)
 from ..errors import ZealError
 from ..mechanism.estimate import Estimator, estimator, is_table
 from ..mechanism.profile import Profile
@@ -339,7 +339,7 @@ def format_events(rows: list) -> str:
 
 
 def cmd_events(args) -> int:
-    with open_existing(args.db, readonly=True) as store:
+    with open_store(args.db, read_only=True) as store:
         rows = events(store, device=args.device, kind=args.kind)
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -469,7 +469,7 @@ def cmd_analyze(args) -> int:
         doc = analyze_archive(args.archive, include_vector=args.include_vector)
         paths = []
     else:
-        with open_existing(args.db, readonly=True) as store:
+        with open_store(args.db, read_only=True) as store:
             doc = analyze(store, include_vector=args.include_vector)
             paths = []
             if args.plots:
@@ -497,7 +497,8 @@ def register(subparsers) -> None:
                               description="Decode the stored reports and print, per device "
                               "and overall, the calibrated mean with its 99% interval, the "
                               "wire cost and the losses the collector recorded.")
-    p.add_argument("--db", metavar="FILE", help="the collector's database")
+    p.add_argument("--db", metavar="FILE|URL", help="the collector's database: an SQLite "
+                   "file or a postgresql:// URL (opened read-only)")
     p.add_argument("--archive", metavar="ARCHIVE", help="an archive made by `zeal compress`, "
                    "instead of --db: the same figures as on its database")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here "
@@ -515,7 +516,8 @@ def register(subparsers) -> None:
                               "messages, sessions and reboots, gaps, rejected frames, "
                               "connects and disconnects, reader errors, duplicate ids. Opens "
                               "the database read-only.")
-    p.add_argument("--db", required=True, metavar="FILE", help="the collector's database")
+    p.add_argument("--db", required=True, metavar="FILE|URL", help="the collector's database "
+                   "(an SQLite file or a postgresql:// URL)")
     p.add_argument("--json", action="store_true", help="print a JSON list (time, device, "
                    "port, kind, detail, count)")
     p.add_argument("--device", metavar="HEX", help="only this device's events")

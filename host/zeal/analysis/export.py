@@ -83,7 +83,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..collect.store import Store, StoreError, open_existing
+from ..collect.store import Store, StoreError, is_url, open_store
 from ..errors import ZealError
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
@@ -443,6 +443,9 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
 def cmd_export(args) -> int:
     out = args.output
     if out is None:
+        if is_url(args.db):
+            raise ZealError("--db is a PostgreSQL URL: name the output file with -o FILE "
+                            "(or -o - for stdout)")
         out = os.path.splitext(args.db)[0] + "." + args.format
     unit = getattr(args, "unit", "")
     meta = getattr(args, "meta", None)
@@ -452,7 +455,7 @@ def cmd_export(args) -> int:
                         "give -o FILE")
     if meta is None and args.format == "csv" and out != "-":
         meta = sidecar_path(out)
-    with open_existing(args.db, readonly=True) as store:
+    with open_store(args.db, read_only=True) as store:
         n = export(store, out, args.format, include_vector=args.include_vector, unit=unit,
                    meta=meta)
     if as_json:
@@ -476,8 +479,8 @@ def register(subparsers) -> None:
                     "reading's scale: its mean is zeal analyze's calibrated mean), low (the "
                     "bits sent), fingerprint. The profiles (range, epsilon, bits, unit, ...) "
                     "go into the Parquet schema metadata, or a JSON file beside the CSV.")
-    p.add_argument("--db", required=True, metavar="FILE", help="the collector's database "
-                   "(opened read-only)")
+    p.add_argument("--db", required=True, metavar="FILE|URL", help="the collector's database, "
+                   "an SQLite file or a postgresql:// URL (opened read-only)")
     p.add_argument("--format", choices=EXPORT_FORMATS, default="csv",
                    help="csv or parquet (Parquet needs pyarrow: pip install "
                         "'zeal-mcu[parquet]'); default: csv")

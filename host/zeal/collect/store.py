@@ -1,5 +1,10 @@
 """SQLite store (stdlib sqlite3, WAL): devices, profiles, frames, events, links, unresolved.
 
+`open_store(path_or_url)` is the one way in for commands: a file path opens this SQLite store
+(the embedded default), a `postgresql://` URL the PostgreSQL store of zeal.collect.pgstore
+(same tables, keys, events and caps; several collectors may write it at once). Both have the
+methods below; code outside the stores uses only those (never `store.db` directly).
+
 A frame counts as stored only once the transaction that inserted it has committed.
 
 Identity (schema 2). A frame is keyed by (device, boot, nonce, seq): `nonce` is the 8-byte
@@ -57,6 +62,7 @@ ProfileError for a stored profile that is not valid or not the one its fingerpri
 """
 import json
 import os
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -237,6 +243,7 @@ class Store:
     max_devices = MAX_DEVICES
     max_events = MAX_EVENTS
     max_unresolved_per_port = MAX_UNRESOLVED_PER_PORT
+    backend = "sqlite"
 
     def __init__(self, path, *, timeout: float = 5.0, readonly: bool = False):
         self.path = str(path)
@@ -244,6 +251,7 @@ class Store:
         self._devices: Dict[bytes, int] = {}
         self.last_new_reports = 0
         self.last_conflicts = 0
+        self.last_unresolved_ids: List[int] = []   # ids of the unresolved rows write() added
         self.db = None
         try:
             if readonly:
@@ -357,6 +365,10 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def set_timeout(self, seconds: float) -> None:
+        """How long a write waits for another writer's lock before failing."""
+        self.db.execute("PRAGMA busy_timeout = %d" % max(0, int(seconds * 1000)))
 
     def __enter__(self):
         return self
@@ -481,7 +493,7 @@ class Store:
                 self._insert_events(stored_events, now)
                 self._count("devices_dropped", "frames and events of devices beyond the cap "
                             "of %d" % self.max_devices, no_device, now)
-                self._unresolved(unresolved, resolved, now)
+                ids = self._unresolved(unresolved, resolved, now)
                 if link is not None:
                     self.db.execute("UPDATE links SET bytes = ? WHERE id = ?",
                                     (link[1], link[0]))
@@ -493,6 +505,7 @@ class Store:
             raise wrap_sql_error(exc, self.path) from None
         self.last_new_reports = reports
         self.last_conflicts = conflicts
+        self.last_unresolved_ids = ids
         return new
 
     def _insert_events(self, rows: list, now: float) -> None:
@@ -513,13 +526,14 @@ class Store:
         self._count("events_dropped", "events beyond the cap of %d rows" % self.max_events,
                     dropped, now)
 
-    def _unresolved(self, records, resolved, now: float) -> None:
+    def _unresolved(self, records, resolved, now: float) -> list:
         self.db.executemany("DELETE FROM unresolved WHERE id = ?", ((int(i),) for i in resolved))
         ports = set()
+        ids = []
         for u in records:
-            self.db.execute("INSERT INTO unresolved (port, arrival, body, crc, reason) "
-                            "VALUES (?, ?, ?, ?, ?)", (u.port, float(u.arrival), bytes(u.body),
-                                                       int(u.crc), u.reason))
+            ids.append(self.db.execute(
+                "INSERT INTO unresolved (port, arrival, body, crc, reason) VALUES (?, ?, ?, ?, ?)",
+                (u.port, float(u.arrival), bytes(u.body), int(u.crc), u.reason)).lastrowid)
             ports.add(u.port)
         for port in sorted(ports):
             row = self.db.execute("SELECT id FROM unresolved WHERE port = ? ORDER BY id DESC "
@@ -530,6 +544,7 @@ class Store:
                                     (port, row[0])).rowcount
                 self._count("unresolved_dropped", "oldest unresolved frames beyond the cap of "
                             "%d per port" % self.max_unresolved_per_port, n, now, port=port)
+        return ids
 
     def open_link(self, port: str) -> int:
         self._writable()
@@ -703,6 +718,29 @@ def open_existing(path, *, timeout: float = 5.0, readonly: bool = True) -> Store
         probe = Store(path, timeout=timeout, readonly=True)  # refuse before converting
         probe.close()
     return Store(path, timeout=timeout, readonly=readonly)
+
+
+def is_url(text) -> bool:
+    """True for a `postgresql://` (or `postgres://`) URL, False for a file path."""
+    return isinstance(text, str) and text.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(path_or_url, *, create: bool = True, read_only: bool = False,
+               timeout: float = 5.0) -> Store:
+    """The store `--db` names: a file path (SQLite) or a `postgresql://` URL (PostgreSQL,
+    zeal.collect.pgstore). create=True (the default, for writers): a missing SQLite file or an
+    empty PostgreSQL database gets the schema (an SQLite schema-1 file is converted);
+    create=False: the database must already be zeal's. read_only=True (readers: analyze,
+    export, compress, events): must exist, is never written."""
+    if is_url(path_or_url):
+        from .pgstore import PgStore   # below in import order: psycopg only when asked for
+        return PgStore(path_or_url, timeout=timeout, readonly=read_only, create=create)
+    if isinstance(path_or_url, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path_or_url):
+        raise StoreError("database %s...: a URL, but only postgresql:// URLs are databases "
+                         "(or give a file path for SQLite)" % path_or_url.split("://")[0])
+    if read_only or not create:
+        return open_existing(path_or_url, timeout=timeout, readonly=read_only)
+    return Store(path_or_url, timeout=timeout)
 
 
 def profile_doc(profile: Profile) -> dict:

@@ -93,10 +93,10 @@ def read_reports(path: str, profile) -> np.ndarray:
 
 def _database(path: str) -> dict:
     """Everything the archive carries from a database, read once."""
-    from ...collect.store import open_existing
+    from ...collect.store import open_store
     from ..decode import Loaded
 
-    with open_existing(path, readonly=True) as store:
+    with open_store(path, read_only=True) as store:
         data = Loaded(store, include_vector=True)
         nvec = len(store.frames(vector=True))
     if not data.rows:
@@ -223,6 +223,10 @@ def cmd_compress(args) -> int:
     if args.db is not None:
         if args.profile is not None:
             raise ZealError("--profile goes with --reports (a database holds its profiles)")
+        from ...collect.store import is_url
+
+        if is_url(args.db) and not args.out:
+            raise ZealError("--db is a PostgreSQL URL: name the archive with --out FILE")
         src = _database(args.db)
         source, origin = "database", args.db
     else:
@@ -265,7 +269,8 @@ def register(subparsers) -> None:
         "`zeal perturb` output (--reports with --profile) into a versioned archive that "
         "`zeal analyze --archive` reads, and print, for every available codec, bits per "
         "report, CR against 64-bit doubles, the ratio to the entropy bound and MB/s.")
-    p.add_argument("--db", metavar="FILE", help="the collector's database (opened read-only)")
+    p.add_argument("--db", metavar="FILE|URL", help="the collector's database, an SQLite file "
+                   "or a postgresql:// URL (opened read-only)")
     p.add_argument("--reports", metavar="FILE", help="a file of `zeal perturb` output (any "
                    "--format), instead of --db")
     p.add_argument("--profile", metavar="FILE", help="the profile the --reports were made "
