@@ -6,7 +6,9 @@ HOST = os.path.join(ROOT, "host")
 if HOST not in sys.path:  # lets the suite run from a checkout without `pip install -e`
     sys.path.insert(0, HOST)
 
-pytest_plugins = ["board_plugin"]  # --port PORT: hardware-in-the-loop tests
+# board_plugin: --port PORT, hardware-in-the-loop tests; pg_server: the postgres_url fixture
+# (a throw-away PostgreSQL cluster)
+pytest_plugins = ["board_plugin", "pg_server"]
 
 HUMIDITY = (23.5, 83.9)
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
