@@ -286,6 +286,8 @@ def test_demo_refuses_a_count_with_no_gamma(capsys):
         S.gamma_for(epsilon=1.0, delta=1e-6, n=low - 1, d=3, k=3, t=1)
     rc, _, err = _main(["demo", "--shuffle", "--attributes"], capsys)
     assert rc == 1 and err.startswith("zeal: ")
+    rc, _, err = _main(["demo", "--delta", "1e-3"], capsys)
+    assert rc == 1 and err == "zeal: --delta needs --shuffle\n"
 
 
 # ---- zeal profile --shuffle ------------------------------------------------------------------

@@ -468,7 +468,9 @@ def _table_report(prof, text: str) -> int:
 
 # ---- demo ---------------------------------------------------------------------------------------
 def cmd_demo(args) -> int:
-    if getattr(args, "shuffle", False):  # boards -> shuffler -> collector (analysis.shuffle_demo)
+    from .analysis import shuffle_cli  # boards -> shuffler -> collector (analysis.shuffle_demo)
+
+    if shuffle_cli.demo_wants_shuffle(args):
         from .analysis.shuffle_demo import cmd_demo_shuffle
 
         return cmd_demo_shuffle(args)

@@ -68,6 +68,15 @@ def add_demo_arguments(p) -> None:
                    help="with --shuffle: the guarantee's delta (default 1e-6)")
 
 
+def demo_wants_shuffle(args) -> bool:
+    """True for `zeal demo --shuffle`; --delta without it is a ZealError."""
+    if getattr(args, "shuffle", False):
+        return True
+    if getattr(args, "delta", None) is not None:
+        raise ZealError("--delta needs --shuffle")
+    return False
+
+
 def wants_shuffle(args) -> bool:
     """True for `zeal profile --shuffle`; a shuffle-only option without it is a ZealError."""
     if getattr(args, "shuffle", False):
