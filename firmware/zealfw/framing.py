@@ -88,6 +88,8 @@ def stop_with_status(out, dev, debug, code, message):
     sender = Sender(out, 0, device_id=dev, debug=debug)
     sender.hello()
     sender.status(code, message)
+    if hasattr(out, "poll"):  # an MQTT board (zealfw.mqtt_out): publish them now
+        out.close()
 
 
 def _int_in(name, v, lo, hi):

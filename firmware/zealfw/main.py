@@ -12,7 +12,9 @@
 #                 {"kind": "replay"} | {"kind": "replay", "file": "zeal_replay.txt"}
 #                                                            (default: replay on the input)
 #   output        {"kind": "repl"} | {"kind": "uart", "id": 1, "baudrate": 115200,
-#                 "tx": 4, "rx": 5}                          (default: repl)
+#                 "tx": 4, "rx": 5} | {"kind": "mqtt", "url": "mqtt://HOST:PORT", ...}
+#                 (default: repl; the mqtt keys and what they do: zealfw/mqtt_cfg.py,
+#                 zealfw/mqtt_out.py)
 #   watchdog_ms   0      machine.WDT timeout, 0..8388 (RP2040's maximum; 0: no watchdog)
 #   write_timeout_ms 250 a frame the output has not taken after this long is dropped and
 #                        counted (STATUS frames_dropped); the watchdog is fed meanwhile

@@ -108,7 +108,11 @@ def make(st, kind):
         return None
     replay_in = not source.from_file
     control = None
-    if not replay_in and inp is not None:
+    if hasattr(out, "poll"):  # an MQTT board (zealfw.mqtt_out): its control topic, and
+        control = out       # its ring delivered when the loop closes the source (names
+        out.stream = getattr(source, "close", None)  # interned anyway: none costs heap)
+        source.close = out.close
+    elif not replay_in and inp is not None:
         from .control import Control
 
         control = Control(inp)

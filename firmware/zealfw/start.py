@@ -122,10 +122,14 @@ def device_id(config_path="zeal_config.json"):
     return uid
 
 
-def _streams(cfg):
+def _streams(cfg, dev):
     """(out, inp, on_repl): where frames go and where control/replay lines come from."""
     spec = cfg["output"]
     kind = spec["kind"]
+    if kind == "mqtt":  # zealfw.mqtt_cfg: loaded for an MQTT board only (and freed)
+        from .mqtt_cfg import make
+
+        return make(spec, dev), sys.stdin.buffer, False
     if kind == "uart":
         import machine
 
@@ -137,7 +141,7 @@ def _streams(cfg):
         return uart, uart, False
     if kind == "repl":
         return sys.stdout.buffer, sys.stdin.buffer, True
-    raise ConfigError("output kind must be repl or uart")
+    raise ConfigError("output kind must be repl, uart or mqtt")
 
 
 def prepare(config_path, out, inp):
@@ -148,7 +152,7 @@ def prepare(config_path, out, inp):
     try:
         cfg = load_config(config_path)
         if out is None:
-            out, inp2, on_repl = _streams(cfg)
+            out, inp2, on_repl = _streams(cfg, dev)
             inp = inp if inp is not None else inp2
         else:
             on_repl = False
