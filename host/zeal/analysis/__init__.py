@@ -11,6 +11,14 @@ package):
   calibrated estimate and the profile as metadata (`export`, `register`);
 - `plots`: PNG plots of a store's reports (`plot_store`, `histogram`, `running_mean`; the
   exact expected histogram `mixture_probabilities`);
+- `compare`: `zeal compare`: every mechanism side by side (float references, the window
+  grid, every table kind as a device-ready profile), and the table helpers `zeal profile` /
+  `zeal demo --mechanism` share (`table_bits`, `build_table_profile`);
+- `multi_report`: multi-attribute stores (seed 001): per-attribute means and frequencies with
+  99% intervals, wire bits per report (`holds_multi`, `analyze_doc`);
+- `shuffle_report`: shuffle-mode stores (seed 004): the debiased mean vector, the MSE bounds
+  and the (eps, delta) the stored batch delivered (`holds_shuffle`, `analyze_doc`);
+- `shuffle_cli`: `zeal profile --shuffle`;
 - `analyze`: `zeal analyze` and `zeal events`: per device, per profile and overall estimates,
   losses and wire cost, from a database or an archive (`analyze`, `format_table`, `events`,
   `register`);
@@ -18,7 +26,11 @@ package):
   lzma, pcodec, packed, rans), the exact entropy bound (`entropy_bits_per_report`), GreedyGD
   with direct analytics, the versioned archive and `zeal compress`;
 - `reproduce`: `zeal reproduce`, the paper's figures and report, float sampler beside the
-  exact mechanism.
+  exact mechanism;
+- `multi_demo`: `zeal profile --attributes` and `zeal demo --attributes` (virtual boards with
+  several columns);
+- `shuffle_demo`: `zeal demo --shuffle` (boards -> shuffler -> collector -> analyzer, and the
+  search of the store for board identities).
 
 Nothing is re-exported: `analyze`, `export` and `plots` are both modules and functions here,
 so `from zeal.analysis import analyze` is the module and `analyze.analyze(store)` the call.
