@@ -676,10 +676,10 @@ def register(subparsers):
                     "/dev/ttyACM0, a pty path, socket://host:port) and store them in a SQLite "
                     "database. A frame counts as stored once committed (every 0.2 s). "
                     "Ctrl-C stops cleanly.")
-    p.add_argument("--port", action="append", required=True, metavar="URL",
+    p.add_argument("--port", action="append", default=[], metavar="URL",
                    help="serial port or pyserial URL (/dev/ttyACM0, a pty path, "
                         "socket://HOST:PORT), or 'auto': the one board `zeal devices` lists; "
-                        "repeatable. A port absent at the start is waited for")
+                        "repeatable. A port absent at the start is waited for. Or --mqtt")
     p.add_argument("--db", required=True, metavar="FILE",
                    help="SQLite database (created if missing; an existing one is added to)")
     p.add_argument("--profile", action="append", default=[], metavar="FILE",
@@ -703,6 +703,8 @@ def register(subparsers):
                         "(default %(default)s)")
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON on stdout (progress stays on stderr)")
+    from . import mqtt
+    mqtt.add_arguments(p)
     p.epilog = ("Exit status: 0 collected; 1 a user mistake or a database/port error (a port "
                 "absent for the whole run included); "
                 "3 a device reported an error STATUS (NO_PROFILE, BAD_PROFILE, CONFIG, CRASH) "
@@ -828,6 +830,11 @@ def cmd_collect(args) -> int:
     from ..board.devices import resolve_port
     from ..mechanism.profiles import load_any
 
+    if args.mqtt is not None:
+        from .mqtt import cmd_collect_mqtt
+        return cmd_collect_mqtt(args)
+    if not args.port:
+        raise ZealError("give the serial port(s) to read (--port URL) or a broker (--mqtt URL)")
     profiles = [load_any(path) for path in args.profile]
     ports = [resolve_port(port) for port in args.port]
     # A short busy timeout at the start (a locked database is reported at once), a long one

@@ -1,0 +1,654 @@
+"""MQTT collector: a broker's `zeal/<device>/frames` topics -> per-device wire.Decoder -> store.
+
+The boards publish on `zeal/<device-id>/frames` (QoS 1) payloads of one or more whole wire
+frames, exactly the bytes of the serial line; so each device topic is read as the stream of a
+serial line (a `_Port` of collector.Collector named "mqtt:<topic>", its own Decoder), and
+everything the serial collector does (sessions, unresolved DATA kept until its HELLO,
+rejects, STATUS, events keyed for idempotence) holds here too. paho-mqtt v2, MQTT v5.
+
+Several collectors share the load with a shared subscription (`--group NAME`: the broker
+gives each message to one member of `$share/NAME/<topic>`), so one device's frames are split
+between collectors. What that changes, and how it is met:
+
+- Sessions. A DATA frame opens only under the HELLO of its boot, which went to one collector.
+  Every collector republishes each HELLO it reads, retained, on `zeal/<device>/hello`, and
+  every collector subscribes to `zeal/+/hello` (not shared): all collectors learn every
+  session, a collector started later gets each device's latest at once, and DATA that came
+  first is kept Unresolved until it arrives (as on a serial line).
+- Nothing lost, nothing twice. Messages are acknowledged (PUBACK, manual) only after the
+  transaction holding their frames has committed; the session is persistent (clean_start
+  False, a session expiry, a fixed client id): a collector killed at any moment and started
+  again with the same --client-id gets every unacknowledged message again. Frames are stored
+  under their key (device, boot, nonce, seq) with conflict detection: redelivered or
+  overlapping frames store nothing twice. A redelivered frame is not a reject, and a stale
+  (retained or redelivered) HELLO is not a restart: neither is recorded.
+- Gaps. One collector sees a part of each device's sequence, so its decoder's loss count
+  means nothing; gaps are accounted from the store instead, which every collector writes:
+  every GAP_EVERY seconds and at the end, for each session this collector stored frames of,
+  the holes between stored sequence numbers whose upper frame arrived more than SETTLE
+  seconds ago become `gap` events with the serial collector's key
+  ("gap:<session>:<seq after the hole>"), so two collectors finding one hole store it once.
+  (Losses after the highest stored frame are not seen until a later frame arrives.)
+
+All devices' records of one commit go into ONE store transaction (a serial collector commits
+one per port; a fleet has thousands of devices).
+
+The broker may be down at the start (tried again with a growing delay, one line saying so)
+or go away during the run (paho reconnects; unacknowledged messages come again). Wrong
+credentials or a refused subscription end the run with one line and exit status 1.
+"""
+import queue
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from typing import Optional
+from urllib.parse import unquote, urlsplit
+
+from .. import wire
+from ..errors import ZealError
+from .collector import FLUSH, Collector, Progress, _Port  # noqa: F401  (Progress re-exported)
+from .store import EventRecord, FrameRecord
+
+DEFAULT_TOPIC = "zeal/+/frames"
+RETRY_FIRST = 0.5   # seconds before the first retry of a broker that is down
+RETRY_MAX = 10.0    # the longest wait between two tries
+GAP_EVERY = 5.0     # seconds between gap accountings from the store
+SETTLE = 10.0       # a hole counts as a gap once the frame after it is this old (seconds)
+RECEIVE_MAXIMUM = 20000  # unacknowledged messages the broker may have in flight to us
+SESSION_EXPIRY = 24 * 3600  # seconds the broker keeps a collector's session while it is away
+INSTALL = "pip install 'zeal-mcu[fleet]' (paho-mqtt >= 2)"
+
+
+class MqttError(ZealError):
+    """The broker refused us (credentials, subscription) or the URL is not usable."""
+
+
+def _paho():
+    try:
+        import paho.mqtt.client as client
+    except ImportError:
+        raise ZealError("--mqtt needs paho-mqtt, which is not installed: %s" % INSTALL) from None
+    if not hasattr(client, "CallbackAPIVersion"):
+        raise ZealError("--mqtt needs paho-mqtt >= 2 (this one is older): %s" % INSTALL)
+    return client
+
+
+def parse_url(url: str) -> dict:
+    """mqtt://[USER[:PASS]@]HOST[:PORT] (1883) or mqtts://... (TLS, 8883) -> a dict with
+    host, port, user, password, tls and `shown` (the URL without its password)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
+        raise MqttError("not an MQTT URL: %r (mqtt://[USER[:PASS]@]HOST:PORT, or mqtts:// "
+                        "for TLS)" % _hide(url))
+    try:
+        port = parts.port
+    except ValueError:
+        raise MqttError("bad port in %s" % _hide(url)) from None
+    tls = parts.scheme == "mqtts"
+    port = port or (8883 if tls else 1883)
+    user = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
+    host = parts.hostname
+    shown = "%s://%s%s:%d" % (parts.scheme, (user + "@") if user else "",
+                              "[%s]" % host if ":" in host else host, port)
+    return {"host": host, "port": port, "user": user, "password": password, "tls": tls,
+            "shown": shown}
+
+
+def _hide(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(":" + parts.password + "@", ":***@", 1)
+
+
+def device_of(topic: str) -> Optional[str]:
+    """The <device-id> of zeal/<device-id>/frames (or /hello), else None."""
+    bits = topic.split("/")
+    if len(bits) == 3 and bits[0] == "zeal" and bits[1] and bits[2] in ("frames", "hello"):
+        return bits[1]
+    return None
+
+
+class MqttCollector(Collector):
+    """Collect from an MQTT broker into `store`. `url`: mqtt://[USER[:PASS]@]HOST:PORT;
+    `topic`: the frames topic filter; `group`: a shared-subscription group name (several
+    collectors share the messages) or None; `client_id`: this collector's MQTT client id, the
+    name of its persistent session on the broker: give each collector its own, and the same
+    one again when it restarts (that is what brings back the messages it had not
+    acknowledged). Other arguments as Collector's. Call `run` in the thread that opened the
+    store."""
+
+    def __init__(self, url: str, store, *, topic: str = DEFAULT_TOPIC,
+                 group: Optional[str] = None, client_id: Optional[str] = None,
+                 password: Optional[str] = None, profiles=(), keep_vector: bool = False,
+                 on_progress=None, log=None, verbose: bool = False, ca_file=None):
+        self.broker = parse_url(url)
+        if password is not None:
+            self.broker["password"] = password
+        if group is not None and (not group or any(c in group for c in "/+#")):
+            raise MqttError("bad --group %r: a name without '/', '+' or '#'" % group)
+        if not topic or "#" in topic[:-1] or topic.startswith("$share/"):
+            raise MqttError("bad --topic %r (a topic filter such as zeal/+/frames; the "
+                            "shared subscription is made with --group)" % topic)
+        self.mqtt = _paho()
+        # Collector needs one port: a stand-in that is never opened (run is ours).
+        super().__init__(["mqtt:" + topic], store, profiles=profiles, keep_vector=keep_vector,
+                         on_progress=on_progress, log=log, verbose=verbose)
+        self.ports = []
+        self.topic = topic
+        self.group = group
+        self.client_id = client_id or "zeal-%s-%s" % (socket.gethostname(), group or "all")
+        self.ca_file = ca_file
+        self._by_topic = {}
+        self._lock = threading.Lock()
+        self._client = None
+        self._gen = 0                 # connection number: acks of an older one are void
+        self._acks = []               # (gen, mid) taken since the last commit
+        self._fatal = None            # a refusal that ends the run
+        self._connected_once = threading.Event()
+        self._link = None
+        self._payload_bytes = 0
+        self._touched = set()         # (device_id, boot, nonce, fingerprint) stored this run
+        self._settled = {}            # that -> highest seq whose holes below are accounted
+        self.messages = 0             # frame messages received (redeliveries included)
+
+    # ---- the paho thread ------------------------------------------------------------------------
+    def _port(self, topic: str) -> _Port:
+        p = self._by_topic.get(topic)
+        if p is None:
+            p = _Port("mqtt:" + topic, wire.Decoder(self._profiles, vectors=self.keep_vector))
+            p.opened = True
+            self._by_topic[topic] = p
+            with self._lock:
+                self.ports = self.ports + [p]
+        return p
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties):
+        if reason_code.is_failure:
+            self._fatal = "the broker %s refused the connection: %s" % (
+                self.broker["shown"], reason_code)
+            if reason_code.value in (0x86, 0x87, 0x8C):  # bad user/password, not authorized
+                self._fatal += " (check the user name and password)"
+            self._stop.set()
+            return
+        self._gen += 1
+        filt = self.topic if self.group is None else "$share/%s/%s" % (self.group, self.topic)
+        opts = self.mqtt.SubscribeOptions(qos=1)
+        client.subscribe([(filt, opts), ("zeal/+/hello", self.mqtt.SubscribeOptions(qos=1))])
+        self._queue.put(("mqtt_connect", None, flags.session_present))
+        self._connected_once.set()
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties):
+        bad = [rc for rc in reason_codes if rc.is_failure]
+        if bad:
+            self._fatal = ("the broker %s refused the subscription to %s: %s (is this user "
+                           "allowed to read it? see the ACL)" % (
+                               self.broker["shown"], self.topic, bad[0]))
+            self._stop.set()
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties):
+        self._queue.put(("mqtt_disconnect", None, str(reason_code)))
+
+    def _on_message(self, client, userdata, msg):
+        gen = self._gen
+        try:
+            dev = device_of(msg.topic)
+            if dev is not None:
+                kind = msg.topic.rsplit("/", 1)[1]
+                frames_topic = "zeal/%s/frames" % dev
+                p = self._port(frames_topic)
+                if kind == "frames":
+                    self.messages += 1
+                    self._payload_bytes += len(msg.payload)
+                    p.nbytes += len(msg.payload)
+                    self._republish = frames_topic
+                else:
+                    self._republish = None  # a HELLO shared by a collector: not again
+                self._decode(p, bytes(msg.payload))
+        except Exception as exc:  # never let the network thread die: report, go on
+            self._queue.put(("failure", self._by_topic.get("zeal/%s/frames" % dev)
+                             if dev else None, "%s: %s" % (type(exc).__name__, exc)))
+        finally:
+            self._republish = None
+            if msg.qos:
+                self._queue.put(("ack", None, (gen, msg.mid, msg.qos)))
+
+    _republish = None
+
+    def _feed(self, p, piece, now, recs):
+        before = len(recs)
+        super()._feed(p, piece, now, recs)
+        self._late(p, recs, before)
+        if self._republish is not None and any(r[0] == "hello" for r in recs[before:]):
+            dev = self._republish.split("/")[1]
+            self._client.publish("zeal/%s/hello" % dev, piece, qos=1, retain=True)
+
+    def _late(self, p, recs, before) -> None:
+        """DATA of the latest session that came late (QoS 1 redelivery after a collector
+        restart or a broker restart; a serial line never goes back): the decoder keeps it
+        Unresolved ("sequence"); here it is placed at once at the largest number below the
+        session's highest one with its 16 bits, if that number was not received yet."""
+        dec = p.decoder
+        track = dec._tracks.get(dec.hello.session) if dec.hello is not None else None
+        if track is None:
+            return
+        for i in range(before, len(recs)):
+            what, item = recs[i]
+            if what != "unresolved" or item.record.reason != "sequence":
+                continue
+            body, crc = bytes(item.body), int(item.crc)
+            n = max(track.next, track.hello.next_seq)
+            u = n - 1 - ((n - 1 - (body[1] | body[2] << 8)) % dec.SEQ_MOD)
+            if u < 0:
+                continue
+            p.backlog.remove(item)
+            dec._kept.pop((crc, len(body), hash(body)), None)
+            if track.seen(u):
+                recs[i] = ("dropped", None)  # a redelivered frame already read
+                continue
+            track.add(u)
+            try:
+                d = wire.parse_body(body, variable=track.hello.bits == 0)
+                batch = dec._rebuild(track, d, u, crc)
+            except wire.FrameError:
+                batch = None
+            recs[i] = (("frame", FrameRecord.from_batch(batch, item.arrival))
+                       if batch is not None else ("dropped", None))
+
+    def _resolve(self, p, recs):
+        """A HELLO came. Over MQTT it may come after DATA sent after it (another topic, or
+        another collector's republish), which a serial line never does: so the kept DATA is
+        first fed again as if it followed the HELLO (what opens is stored); only what does
+        not is left to the serial collector's resolve (DATA sent before the HELLO)."""
+        dec = p.decoder
+        keep = []
+        for item in sorted(p.backlog, key=lambda it: (int.from_bytes(it.body[1:3], "little"), it.arrival)):
+            body = bytes(item.body)
+            raw = wire.cobs_encode(body + struct.pack("<I", item.crc)) + b"\x00"
+            key = (int(item.crc), len(body), hash(body))
+            was = dec._kept.get(key)
+            out = dec.feed(raw)
+            if was is None:  # where it was first kept decides what resolve may do with it
+                dec._kept.pop(key, None)
+            else:
+                dec._kept[key] = was
+            batch = next((b for b in out if isinstance(b, wire.Batch)), None)
+            if batch is not None:
+                recs.append(("resolved", (item, True)))
+                self._batch(p, batch, item.arrival, recs, p.session_hex)
+            elif any(isinstance(u, wire.Unresolved) for u in out):
+                keep.append(item)
+            else:  # a duplicate (already stored) or refused: counted by the decoder
+                recs.append(("resolved", (item, False)))
+        keep.sort(key=lambda it: it.arrival)
+        p.backlog = keep
+        if keep:
+            super()._resolve(p, recs)
+
+    def _account(self, p, now, recs):
+        """As the serial collector's, but a redelivered frame is no reject, a stale HELLO no
+        restart, and gaps come from the store (see the module docstring)."""
+        dec = p.decoder
+        rejected = dec.rejected
+        dup = rejected["duplicate"] - p._seen_rejects["duplicate"]
+        if dup:
+            seen = Counter(p._seen_rejects)
+            seen["duplicate"] += dup
+            p._seen_rejects = seen
+        p._seen_lost = dec.lost
+        p._seen_restarts = dec.restarts
+        super()._account(p, now, recs)
+
+    def _batch(self, p, b, arrival, recs, sess):
+        recs.append(("frame", FrameRecord.from_batch(b, arrival)))
+
+    # ---- the writer (the thread that calls run) ---------------------------------------------------
+    def _take(self, item) -> None:
+        kind, p, arg = item
+        if kind == "ack":
+            self._acks.append(arg)
+        elif kind == "mqtt_connect":
+            self.progress.connected = 1
+            self._events.append(EventRecord("connect", "session present" if arg else "",
+                                            port=self.broker["shown"], time=time.time()))
+        elif kind == "mqtt_disconnect":
+            self.progress.connected = 0
+            if not self._stop.is_set():
+                self.progress.disconnects += 1
+                self.log("zeal: lost the broker %s (%s); reconnecting" % (self.broker["shown"],
+                                                                         arg))
+                self._events.append(EventRecord("disconnect", arg, port=self.broker["shown"],
+                                                time=time.time()))
+        elif kind == "failure" and p is None:
+            self.progress.reader_errors += 1
+            self.log("zeal: a message could not be read (%s)" % arg)
+        else:
+            super()._take(item)
+
+    _events = None
+
+    def _commit_all(self, started: float, notify: bool = True) -> None:
+        """One transaction for every device: frames, events, unresolved DATA; then the
+        acknowledgements of the messages they came in."""
+        ports = self.ports
+        acks, self._acks = self._acks, []
+        busy = [p for p in ports if p.frames or p.events or p.unresolved or p.resolved_ids]
+        if busy or self._events or self._payload_bytes != self._committed_payload:
+            frames = [f for p in busy for f in p.frames]
+            events = list(self._events) + [e for p in busy for e in p.events]
+            unresolved = [u.record for p in busy for u in p.unresolved]
+            resolved = [i for p in busy for i in p.resolved_ids]
+            link = (self._link, self._payload_bytes) if self._link is not None else None
+            new = self.store.write(frames, events, link=link, unresolved=unresolved,
+                                   resolved=resolved)
+            self._committed_payload = link[1] if link else self._committed_payload
+            self._events = []
+            ids = iter(self.store.last_unresolved_ids)  # in the order given to write()
+            for p in busy:
+                if p.unresolved:
+                    self._unresolved_ids(p, [next(ids) for _ in p.unresolved])
+            pr = self.progress
+            pr.reports += self.store.last_new_reports
+            pr.frames += new
+            pr.duplicates += len(frames) - new
+            for f in frames:
+                pr.devices.add(f.device_id)
+                self._touched.add((f.device_id, f.boot, f.nonce, f.fingerprint))
+            for p in busy:
+                p.frames, p.link_bytes = [], p.nbytes
+                self._commit(p)  # no frames left: the bookkeeping of the rest, no write
+        self._send_acks(acks)
+        self.progress.bytes = self._payload_bytes
+        self.progress.elapsed = time.monotonic() - started
+        if notify and self.on_progress is not None:
+            self.on_progress(self.progress)
+
+    _committed_payload = 0
+
+    def _unresolved_ids(self, p, ids) -> None:
+        for item, row_id in zip(p.unresolved, ids):
+            item.id = row_id
+        p.stored_unresolved += len(p.unresolved)
+        self.progress.unresolved += len(p.unresolved)
+        p.unresolved = []
+
+    def _commit(self, p) -> None:
+        """The serial collector's bookkeeping of a port once its records are stored (this
+        collector's frames and unresolved rows are written by _commit_all)."""
+        pr = self.progress
+        pr.resolved += p.resolved_frames
+        p.stored_unresolved -= len(p.resolved_ids)
+        pr.unresolved -= len(p.resolved_ids)
+        for e in p.events:
+            if e.kind == "reject":
+                pr.rejects[e.detail] += e.count
+            elif e.kind == "reboot":
+                pr.reboots += 1
+            if e.kind in ("session", "reboot"):
+                pr.devices.add(e.device_id)
+        if p.stop_pending and not p.stopped:
+            p.stopped = True
+            pr.stopped += 1
+        p.events, p.resolved_ids = [], []
+        p.resolved_frames = 0
+        p.stop_pending = False
+
+    def _send_acks(self, acks) -> None:
+        client = self._client
+        for gen, mid, qos in acks:
+            if gen == self._gen and client is not None:
+                client.ack(mid, qos)
+
+    # ---- gaps, from the store ---------------------------------------------------------------------
+    def account_gaps(self, settle: float = SETTLE) -> int:
+        """Store a `gap` event for every hole between stored sequence numbers of the sessions
+        this collector stored frames of, once the frame after the hole arrived `settle`
+        seconds ago. Returns the frames newly counted lost (0 for holes another collector
+        counted first)."""
+        limit = time.time() - settle
+        events = []
+        for sess in sorted(self._touched):
+            device_id, boot, nonce, fp = sess
+            rows = _session_seqs(self.store, sess)
+            low = self._settled.get(sess)
+            prev = None
+            top = low
+            for seq, arrival in rows:
+                if arrival > limit:
+                    break
+                if prev is not None and seq > prev + 1 and (low is None or seq > low):
+                    key = wire.session_bytes(device_id, bytes.fromhex(fp)[:8], boot,
+                                             nonce).hex()
+                    events.append(EventRecord("gap", "", seq - prev - 1, device_id=device_id,
+                                              port="mqtt", time=arrival,
+                                              key="gap:%s:%d" % (key, seq)))
+                prev = top = seq
+            if top is not None:
+                self._settled[sess] = top
+        if not events:
+            return 0
+        n = _new_gaps(self.store, events)
+        self.progress.gaps += n
+        return n
+
+    # ---- run ------------------------------------------------------------------------------------
+    def _make_client(self):
+        m = self.mqtt
+        client = m.Client(m.CallbackAPIVersion.VERSION2, client_id=self.client_id,
+                          protocol=m.MQTTv5, manual_ack=True)
+        b = self.broker
+        if b["user"] is not None:
+            client.username_pw_set(b["user"], b["password"])
+        if b["tls"]:
+            client.tls_set(ca_certs=self.ca_file)
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
+        client.reconnect_delay_set(min_delay=1, max_delay=int(RETRY_MAX))
+        client.max_queued_messages_set(0)
+        return client
+
+    def _connect_props(self):
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = SESSION_EXPIRY
+        props.ReceiveMaximum = RECEIVE_MAXIMUM
+        return props
+
+    def _connect(self, client) -> bool:
+        """Connect, retrying while the broker is unreachable (one line, then every try
+        quietly); False if stopped meanwhile."""
+        delay, said = RETRY_FIRST, False
+        while not self._stop.is_set():
+            try:
+                client.connect(self.broker["host"], self.broker["port"], keepalive=15,
+                               clean_start=False, properties=self._connect_props())
+                return True
+            except (OSError, ConnectionError) as exc:
+                if isinstance(exc, socket.gaierror):
+                    raise MqttError("cannot find the broker host %s (%s)"
+                                    % (self.broker["host"], exc.strerror or exc)) from None
+                if not said:
+                    self.log("zeal: broker %s not reachable (%s); retrying (every %g-%g s) "
+                             "until it is" % (self.broker["shown"],
+                                              getattr(exc, "strerror", None) or exc,
+                                              RETRY_FIRST, RETRY_MAX))
+                    said = True
+                self._stop.wait(delay)
+                delay = min(delay * 2, RETRY_MAX)
+        return False
+
+    def run(self, *, duration: Optional[float] = None, reports: Optional[int] = None,
+            until_stopped: bool = False) -> Progress:
+        """As Collector.run, from the broker. Raises MqttError if the broker refuses us."""
+        import signal
+        self.store.write()
+        self._events = []
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                handlers[sig] = signal.signal(sig, self._on_signal)
+        started = time.monotonic()
+        client = self._client = self._make_client()
+        reason = "stopped"
+        try:
+            if self._connect(client):
+                self._link = self.store.open_link(self.broker["shown"])
+                client.loop_start()
+            next_commit = time.monotonic() + FLUSH
+            next_gaps = time.monotonic() + GAP_EVERY
+            while not self._stop.is_set():
+                wait = next_commit - time.monotonic()
+                if wait > 0:
+                    try:
+                        self._take(self._queue.get(timeout=min(wait, FLUSH)))
+                    except queue.Empty:
+                        pass
+                    continue
+                self._drain()
+                self._commit_all(started)
+                next_commit = time.monotonic() + FLUSH
+                if time.monotonic() >= next_gaps:
+                    self.account_gaps()
+                    next_gaps = time.monotonic() + GAP_EVERY
+                if duration is not None and self.progress.elapsed >= duration:
+                    reason = "duration reached"
+                elif reports is not None and self.progress.reports >= reports:
+                    reason = None
+                elif until_stopped and self.ports and all(p.stopped for p in self.ports):
+                    reason = "every device sent STOPPED or an error status"
+                else:
+                    continue
+                break
+            if self._interrupted:
+                reason = "interrupted"
+        finally:
+            self._stop.set()
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
+        if self._fatal is not None:
+            client.loop_stop()
+            client.disconnect()
+            raise MqttError(self._fatal)
+        # Commit what was read, acknowledge it, then leave: what arrives after the last
+        # commit stays unacknowledged and comes again to the next run.
+        self._drain()
+        self._commit_all(started, notify=False)
+        try:
+            client.disconnect()
+        except Exception:
+            pass
+        client.loop_stop()
+        self._drain()
+        self._acks = []
+        self._commit_all(started, notify=False)  # no acks: the connection is gone
+        self.account_gaps(settle=0.0)
+        if self._link is not None:
+            self.store.close_link(self._link, self._payload_bytes)
+        pr = self.progress
+        pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
+        if self._link is None and reason != "interrupted":
+            pr.never_opened = [self.broker["shown"]]
+        if self.on_progress is not None:
+            self.on_progress(pr)
+        return pr
+
+
+def _session_seqs(store, sess) -> list:
+    """(seq, arrival) of one session's stored frames, in seq order (SQLite Store)."""
+    device_id, boot, nonce, _fp = sess
+    return store._query("SELECT f.seq, f.arrival FROM frames f JOIN devices d ON "
+                        "d.id = f.device WHERE d.device_id = ? AND f.boot = ? AND f.nonce = ? "
+                        "ORDER BY f.seq", (bytes(device_id), int(boot), bytes(nonce)))
+
+
+def _new_gaps(store, events) -> int:
+    """Write gap events (keys dedupe them); the frames counted lost by those newly stored."""
+    keys = [e.key for e in events]
+    have = set()
+    for i in range(0, len(keys), 500):
+        part = keys[i:i + 500]
+        have.update(k for (k,) in store._query(
+            "SELECT key FROM events WHERE key IN (%s)" % ",".join("?" * len(part)), part))
+    fresh = [e for e in events if e.key not in have]
+    if fresh:
+        store.write((), fresh)
+    return sum(e.count for e in fresh)
+
+
+# ---- command line --------------------------------------------------------------------------------
+def add_arguments(p) -> None:
+    """The MQTT options of `zeal collect` (collector.register calls this)."""
+    g = p.add_argument_group("MQTT (a fleet: boards publish to a broker)")
+    g.add_argument("--mqtt", metavar="URL",
+                   help="collect from an MQTT broker instead of serial ports: "
+                        "mqtt://[USER[:PASS]@]HOST:PORT (mqtts:// for TLS); the devices "
+                        "publish on zeal/<device-id>/frames")
+    g.add_argument("--topic", default=DEFAULT_TOPIC, metavar="FILTER",
+                   help="topic filter of the frames (default %(default)s)")
+    g.add_argument("--group", metavar="NAME",
+                   help="share the messages with the other collectors of group NAME (an MQTT "
+                        "v5 shared subscription: each message goes to one of them)")
+    g.add_argument("--client-id", metavar="ID",
+                   help="this collector's MQTT client id, the name of its session on the "
+                        "broker: one per collector, the same again after a restart (default "
+                        "zeal-HOSTNAME-GROUP)")
+    g.add_argument("--password-file", metavar="FILE",
+                   help="read the broker password from FILE (first line) instead of the URL")
+    g.add_argument("--ca-file", metavar="FILE",
+                   help="CA certificate(s) the broker's TLS certificate is checked against "
+                        "(mqtts://; default: the system's)")
+
+
+def cmd_collect_mqtt(args) -> int:
+    import json
+
+    from ..mechanism.profiles import load_any
+    from . import collector as col
+    from . import store as store_mod
+
+    if args.port:
+        raise ZealError("give --port or --mqtt, not both")
+    if args.baud != col.transport.DEFAULT_BAUD:
+        raise ZealError("--baud is for serial ports, not --mqtt")
+    parse_url(args.mqtt)  # a bad URL before anything else
+    password = None
+    if args.password_file:
+        try:
+            with open(args.password_file) as f:
+                password = f.readline().rstrip("\r\n")
+        except OSError as exc:
+            raise ZealError("cannot read --password-file %s: %s"
+                            % (args.password_file, exc.strerror or exc)) from None
+    profiles = [load_any(path) for path in args.profile]
+    # a short busy timeout at the start (a locked database is reported at once), a long one
+    # while running (another collector's transaction must not end this one)
+    store = store_mod.open_store(args.db, timeout=1.0)
+    try:
+        show = col._ProgressLine()
+        c = MqttCollector(args.mqtt, store, topic=args.topic, group=args.group,
+                          client_id=args.client_id, password=password, profiles=profiles,
+                          keep_vector=args.keep_vector, on_progress=show, log=show.say,
+                          verbose=args.verbose, ca_file=args.ca_file)
+        store.write()
+        store.set_timeout(30.0)
+        try:
+            pr = c.run(duration=args.duration, reports=args.reports,
+                       until_stopped=args.until_stopped)
+        finally:
+            show.end()
+    finally:
+        store.close()
+    if args.json:
+        doc = col.summary_doc(pr)
+        doc["messages"] = c.messages
+        print(json.dumps(doc, indent=1))
+    else:
+        for line in col.summary_lines(pr):
+            print(line)
+    return col.exit_status(pr)

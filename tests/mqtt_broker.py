@@ -1,0 +1,223 @@
+"""A throw-away Mosquitto for the tests: loopback only, a free port, a password file and an ACL
+made in a temp dir (the same rules as deploy/mosquitto/: a device may publish only under its
+own topic), stopped at teardown.
+
+`Broker(tmp_path, users={"name": "password", ...}, collectors=("collector",))` writes the
+files; `start()` runs `mosquitto -c FILE` and waits until the port answers; `stop()` ends it
+(SIGTERM: it saves its persistence file, so a restart on the same port and folder keeps the
+sessions and queued messages, as a real deployment's broker would). `url(user)` gives the
+mqtt:// URL a client of that user connects with.
+
+`need_mosquitto()` returns the binary's path, or skips the test with one loud line saying how
+to install it (CI installs it in .ci/run; under CI=true tests/conftest.py fails on the skip).
+"""
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+INSTALL = "apt-get install mosquitto (Debian/Ubuntu), brew install mosquitto (macOS)"
+
+
+def find(name: str):
+    """A Mosquitto binary on PATH or in the sbin folders Debian puts it in."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in ("/usr/sbin", "/usr/local/sbin", "/opt/homebrew/sbin"):
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def need_mosquitto() -> str:
+    path = find("mosquitto")
+    if path is None or find("mosquitto_passwd") is None:
+        pytest.skip("MQTT tests need the Mosquitto broker, which is not installed: %s"
+                    % INSTALL)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def acl_text(collectors) -> str:
+    """The ACL of deploy/mosquitto/acl with the collector users of a test."""
+    lines = ["# collectors: read every device's frames, share sessions, talk to the devices"]
+    for user in collectors:
+        lines += ["user %s" % user, "topic read zeal/+/frames", "topic readwrite zeal/+/hello",
+                  "topic write zeal/+/control", ""]
+    lines += ["# devices (any other user): only under their own name",
+              "pattern write zeal/%u/frames", "pattern read zeal/%u/control", ""]
+    return "\n".join(lines)
+
+
+class Broker:
+    def __init__(self, folder, users=None, collectors=("collector",), port=None):
+        self.binary = need_mosquitto()
+        self.folder = str(folder)
+        os.makedirs(self.folder, exist_ok=True)
+        self.port = port or free_port()
+        self.users = dict(users or {})
+        for c in collectors:
+            self.users.setdefault(c, "pw-" + c)
+        self.collectors = tuple(collectors)
+        self.proc = None
+        self.log = os.path.join(self.folder, "mosquitto.log")
+        self._write_files()
+
+    def _write_files(self) -> None:
+        pw = os.path.join(self.folder, "passwd")
+        open(pw, "w").close()
+        os.chmod(pw, 0o600)
+        passwd = find("mosquitto_passwd")
+        for user, password in self.users.items():
+            subprocess.run([passwd, "-b", pw, user, password], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        acl = os.path.join(self.folder, "acl")
+        with open(acl, "w") as f:
+            f.write(acl_text(self.collectors))
+        self.conf = os.path.join(self.folder, "mosquitto.conf")
+        with open(self.conf, "w") as f:
+            f.write("\n".join([
+                "per_listener_settings false",
+                # started as root, mosquitto drops to this user: stay the owner of the files
+                "user %s" % pwd.getpwuid(os.getuid()).pw_name,
+                "listener %d 127.0.0.1" % self.port,
+                "allow_anonymous false",
+                "password_file %s" % pw,
+                "acl_file %s" % acl,
+                "persistence true",
+                "persistence_location %s/" % self.folder,
+                "autosave_interval 1",
+                # a collector may hold many unacknowledged messages (it acknowledges after its
+                # commit) and may be away for a while: never drop queued messages in a test
+                "max_queued_messages 0",
+                "max_inflight_messages 0",
+                "log_dest file %s" % self.log,
+                "log_type error", "log_type warning", "log_type notice",
+                "log_type information", "connection_messages true", ""]))
+
+    def url(self, user=None, password=None) -> str:
+        user = user or self.collectors[0]
+        password = self.users[user] if password is None else password
+        return "mqtt://%s:%s@127.0.0.1:%d" % (user, password, self.port)
+
+    def start(self, timeout: float = 10.0) -> "Broker":
+        self.proc = subprocess.Popen([self.binary, "-c", self.conf],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("mosquitto exited at start: %s %s" % (
+                    self.proc.stderr.read().decode(errors="replace"), self.read_log()))
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("mosquitto did not open port %d in %g s" % (self.port, timeout))
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stderr.close()
+        self.proc = None
+
+    def read_log(self) -> str:
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---- boards: captured frames replayed by publishers ---------------------------------------------
+def board_frames(device_id: bytes, boot: int, n: int, *, hello_every: int = 16):
+    """The serial stream of a board's boot as a list of wire frames (bytes, each ending in its
+    0x00): a HELLO, then n DATA frames (8 reports of a 4-bit humidity profile each) with a
+    HELLO after every `hello_every` of them, made with the host codec. Returns (profile,
+    frames); frames[i] is a DATA frame exactly when it is in `data_seq` order."""
+    from zeal import wire
+    from zeal.mechanism import profile as P
+    from zeal.mechanism import reports
+
+    prof = P.from_bits(23.5, 83.9, 1.0, 4)
+    fp = bytes.fromhex(prof.fingerprint)[:8]
+    nonce = (device_id[-4:] + boot.to_bytes(4, "little"))
+    sess = wire.session_bytes(device_id, fp, boot, nonce)
+    lows = [reports.to_low(prof, prof.k_lo + j) for j in range(prof.n_cells)]
+
+    def hello(next_seq):
+        return wire.encode_hello(device_id=device_id, fingerprint=fp, boot=boot, bits=prof.bits,
+                                 batch=8, nonce=nonce, next_seq=next_seq)
+
+    out = [hello(0)]
+    for seq in range(n):
+        out.append(wire.encode_data(seq=seq, bits=prof.bits, session=sess,
+                                    reports=[lows[(seq * 7 + i + boot) % len(lows)]
+                                             for i in range(8)]))
+        if hello_every and (seq + 1) % hello_every == 0:
+            out.append(hello(seq + 1))
+    return prof, out
+
+
+def device_id(i: int) -> bytes:
+    return b"dev%05d" % i
+
+
+class Publisher:
+    """One board: a paho client under its own user publishing its frames on
+    zeal/<device hex>/frames at QoS 1 (paho resends what the broker had not acknowledged
+    after a reconnect)."""
+
+    def __init__(self, broker, user, topic_device=None, password=None):
+        import paho.mqtt.client as mqtt
+        self.topic = "zeal/%s/frames" % (topic_device or user)
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="pub-" + user,
+                                  protocol=mqtt.MQTTv311, clean_session=False)
+        self.client.username_pw_set(user, broker.users[user] if password is None else password)
+        self.client.reconnect_delay_set(0.1, 1)
+        self.client.max_inflight_messages_set(1000)
+        self.refused = []
+        self.client.on_connect = self._on_connect
+        self.acked = set()  # mids the broker acknowledged (PUBACK)
+        self.client.on_publish = lambda c, u, mid, rc, props: self.acked.add(mid)
+        self.connected = __import__("threading").Event()
+        self.client.connect("127.0.0.1", broker.port, keepalive=10)
+        self.client.loop_start()
+
+    def _on_connect(self, client, userdata, flags, rc, props):
+        if rc.is_failure:
+            self.refused.append(str(rc))
+        else:
+            self.connected.set()
+
+    def publish(self, payload: bytes):
+        return self.client.publish(self.topic, payload, qos=1)
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()

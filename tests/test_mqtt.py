@@ -1,0 +1,222 @@
+"""`zeal collect --mqtt` against a real Mosquitto on a free loopback port (tests/mqtt_broker.py):
+boards (paho publishers, one broker user each) replay frames made with the host codec;
+collectors are `zeal collect --mqtt` processes writing one SQLite store.
+
+What is checked against what was published (never against the collector's own figures):
+every DATA frame published is stored exactly once (the store's frame keys against the
+published (device, seq) set), with two collectors in one shared-subscription group, after a
+collector SIGKILL and restart (QoS 1 redelivery), with the broker down at the start and
+restarted mid-run; gaps are the frames withheld from publishing; wrong credentials and an
+ACL-refused topic.
+"""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import HOST
+from mqtt_broker import Broker, Publisher, board_frames, device_id, need_mosquitto
+
+ENV = dict(os.environ, PYTHONPATH=HOST + os.pathsep + os.environ.get("PYTHONPATH", ""))
+DEVICES = [device_id(i) for i in range(3)]
+NAMES = [d.hex() for d in DEVICES]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _mosquitto():
+    need_mosquitto()
+    pytest.importorskip("paho.mqtt.client", reason="MQTT tests need paho-mqtt >= 2: "
+                        "pip install 'zeal-mcu[fleet]'")
+
+
+def collect(broker, db, prof_file, *extra, user="collector", password=None, group="g",
+            client_id=None, duration=None):
+    cmd = [sys.executable, "-m", "zeal.cli", "collect", "--mqtt",
+           broker.url(user, password), "--db", str(db), "--profile", str(prof_file), "--json"]
+    if group:
+        cmd += ["--group", group]
+    if client_id:
+        cmd += ["--client-id", client_id]
+    if duration:
+        cmd += ["--duration", str(duration)]
+    return subprocess.Popen(cmd + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=ENV, text=True)
+
+
+def stop(proc, timeout=20):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def stored(db):
+    """{(device id, seq): count of rows} and the gap events' total."""
+    with sqlite3.connect(str(db)) as c:
+        rows = c.execute("SELECT d.device_id, f.seq, COUNT(*) FROM frames f JOIN devices d "
+                         "ON d.id = f.device GROUP BY d.device_id, f.boot, f.nonce, f.seq")
+        keys = {(bytes(dev), seq): n for dev, seq, n in rows}
+        gaps = c.execute("SELECT COALESCE(SUM(count), 0) FROM events WHERE kind = 'gap'"
+                         ).fetchone()[0]
+        kinds = dict(c.execute("SELECT kind, COUNT(*) FROM events GROUP BY kind"))
+    return keys, gaps, kinds
+
+
+def wait_stored(db, want, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    keys = {}
+    while time.monotonic() < deadline:
+        try:
+            keys = stored(db)[0]
+        except sqlite3.Error:
+            keys = {}
+        if set(want) <= set(keys):
+            return keys
+        time.sleep(0.2)
+    return keys
+
+
+def publish_all(broker, streams, *, skip=(), pause=0.0, chunk=1, between=None):
+    """Publish every board's frames (`chunk` frames per message), interleaved across boards;
+    DATA frames whose (device, seq) is in `skip` are withheld (a loss). Returns the published
+    (device, seq) set. `between(i)` is called before message i (to kill or restart things)."""
+    pubs = {dev: Publisher(broker, dev.hex()) for dev in streams}
+    for p in pubs.values():
+        assert p.connected.wait(10), p.refused
+    sent, infos, i = set(), [], 0
+    queues = {dev: list(frames) for dev, frames in streams.items()}
+    seqs = {dev: 0 for dev in streams}
+    while any(queues.values()):
+        for dev, q in queues.items():
+            if not q:
+                continue
+            msg = b""
+            for _ in range(chunk):
+                if not q:
+                    break
+                frame = q.pop(0)
+                if frame[0] != 0:  # DATA (a HELLO starts with its delimiter)
+                    seq = seqs[dev]
+                    seqs[dev] += 1
+                    if (dev, seq) in skip:
+                        continue
+                    sent.add((dev, seq))
+                msg += frame
+            if msg:
+                if between is not None:
+                    between(i)
+                infos.append((pubs[dev], pubs[dev].publish(msg).mid))
+                i += 1
+                if pause:
+                    time.sleep(pause)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # paho resends after a reconnect what was not taken
+        if all(mid in pub.acked for pub, mid in infos):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the broker did not acknowledge every publish")
+    for p in pubs.values():
+        p.close()
+    return sent
+
+
+@pytest.fixture
+def prof_file(tmp_path):
+    prof, _ = board_frames(DEVICES[0], 0, 1)
+    path = tmp_path / "p.json"
+    path.write_text(prof.to_json())
+    return path
+
+
+def test_two_collectors_in_a_group_store_each_frame_once(tmp_path, prof_file):
+    broker = Broker(tmp_path / "b", users={n: "pw-" + n for n in NAMES}).start()
+    db = tmp_path / "z.db"
+    try:
+        a = collect(broker, db, prof_file, client_id="c-a")
+        b = collect(broker, db, prof_file, client_id="c-b")
+        time.sleep(1.5)
+        streams = {dev: board_frames(dev, 0, 150)[1] for dev in DEVICES}
+        skip = {(DEVICES[1], 40), (DEVICES[1], 41), (DEVICES[2], 99)}
+        sent = publish_all(broker, streams, skip=skip, chunk=2)
+        keys = wait_stored(db, sent)
+        time.sleep(0.5)
+        ra, outa, erra = stop(a)
+        rb, outb, errb = stop(b)
+    finally:
+        broker.stop()
+    assert ra == 0 and rb == 0, (erra, errb)
+    keys, gaps, kinds = stored(db)
+    assert set(keys) == sent and set(keys.values()) == {1}
+    da, db_ = json.loads(outa), json.loads(outb)
+    # both collectors took a share; together they stored every frame once
+    assert da["frames"] > 0 and db_["frames"] > 0
+    assert da["frames"] + db_["frames"] == len(sent)
+    assert gaps == len(skip), kinds   # the withheld frames, counted once across collectors
+    assert "restart" not in kinds and "reject" not in kinds
+
+
+def test_wrong_credentials_one_line_nonzero(tmp_path, prof_file):
+    with Broker(tmp_path / "b") as broker:
+        p = collect(broker, tmp_path / "z.db", prof_file, password="wrong")
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("zeal: the broker mqtt://collector@127.0.0.1:")
+    assert "refused" in lines[0] and "password" in lines[0]
+    assert "wrong" not in err and out == ""
+
+
+def test_acl_refuses_a_device_publishing_under_another_devices_topic(tmp_path, prof_file):
+    import paho.mqtt.client as mqtt
+    broker = Broker(tmp_path / "b", users={n: "pw-" + n for n in NAMES}).start()
+    db = tmp_path / "z.db"
+    try:
+        a = collect(broker, db, prof_file, client_id="c-a")
+        time.sleep(1.5)
+        # board 0 tries to publish board 1's frames on board 1's topic (v5: the broker
+        # answers "not authorized" to the publish); board 1's own frames go through
+        evil = Publisher.__new__(Publisher)
+        evil.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="evil",
+                                  protocol=mqtt.MQTTv5)
+        evil.client.username_pw_set(NAMES[0], "pw-" + NAMES[0])
+        acks = []
+        evil.client.on_publish = lambda c, u, mid, rc, props: acks.append(rc)
+        evil.client.connect("127.0.0.1", broker.port)
+        evil.client.loop_start()
+        _, forged = board_frames(DEVICES[1], 7, 20)
+        for frame in forged:
+            evil.client.publish("zeal/%s/frames" % NAMES[1], frame, qos=1)
+        deadline = time.monotonic() + 10
+        while len(acks) < len(forged) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        evil.close()
+        sent = publish_all(broker, {DEVICES[1]: board_frames(DEVICES[1], 0, 20)[1]})
+        wait_stored(db, sent)
+        time.sleep(0.5)
+        rc, out, err = stop(a)
+    finally:
+        broker.stop()
+    assert rc == 0, err
+    assert acks and all(rc.is_failure and "authori" in str(rc).lower() for rc in acks), acks
+    keys, _, _ = stored(db)
+    assert set(keys) == sent   # boot 7 (the forged one) is not in the store
+
+
+def test_mqtt_url_and_options_are_one_line_errors(tmp_path, prof_file, capsys):
+    from zeal.cli import main
+    db = str(tmp_path / "z.db")
+    for argv, words in [
+            (["--mqtt", "http://x:1"], "not an MQTT URL"),
+            (["--mqtt", "mqtt://h:1", "--port", "/dev/null"], "not both"),
+            (["--mqtt", "mqtt://h:1", "--group", "a/b"], "bad --group"),
+            ([], "--mqtt URL")]:
+        rc = main(["collect", "--db", db] + argv)
+        err = capsys.readouterr().err
+        assert rc == 1 and err.count("\n") == 1 and words in err, (argv, err)
