@@ -33,6 +33,10 @@ between collectors. What that changes, and how it is met:
 All devices' records of one commit go into ONE store transaction (a serial collector commits
 one per port; a fleet has thousands of devices).
 
+Known limit: Mosquitto 2.0.11 (Debian 12) restores a shared subscription from its
+persistence file after a broker restart but delivers nothing to it (a plain subscription
+is fine): after a broker restart, restart the collectors of a group too.
+
 The broker may be down at the start (tried again with a growing delay, one line saying so)
 or go away during the run (paho reconnects; unacknowledged messages come again). Wrong
 credentials or a refused subscription end the run with one line and exit status 1.
