@@ -1,6 +1,8 @@
 """The SQLite store (zeal.collect.store): schema version, WAL, idempotent frame inserts, refusal of
 newer schema, busy database, event and link sums, profiles re-validated on load. Exact tests.
-Identity, unresolved frames, event keys, caps and robustness: test_store_robust.py."""
+Identity, unresolved frames, event keys, caps and robustness: test_store_robust.py.
+Tests marked BOTH run on the PostgreSQL store too (a throw-away server: tests/pg_server.py);
+PostgreSQL only: test_store_pg.py."""
 import json
 import sqlite3
 import time
@@ -10,7 +12,8 @@ import pytest
 from zeal.mechanism import profile as P
 from zeal import wire
 from zeal.errors import ProfileError
-from zeal.collect.store import SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError
+from zeal.collect.store import (SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError,
+                                open_store)
 
 from conftest import HUMIDITY
 
@@ -33,9 +36,16 @@ def db(tmp_path):
     return str(tmp_path / "zeal.db")
 
 
+# On a test: run it on a fresh SQLite store and on a fresh PostgreSQL one (`store` fixture).
+BOTH = pytest.mark.parametrize("store", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def store(db):
-    st = Store(db)
+def store(request, db):
+    if getattr(request, "param", "sqlite") == "postgresql":
+        st = open_store(request.getfixturevalue("postgres_url"))
+    else:
+        st = Store(db)
     st.add_profile(PROF)
     yield st
     st.close()
@@ -60,6 +70,7 @@ def test_reopening_keeps_the_data(store, db):
         assert set(again.profiles()) == {PROF.fingerprint}
 
 
+@BOTH
 def test_frame_inserts_are_idempotent(store):
     frames = [frame(s) for s in range(5)]
     assert store.write(frames=frames) == 5
@@ -79,6 +90,7 @@ def test_frame_inserts_are_idempotent(store):
     assert rows[-1][2] == 1 << 16
 
 
+@BOTH
 def test_vector_frames_are_kept_apart(store):
     store.write(frames=[frame(0), frame(1, vector=True)])
     assert [r[2] for r in store.frames()] == [0]
@@ -86,6 +98,7 @@ def test_vector_frames_are_kept_apart(store):
     assert store.frames(fingerprint="0" * 64) == []
 
 
+@BOTH
 def test_frames_need_a_stored_profile(store):
     other = P.from_bits(*HUMIDITY, 1.0, 8)
     with pytest.raises(StoreError):
@@ -125,6 +138,7 @@ def test_busy_database_is_a_store_error_within_the_timeout(db):
     holder.close()
 
 
+@BOTH
 def test_event_counts_and_link_bytes_are_sums(store):
     store.write(events=[EventRecord("reject", "crc", 2, device_id=DEV_A),
                         EventRecord("reject", "crc", 3, device_id=DEV_A),

@@ -47,7 +47,6 @@ unless asked.
 import argparse
 import queue
 import signal
-import sqlite3
 import sys
 import threading
 import time
@@ -60,7 +59,7 @@ import serial
 from .. import wire
 from ..errors import ZealError
 from ..wire import transport
-from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, wrap_sql_error
+from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, open_store
 
 FLUSH = 0.2    # seconds between commits
 MAX_BACKLOG = 65_536  # unresolved DATA a reader keeps per port (the store's cap too)
@@ -500,15 +499,9 @@ class Collector:
         new = self.store.write(p.frames, p.events, link=link,
                                unresolved=[u.record for u in p.unresolved],
                                resolved=p.resolved_ids)
-        if p.unresolved:  # their rows' ids, so that a later HELLO can delete them
-            try:
-                rows = self.store.db.execute(
-                    "SELECT id FROM unresolved WHERE port = ? ORDER BY id DESC LIMIT ?",
-                    (p.url, len(p.unresolved))).fetchall()
-            except sqlite3.Error as exc:
-                raise wrap_sql_error(exc, self.store.path) from None
-            for item, (row_id,) in zip(reversed(p.unresolved), rows):
-                item.id = row_id
+        # their rows' ids, so that a later HELLO can delete them
+        for item, row_id in zip(p.unresolved, self.store.last_unresolved_ids):
+            item.id = row_id
         pr = self.progress
         pr.reports += self.store.last_new_reports  # frames stored before are not counted
         pr.frames += new
@@ -680,8 +673,10 @@ def register(subparsers):
                    help="serial port or pyserial URL (/dev/ttyACM0, a pty path, "
                         "socket://HOST:PORT), or 'auto': the one board `zeal devices` lists; "
                         "repeatable. A port absent at the start is waited for. Or --mqtt")
-    p.add_argument("--db", required=True, metavar="FILE",
-                   help="SQLite database (created if missing; an existing one is added to)")
+    p.add_argument("--db", required=True, metavar="FILE|URL",
+                   help="SQLite database file (created if missing; an existing one is added "
+                        "to) or postgresql://USER@HOST:PORT/DBNAME (an existing database; "
+                        "several collectors may write one)")
     p.add_argument("--profile", action="append", default=[], metavar="FILE",
                    help="profile file the devices use (repeatable; profiles already in the "
                         "database are known too; default: none)")
@@ -839,14 +834,14 @@ def cmd_collect(args) -> int:
     ports = [resolve_port(port) for port in args.port]
     # A short busy timeout at the start (a locked database is reported at once), a long one
     # while running (another writer's transaction must not end the collection).
-    store = Store(args.db, timeout=1.0)
+    store = open_store(args.db, timeout=1.0)
     try:
         show = _ProgressLine()
         col = Collector(ports, store, profiles=profiles, keep_vector=args.keep_vector,
                         on_progress=show, baudrate=args.baud, log=show.say,
                         verbose=args.verbose)
         store.write()
-        store.db.execute("PRAGMA busy_timeout = 30000")
+        store.set_timeout(30.0)
         try:
             pr = col.run(duration=args.duration, reports=args.reports,
                          until_stopped=args.until_stopped)
