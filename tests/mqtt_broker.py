@@ -78,10 +78,10 @@ class Broker:
         pw = os.path.join(self.folder, "passwd")
         open(pw, "w").close()
         os.chmod(pw, 0o600)
-        passwd = find("mosquitto_passwd")
-        for user, password in self.users.items():
-            subprocess.run([passwd, "-b", pw, user, password], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with open(pw, "w") as f:  # plain text, hashed in place by mosquitto_passwd -U
+            f.writelines("%s:%s\n" % kv for kv in self.users.items())
+        subprocess.run([find("mosquitto_passwd"), "-U", pw], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         acl = os.path.join(self.folder, "acl")
         with open(acl, "w") as f:
             f.write(acl_text(self.collectors))
