@@ -1,5 +1,5 @@
 """The store behind one interface (zeal.collect.store.open_store): SQLite files and PostgreSQL
-URLs (zeal.collect.pgstore) on a real throw-away server (tests/pg_server.py). Profiles of
+URLs (PgStore) on a real throw-away server (tests/pg_server.py). Profiles of
 every kind on both backends; the commands (collect, analyze, events, export, compress) with
 `--db postgresql://...` giving what they give on SQLite; two processes writing the same frames
 at once store each frame once; PostgreSQL's refusals are one-line errors. The store's
@@ -84,7 +84,7 @@ def test_unresolved_ids_are_those_written(where):
         assert st.last_unresolved_ids == [] and [r[0] for r in st.unresolved("p")] == ids[2:]
 
 
-# ---- the commands on either backend ---------------------------------------------------------------
+# ---- the commands on either backend --------------------------------------------------------------
 def _fill(where, seed=5):
     """Two devices, 40 frames of 16 reports each, some events and a link."""
     import numpy as np
@@ -212,7 +212,7 @@ def _until(pred, timeout=20.0):
         time.sleep(0.05)
 
 
-# ---- several writers ------------------------------------------------------------------------------
+# ---- several writers -----------------------------------------------------------------------------
 WRITER = textwrap.dedent("""
     import json, os, sys, time
     from zeal import wire
