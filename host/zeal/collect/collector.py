@@ -698,8 +698,7 @@ def register(subparsers):
                         "(default %(default)s)")
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON on stdout (progress stays on stderr)")
-    from . import mqtt
-    mqtt.add_arguments(p)
+    _mqtt_arguments(p)
     p.epilog = ("Exit status: 0 collected; 1 a user mistake or a database/port error (a port "
                 "absent for the whole run included); "
                 "3 a device reported an error STATUS (NO_PROFILE, BAD_PROFILE, CONFIG, CRASH) "
@@ -707,6 +706,29 @@ def register(subparsers):
                 "data may be missing).")
     p.set_defaults(func=cmd_collect)
     return p
+
+
+def _mqtt_arguments(p) -> None:
+    """The MQTT options of `zeal collect` (run by zeal.collect.mqtt.cmd_collect_mqtt)."""
+    g = p.add_argument_group("MQTT (a fleet: boards publish to a broker)")
+    g.add_argument("--mqtt", metavar="URL",
+                   help="collect from an MQTT broker instead of serial ports: "
+                        "mqtt://[USER[:PASS]@]HOST:PORT (mqtts:// for TLS); the devices "
+                        "publish on zeal/<device-id>/frames")
+    g.add_argument("--topic", default="zeal/+/frames", metavar="FILTER",
+                   help="topic filter of the frames (default %(default)s)")
+    g.add_argument("--group", metavar="NAME",
+                   help="share the messages with the other collectors of group NAME (an MQTT "
+                        "v5 shared subscription: each message goes to one of them)")
+    g.add_argument("--client-id", metavar="ID",
+                   help="this collector's MQTT client id, the name of its session on the "
+                        "broker: one per collector, the same again after a restart (default "
+                        "zeal-HOSTNAME-GROUP)")
+    g.add_argument("--password-file", metavar="FILE",
+                   help="read the broker password from FILE (first line) instead of the URL")
+    g.add_argument("--ca-file", metavar="FILE",
+                   help="CA certificate(s) the broker's TLS certificate is checked against "
+                        "(mqtts://; default: the system's)")
 
 
 EXIT_DEVICE_ERROR = 3
@@ -826,8 +848,10 @@ def cmd_collect(args) -> int:
     from ..mechanism.profiles import load_any
 
     if args.mqtt is not None:
-        from .mqtt import cmd_collect_mqtt
-        return cmd_collect_mqtt(args)
+        # zeal.collect.mqtt sits above this module (it imports Collector): looked up at run
+        # time, so that no import points up (until cli.py registers `collect` through it)
+        import importlib
+        return importlib.import_module(__package__ + ".mqtt").cmd_collect_mqtt(args)
     if not args.port:
         raise ZealError("give the serial port(s) to read (--port URL) or a broker (--mqtt URL)")
     profiles = [load_any(path) for path in args.profile]

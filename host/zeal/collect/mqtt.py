@@ -586,29 +586,6 @@ def _new_gaps(store, events) -> int:
 
 
 # ---- command line --------------------------------------------------------------------------------
-def add_arguments(p) -> None:
-    """The MQTT options of `zeal collect` (collector.register calls this)."""
-    g = p.add_argument_group("MQTT (a fleet: boards publish to a broker)")
-    g.add_argument("--mqtt", metavar="URL",
-                   help="collect from an MQTT broker instead of serial ports: "
-                        "mqtt://[USER[:PASS]@]HOST:PORT (mqtts:// for TLS); the devices "
-                        "publish on zeal/<device-id>/frames")
-    g.add_argument("--topic", default=DEFAULT_TOPIC, metavar="FILTER",
-                   help="topic filter of the frames (default %(default)s)")
-    g.add_argument("--group", metavar="NAME",
-                   help="share the messages with the other collectors of group NAME (an MQTT "
-                        "v5 shared subscription: each message goes to one of them)")
-    g.add_argument("--client-id", metavar="ID",
-                   help="this collector's MQTT client id, the name of its session on the "
-                        "broker: one per collector, the same again after a restart (default "
-                        "zeal-HOSTNAME-GROUP)")
-    g.add_argument("--password-file", metavar="FILE",
-                   help="read the broker password from FILE (first line) instead of the URL")
-    g.add_argument("--ca-file", metavar="FILE",
-                   help="CA certificate(s) the broker's TLS certificate is checked against "
-                        "(mqtts://; default: the system's)")
-
-
 def cmd_collect_mqtt(args) -> int:
     import json
 
