@@ -13,10 +13,10 @@
 #            "ca": null                           a CA certificate file on the board (DER or
 #                                                 PEM): the broker's certificate is verified
 #                                                 against it (without: not verified)
-#            "id": null                           the topic's device id (default: the 16 hex
-#                                                 digits of the board's 8-byte id; with a
-#                                                 broker ACL `pattern write zeal/%u/frames`
-#                                                 it must be the board's user name)
+#            "id": null                           the topic's device id (default: the broker
+#                                                 user name, as the ACL `pattern write
+#                                                 zeal/%u/frames` wants; without a user, the
+#                                                 16 hex digits of the board's 8-byte id)
 #            "ring_bytes": 4096                   RAM ring of frames not yet published
 #            "linger_ms": 5000}                   at the end: time to deliver the ring
 #
@@ -116,10 +116,10 @@ def make(spec, dev):
             ssl = None
         if not hasattr(ssl, "SSLContext"):
             raise ValueError("output tls: this port has no ssl.SSLContext")
-    tid = _str(spec, "id") or topic_id(dev)
+    tid = _str(spec, "id") or user or topic_id(dev)
     for c in tid:
         if c in "/+#" or ord(c) < 33 or ord(c) > 126:
-            raise ValueError("output id must be printable ASCII without / + #")
+            raise ValueError("output id (or user) must be printable ASCII without / + #")
     ring = _int(spec, "ring_bytes", 4096, 64, 1 << 20)
     linger = _int(spec, "linger_ms", 5000, 0, 600000)
     ssid = _str(spec, "wifi_ssid")

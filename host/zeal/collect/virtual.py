@@ -26,6 +26,10 @@ Plumbing (why each piece is there):
   ahead of the readings not yet written to the pipe (a control line does not wait behind the
   sensor), but after those already in the pipe (up to the pipe's 64 KB: the firmware reads
   them first, so DATA arrives before the HELLO, as from a board whose host attached late).
+- MQTT boards (`mqtt="mqtt://HOST:PORT"`, `mqtt_options` for the output's other keys,
+  firmware/zealfw/mqtt_cfg.py): the config's output is the broker, the firmware publishes
+  its frames there with umqtt.simple (fetched for the unix port by zeal.board.umqtt) over a
+  real socket; the replay and `!stop` still come through stdin, the pty carries nothing.
 - Live replay (`live=True`): the readings given to start() are written, then the replay
   waits for more (`feed`) until `end_replay()` writes `!stop`. With `pause()`/`resume()`
   (SIGSTOP/SIGCONT of the firmware process) a test fixes exactly what the board sent before
@@ -153,7 +157,7 @@ class VirtualDevice:
     def __init__(self, readings=(), *, profile, vector_key=None, period_ms: int = 0,
                  batch: int = 64, hello_every: int = 16, status_every: int = 64,
                  device_id=None, folder=None, micropython=None, live: bool = False,
-                 config=None):
+                 config=None, mqtt=None, mqtt_options=None):
         if termios is None:
             raise VirtualDeviceError("virtual boards need pseudo-terminals (Linux or macOS), "
                                      "which this system does not have")
@@ -188,6 +192,9 @@ class VirtualDevice:
                "hello_every": hello_every, "status_every": status_every}
         if vector_key is not None:
             cfg.update(vector_mode=True, vector_key=vector_key.hex())
+        self.mqtt = mqtt
+        if mqtt is not None:  # an MQTT board: frames to the broker, not to the pty
+            cfg["output"] = dict({"kind": "mqtt", "url": mqtt}, **(mqtt_options or {}))
         cfg.update(config or {})
         self.live = live
         with open(os.path.join(self.folder, "zeal_config.json"), "w") as fh:
@@ -195,6 +202,10 @@ class VirtualDevice:
 
         # MICROPYPATH: a folder holding the zealfw package, from a checkout or a wheel
         self._fw_path, self._fw_tmp = _firmware_path()
+        if mqtt is not None:  # umqtt.simple for the unix port (zeal.board.umqtt)
+            from ..board.umqtt import umqtt_path
+
+            self._fw_path += os.pathsep + umqtt_path()
         self._pty = Pty()  # raw before the firmware writes its first byte
         self.port = self._pty.port
         self._proc = None
@@ -257,6 +268,9 @@ class VirtualDevice:
         if self._proc is None:
             raise VirtualDeviceError("the virtual device was not started")
         rc = self._proc.wait(timeout)
+        self._stop_req.set()  # a live replay's feeder waits for more: the board has exited
+        with self._more_cv:   # (an MQTT board stopped by its control topic)
+            self._more_cv.notify()
         self._feeder.join()
         return rc
 
