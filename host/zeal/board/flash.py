@@ -190,7 +190,87 @@ def load_config_file(path):
     return doc
 
 
-def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None):
+# ---- the MQTT output (firmware/zealfw/mqtt_cfg.py) -----------------------------------------
+MQTT_DEPS = ("umqtt.simple",)  # firmware/package.json "deps", installed by mip
+MQTT_KEYS = ("kind", "url", "user", "password", "wifi_ssid", "wifi_password", "tls", "ca", "id",
+             "ring_bytes", "linger_ms")
+SECRET_KEYS = ("password", "wifi_password")
+MQTT_URL = re.compile(r"mqtts?://(?:[^@/\s]+@)?[^:/@\s]+(?::\d{1,5})?/?\Z")
+
+
+def check_mqtt_output(out, where):
+    """An output {"kind": "mqtt", ...} as the board checks it (the messages never name a
+    credential's value)."""
+    unknown = sorted(set(out) - set(MQTT_KEYS))
+    if unknown:
+        raise ZealError("%s: unknown mqtt output key(s) %s (known: %s)"
+                        % (where, ", ".join(unknown), ", ".join(MQTT_KEYS)))
+    url = out.get("url")
+    if not isinstance(url, str) or not MQTT_URL.match(url):
+        raise ZealError("%s: the mqtt url must be mqtt://[USER[:PASS]@]HOST[:PORT] (or mqtts://)"
+                        % where)
+    port = re.search(r":(\d+)/?\Z", url.split("@")[-1])
+    if port and not 0 < int(port.group(1)) < 65536:
+        raise ZealError("%s: the mqtt url's port must be 1..65535" % where)
+    for key in ("user", "password", "wifi_ssid", "wifi_password", "ca", "id"):
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise ZealError("%s: output %s must be a string" % (where, key))
+    if "tls" in out and not isinstance(out["tls"], bool):
+        raise ZealError("%s: output tls must be true or false" % where)
+
+
+def _read_secret(path, what):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ZealError("cannot read the %s file %s: %s"
+                        % (what, path, getattr(exc, "strerror", None) or exc)) from None
+    if not text:
+        raise ZealError("the %s file %s is empty" % (what, path))
+    return text
+
+
+def mqtt_output(url, user=None, password_file=None, wifi=None, wifi_password_file=None):
+    """The config's output object for `zeal flash --mqtt URL [--mqtt-user U
+    --mqtt-password-file F] [--wifi SSID --wifi-password-file F]`: passwords are read from
+    files (never from the command line, where `ps` and shell history would keep them)."""
+    out = {"kind": "mqtt", "url": url}
+    if user is not None:
+        out["user"] = user
+    if password_file is not None:
+        if user is None and "@" not in url:
+            raise ZealError("--mqtt-password-file needs --mqtt-user")
+        out["password"] = _read_secret(password_file, "--mqtt-password")
+    if wifi is not None:
+        out["wifi_ssid"] = wifi
+        if wifi_password_file is not None:
+            out["wifi_password"] = _read_secret(wifi_password_file, "--wifi-password")
+    elif wifi_password_file is not None:
+        raise ZealError("--wifi-password-file needs --wifi SSID")
+    check_mqtt_output(out, "--mqtt")
+    return out
+
+
+def redacted(cfg):
+    """The config as it may be shown: credentials (passwords, a password in the URL) as ***."""
+    out = cfg.get("output")
+    if not isinstance(out, dict) or out.get("kind") != "mqtt":
+        return cfg
+    shown = dict(out)
+    for key in SECRET_KEYS:
+        if shown.get(key) is not None:
+            shown[key] = "***"
+    url = shown.get("url")
+    if isinstance(url, str) and "@" in url:
+        scheme, _, rest = url.partition("://")
+        cred, _, host = rest.rpartition("@")
+        shown["url"] = "%s://%s@%s" % (scheme, cred.split(":")[0] + (":***" if ":" in cred
+                                                                     else ""), host)
+    return dict(cfg, output=shown)
+
+
+def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None, mqtt=None):
     """The device's zeal_config.json as a dict: --config FILE (or a dict) with the --sensor
     SPEC, --watchdog-ms and --replay-file over it. Keys left out take the firmware's defaults
     on the board. `replay_file` (a local path, checked by the caller) makes the sensor
@@ -224,9 +304,13 @@ def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None
                         % (where, BOARD_PROFILE))
     if "output" in doc:
         out = doc["output"]
-        if not isinstance(out, dict) or out.get("kind") not in ("repl", "uart"):
-            raise ZealError("%s: output must be {\"kind\": \"repl\"} or {\"kind\": \"uart\", "
-                            "...}" % where)
+        if not isinstance(out, dict) or out.get("kind") not in ("repl", "uart", "mqtt"):
+            raise ZealError("%s: output must be {\"kind\": \"repl\"}, {\"kind\": \"uart\", "
+                            "...} or {\"kind\": \"mqtt\", \"url\": ...}" % where)
+        if out.get("kind") == "mqtt":
+            check_mqtt_output(out, where)
+    if mqtt is not None:
+        doc["output"] = mqtt_output(**mqtt)
     if doc.get("vector_key") is not None and not re.fullmatch(r"[0-9a-fA-F]{64}",
                                                             str(doc["vector_key"])):
         raise ZealError("%s: vector_key must be 64 hex digits" % where)
@@ -326,6 +410,7 @@ class Step:
     path: str = None          # write: the stage file
     data: str = None          # write: its text
     show: bool = False        # write: print the text in --dry-run
+    shown: str = None         # write: the text printed instead of data (credentials hidden)
     port: str = None          # port, probe, mpremote
     files: list = field(default_factory=list)     # mpremote: [(local path, board path)]
     wait: float = None        # port: seconds to wait for the board's answer to "!stop"
@@ -335,7 +420,7 @@ class Step:
         if self.kind == "compile":
             return [shlex.join(c) for c in self.commands]
         if self.kind == "write" and self.show:
-            return self.data.rstrip("\n").splitlines()
+            return (self.shown or self.data).rstrip("\n").splitlines()
         if self.kind in ("mpremote", "probe"):
             return [shlex.join(self.argv)]
         return []
@@ -355,13 +440,17 @@ def _prepare_code(names):
 
 
 
-def mpremote_argv(port, pkg_files, root_files):
+def mpremote_argv(port, pkg_files, root_files, mip=()):
     """One mpremote invocation: connect, prepare lib/zealfw, copy, reset.
-    pkg_files: local module files (their names are kept); root_files: [(local, board path)]."""
+    pkg_files: local module files (their names are kept); root_files: [(local, board path)];
+    mip: micropython-lib packages to install first (`mip install`: fetched by this host, copied
+    to the board's lib/)."""
     names = [os.path.basename(p) for p in pkg_files]
     argv = [sys.executable, "-m", "mpremote", "connect", port,
-            "+", "exec", _prepare_code(names),
-            "+", "fs", "cp"] + list(pkg_files) + [":%s/" % BOARD_LIB]
+            "+", "exec", _prepare_code(names)]
+    for pkg in mip:
+        argv += ["+", "mip", "install", pkg]
+    argv += ["+", "fs", "cp"] + list(pkg_files) + [":%s/" % BOARD_LIB]
     for local, remote in root_files:
         argv += ["+", "fs", "cp", local, ":" + remote]
     return argv + ["+", "reset"]
@@ -378,7 +467,7 @@ def _mpy_cross_version(mpy_cross):
 
 def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, stage=STAGE,
                mpy_cross=None, firmware=None, watchdog_ms=None, replay_file=None,
-               stop_wait=2.0):
+               stop_wait=2.0, mqtt=None):
     """The steps of `zeal flash`, checked but not run: the profile is loaded and validated
     first (ProfileError), then the config and the replay file (ZealError). `stage` is the
     folder for generated files (flash() passes a temporary one; the default is the
@@ -388,7 +477,9 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
 
     prof = load_any(profile_path)
     multi = getattr(prof, "kind", None) == "multi"
-    cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file)
+    cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file,
+                       mqtt=mqtt)
+    mqtt_board = cfg.get("output", {}).get("kind") == "mqtt"
     replay = None
     if replay_file is not None:
         replay = (check_multi_replay_file(replay_file, prof) if multi else
@@ -419,6 +510,10 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     if kind == "callable" and prof.calibration is None:
         steps.append(Step("note", "the profile has no calibration: the callable sensor must "
                                   "return floats (an int is a raw count)"))
+    if mqtt_board:
+        steps.append(Step("note", "MQTT board: frames go to %s; mpremote installs %s from "
+                                  "micropython-lib (mip) on the board"
+                          % (redacted(cfg)["output"]["url"], ", ".join(MQTT_DEPS))))
     if cfg.get("vector_mode"):
         steps.append(Step("note", "vector_mode is on: the board's frames are marked VECTOR "
                                   "(tests only)"))
@@ -457,7 +552,8 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     shown = "rp2040 temperature (adc channel 4)" if is_rp2040_temp(spec) else kind
     steps.append(Step("write", "write %s: sensor %s%s" % (
         BOARD_CONFIG, shown, "" if "sensor" in cfg else " (the firmware's default)"),
-        path=stage_config, data=json.dumps(cfg, indent=1, sort_keys=True) + "\n", show=True))
+        path=stage_config, data=json.dumps(cfg, indent=1, sort_keys=True) + "\n", show=True,
+        shown=json.dumps(redacted(cfg), indent=1, sort_keys=True) + "\n"))
     root_files = [(stage_profile, BOARD_PROFILE), (stage_config, BOARD_CONFIG)]
     if multi:   # a multi header's attribute files beside it: zeal_profile.<i>.json
         from ..mechanism.multi_profile import attribute_path
@@ -481,7 +577,8 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     root_files.append((board_main, BOARD_MAIN))
     files = [(p, "%s/%s" % (BOARD_LIB, os.path.basename(p))) for p in pkg_files] + root_files
     steps.append(Step("mpremote", "mpremote: copy %d files to %s and reset the board"
-                      % (len(files), port), argv=mpremote_argv(port, pkg_files, root_files),
+                      % (len(files), port), argv=mpremote_argv(port, pkg_files, root_files,
+                                                      MQTT_DEPS if mqtt_board else ()),
                       port=port, files=files))
     return steps
 
@@ -525,7 +622,7 @@ def run_mpremote(argv, port, out, timeout=300, stage=None):
 
 def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run=False,
           out=None, mpy_cross=None, firmware=None, timeout=300, stop_wait=2.0,
-          watchdog_ms=None, replay_file=None, result_out=None):
+          watchdog_ms=None, replay_file=None, result_out=None, mqtt=None):
     """Compile, stage and copy the firmware, profile and config to the board on `port`, then
     reset it. With dry_run, print every step and command on `out` (default stdout: the plan
     is the result) and touch no board. Otherwise progress goes to `out` (default stderr) and
@@ -538,7 +635,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
     if dry_run:
         steps = plan_flash(port, profile_path, sensor, config, compile, mpy_cross=mpy_cross,
                            firmware=firmware, watchdog_ms=watchdog_ms, replay_file=replay_file,
-                           stop_wait=stop_wait)
+                           stop_wait=stop_wait, mqtt=mqtt)
         print("zeal flash --dry-run: nothing is sent to %s" % port, file=out)
         if is_device_path(port) and not os.path.exists(port):
             print("note: %s does not exist now" % port, file=out)
@@ -557,7 +654,7 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
     with tempfile.TemporaryDirectory(prefix="zeal-flash-") as stage:
         steps = plan_flash(port, profile_path, sensor, config, compile, stage=stage,
                            mpy_cross=mpy_cross, firmware=firmware, watchdog_ms=watchdog_ms,
-                           replay_file=replay_file, stop_wait=stop_wait)
+                           replay_file=replay_file, stop_wait=stop_wait, mqtt=mqtt)
         check_present(port)  # before any work: the one missing-port message
         work = [s for s in steps if s.kind != "note"]
         for s in steps:
@@ -616,7 +713,7 @@ def plan_doc(port, steps):
         elif step.kind == "write":
             item["board_file"] = os.path.basename(step.path)
             if step.show:
-                item["text"] = step.data
+                item["text"] = step.shown or step.data
         elif step.kind == "port":
             item["wait_s"] = step.wait
         doc["steps"].append(item)
@@ -629,16 +726,25 @@ def cmd_flash(args):
     from .devices import resolve_port
 
     port = resolve_port(args.port)
+    mqtt = None
+    if args.mqtt is not None:
+        mqtt = {"url": args.mqtt, "user": args.mqtt_user,
+                "password_file": args.mqtt_password_file, "wifi": args.wifi,
+                "wifi_password_file": args.wifi_password_file}
+    elif any(v is not None for v in (args.mqtt_user, args.mqtt_password_file, args.wifi,
+                                      args.wifi_password_file)):
+        raise ZealError("--wifi, --mqtt-user and the password files need --mqtt URL")
     if args.dry_run and args.json:
         steps = plan_flash(port, args.profile, args.sensor, args.config, not args.no_compile,
                            watchdog_ms=args.watchdog_ms, replay_file=args.replay_file,
-                           stop_wait=args.stop_wait)
+                           stop_wait=args.stop_wait, mqtt=mqtt)
         print(json.dumps(plan_doc(port, steps), indent=1))
         return 0
     steps = flash(port, args.profile, sensor=args.sensor, config=args.config,
                   compile=not args.no_compile, dry_run=args.dry_run,
                   watchdog_ms=args.watchdog_ms, replay_file=args.replay_file,
-                  stop_wait=args.stop_wait, result_out=False if args.json else sys.stdout)
+                  stop_wait=args.stop_wait, result_out=False if args.json else sys.stdout,
+                  mqtt=mqtt)
     if args.json and not args.dry_run:
         print(json.dumps({"port": port, "flashed": True,
                           "files": [remote for _, remote in steps[-1].files]}, indent=1))
@@ -685,6 +791,21 @@ def register(subparsers):
                    help="readings for the replay sensor, one a line (16 hex digits: float64 "
                         "bits, 8: float32 bits, or a decimal raw count), copied to :%s; the "
                         "board replays them once, then stops (default: none)" % BOARD_REPLAY)
+    g = p.add_argument_group("MQTT (a Wi-Fi board publishing to a broker; credentials are "
+                             "read from files and never printed)")
+    g.add_argument("--mqtt", metavar="URL",
+                   help="the board publishes its frames to this broker instead of the serial "
+                        "line: mqtt://HOST[:PORT] (mqtts:// for TLS); installs umqtt.simple "
+                        "with mip (default: none, frames on the serial line)")
+    g.add_argument("--mqtt-user", metavar="USER",
+                   help="the board's broker user (with the deployment's ACL also its topic "
+                        "id: zeal/USER/frames; default: none)")
+    g.add_argument("--mqtt-password-file", metavar="FILE",
+                   help="the broker password, the first line of FILE (default: none)")
+    g.add_argument("--wifi", metavar="SSID", help="Wi-Fi network the board joins (default: "
+                   "none, for a board already on a network)")
+    g.add_argument("--wifi-password-file", metavar="FILE",
+                   help="the Wi-Fi password, the first line of FILE (default: none)")
     p.add_argument("--stop-wait", type=seconds_arg, default=2.0, metavar="S",
                    help="seconds to wait for a streaming board to answer !stop (default "
                         "%(default)g; it reads the line once per sampling tick)")
