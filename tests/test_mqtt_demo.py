@@ -1,12 +1,11 @@
-"""`zeal demo --mqtt` (zeal.fleet_demo): 4 virtual MQTT boards (real firmware, unix port,
+"""`zeal demo --mqtt` (zeal.demo.run_mqtt_demo): 4 virtual MQTT boards (real firmware, unix port,
 umqtt.simple) -> throw-away Mosquitto -> 2 collectors in one shared subscription -> store ->
 analysis; the document has `zeal demo --json`'s layout, every report is stored once, and both
 collectors took a share of the messages. Once into SQLite, once into PostgreSQL."""
 import pytest
 
 from mqtt_broker import need_mosquitto
-from zeal.demo import run_demo
-from zeal.fleet_demo import run_mqtt_demo
+from zeal.demo import run_demo, run_mqtt_demo
 
 COUNT = 1200
 
