@@ -482,6 +482,14 @@ def cmd_demo(args) -> int:
         if args.json:
             print(json.dumps(doc, indent=1))
         return 0
+    if getattr(args, "mqtt", False):  # the fleet path (zeal.demo.run_mqtt_demo)
+        from .demo import run_mqtt_demo
+
+        doc = run_mqtt_demo(db=args.db, epsilon=args.epsilon, bits=args.bits,
+                            count=args.count, devices=args.devices, progress=not args.json)
+        if args.json:
+            print(json.dumps(doc, indent=1))
+        return 0
     from .demo import run_demo
 
     doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits, count=args.count,
@@ -681,6 +689,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "and temperature columns at once and reports k of them (seed 001's "
                         "Algorithm 4); the analysis gives every attribute's mean with its 99%% "
                         "interval beside the true mean (JSON: attributes)")
+    p.add_argument("--mqtt", action="store_true",
+                   help="the fleet path: the boards publish over MQTT to a throw-away Mosquitto "
+                        "(needs the mosquitto binary), 2 collectors share them into --db "
+                        "(a SQLite file or a postgresql:// URL); JSON adds a fleet section")
     shuffle_cli.add_demo_arguments(p)
     p.set_defaults(func=cmd_demo)
     from .analysis import analyze, compare, reproduce

@@ -269,7 +269,7 @@ def format_demo(doc: dict) -> str:
                      % (a["value"], unit, a["expected_for_these_readings"], a["bias"],
                         a["n_cells"], a["n_window"]))
     if w["bits_per_report"] is not None:
-        lines.append("wire: %.2f bits per report measured on the serial lines (%d bytes for %d "
+        lines.append("wire: %.2f bits per report measured in the frames received (%d bytes for %d "
                      "reports) vs %d for a raw double: %d report bits + %.2f DATA framing "
                      "(header, CRC, COBS) + %.2f HELLO/STATUS frames"
                      % (w["bits_per_report"], w["bytes_read"], o["n"], w["raw_double_bits"],
