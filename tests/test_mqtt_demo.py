@@ -33,3 +33,22 @@ def test_mqtt_demo_end_to_end(request, tmp_path, serial_doc, backend):
     # the same seeded boards over serial and over MQTT: the same reports, so the same estimate
     assert doc["overall"]["mean_calibrated"] == pytest.approx(
         serial_doc["overall"]["mean_calibrated"], abs=0)
+
+
+def test_zeal_demo_mqtt_command_line(tmp_path):
+    """The command a user types: `zeal demo --mqtt --json` prints the fleet document."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    need_mosquitto()
+    env = dict(os.environ, PATH=os.pathsep.join((os.path.dirname(sys.executable),
+                                                 os.environ.get("PATH", ""))))
+    out = subprocess.run([sys.executable, "-m", "zeal.cli", "demo", "--mqtt", "--json",
+                          "--count", "400", "--db", str(tmp_path / "f.db")],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["overall"]["n"] == 400
+    assert doc["fleet"]["collectors"] == 2 and sum(doc["fleet"]["messages"]) > 0

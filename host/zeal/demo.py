@@ -440,9 +440,12 @@ def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, p
                     raise ZealError("a virtual board failed: %s" % b.stderr().strip()[-200:])
             deadline = time.monotonic() + 60
             while True:
-                with open_store(path) as st:
-                    doc = analyze(st, include_vector=vector)
-                if doc["overall"]["n"] >= count or time.monotonic() > deadline:
+                try:
+                    with open_store(path) as st:
+                        n_stored = analyze(st, include_vector=vector)["overall"]["n"]
+                except ZealError:  # "no reports stored" yet: the collectors are committing
+                    n_stored = 0
+                if n_stored >= count or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
             for box in boxes:
