@@ -1,11 +1,16 @@
-"""Collection: serial lines in, committed frames out; and virtual boards to collect from.
+"""Collection: serial lines and MQTT in, committed frames out; and virtual boards to collect from.
 
 Modules, in import order (each imports only those above it, and the layers below this
 package):
-- `store`: the SQLite store (WAL, schema 2): `Store`, `open_existing`, `StoreError`,
-  `FrameRecord`, `EventRecord`, `UnresolvedRecord`;
+- `store`: the store behind one interface, `open_store(path or postgresql:// URL)`: SQLite
+  (`Store`, WAL, schema 2, the default) or PostgreSQL (`PgStore`, psycopg 3, several
+  collectors at once); `open_existing`, `StoreError`, `FrameRecord`, `EventRecord`,
+  `UnresolvedRecord`;
 - `collector`: `Collector`, one reader thread per port and one committing writer, with
   progress and retries; `zeal collect` (`register`);
+- `mqtt`: `zeal collect --mqtt`: a broker's `zeal/<device>/frames` topics read as serial
+  streams (paho-mqtt v2, MQTT v5), shared subscriptions (`--group`), PUBACK after commit,
+  HELLOs republished retained for the group, gaps accounted from the store;
 - `shuffler`: shuffle mode's middle box (seed 004): `Shuffler` (full batches only, CSPRNG
   order, no identities kept), `LineReader`; `zeal shuffle` (`register`);
 - `virtual`: `VirtualDevice`, the real firmware under the MicroPython unix port behind a raw
