@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_decode.py
 	$(BIN)/python tools/bench_compress.py
 	$(BIN)/python tools/bench_design.py
+	$(BIN)/python tools/bench_mqtt.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
