@@ -1,5 +1,7 @@
-"""Running firmware code on the MicroPython unix port from the device tests (tables, multi,
-shuffle): one place for the interpreter lookup, the run and the "@@" result lines."""
+"""Helpers of the device tests (tables, multi, shuffle): running firmware code on the
+MicroPython unix port (the interpreter lookup, the run, the "@@" result lines) and writing
+mutated profile files (a recomputed fingerprint, the host's file layout)."""
+import hashlib
 import json
 import os
 import struct
@@ -39,3 +41,17 @@ def marked(out):
 def f64(x):
     """A float's float64 bit pattern as 16 hex digits (a replay line)."""
     return "%016x" % struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def rehash(doc):
+    """doc with the fingerprint of its own canonical form (as written)."""
+    core = {k: v for k, v in doc.items() if k != "fingerprint"}
+    canon = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return dict(core, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
+
+
+def dump(doc, **kw):
+    """A profile file's bytes as the host writes it (sorted keys, indent 1, final newline)."""
+    kw.setdefault("sort_keys", True)
+    kw.setdefault("indent", 1)
+    return (json.dumps(doc, **kw) + "\n").encode()

@@ -46,6 +46,7 @@ from zealfw import mprofile as FM  # noqa: E402
 from zealfw import pfile as FPF  # noqa: E402
 
 from mp_unix import f64 as _f64  # noqa: E402
+from mp_unix import rehash as _rehash  # noqa: E402
 from mp_unix import marked as _marked  # noqa: E402
 from mp_unix import micropython as _micropython  # noqa: E402,F401
 from mp_unix import run_mp as _run_mp  # noqa: E402
@@ -114,12 +115,6 @@ def test_multi_checker_catches_wrong_answers():
 
 
 # ---- (b) loader agreement ----------------------------------------------------------------------
-def _rehash(doc):
-    core = {k: v for k, v in doc.items() if k != "fingerprint"}
-    canon = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return dict(core, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
-
-
 def _header(doc):
     keys = ["format"] + sorted(k for k in doc if k != "format") if "format" in doc else \
         sorted(doc)

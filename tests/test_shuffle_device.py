@@ -13,7 +13,6 @@ zealfw.srand (the randomiser), the tuple source and the dispatch in zealfw.profi
     decode_message);
 (e) the heap: the whole loop from .mpy at a fixed heap.
 """
-import hashlib
 import json
 import os
 import random
@@ -37,6 +36,8 @@ from zealfw import pfile as FPF  # noqa: E402
 from zealfw import sprofile as FS  # noqa: E402
 
 from mp_unix import f64 as _f64  # noqa: E402
+from mp_unix import rehash as _rehash  # noqa: E402
+from mp_unix import dump as _dump  # noqa: E402
 from mp_unix import marked as _marked  # noqa: E402
 from mp_unix import micropython as _micropython  # noqa: E402,F401
 from mp_unix import run_mp as _run_mp  # noqa: E402
@@ -81,18 +82,6 @@ def test_shuffle_checker_catches_wrong_answers():
 
 
 # ---- (b) loader agreement ----------------------------------------------------------------------
-def _rehash(doc):
-    core = {k: v for k, v in doc.items() if k != "fingerprint"}
-    canon = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return dict(core, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
-
-
-def _dump(doc, **kw):
-    kw.setdefault("sort_keys", True)
-    kw.setdefault("indent", 1)
-    return (json.dumps(doc, **kw) + "\n").encode()
-
-
 def shuffle_corpus():
     bases = {name: json.loads(VECTORS[name]["file"])
              for name in ("s-aarhus", "s-d1-k1", "s-d10-t2", "s-hand")}

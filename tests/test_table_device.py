@@ -45,6 +45,8 @@ from zealfw import profile as FP  # noqa: E402
 from zealfw import tprofile as FT  # noqa: E402
 
 from mp_unix import f64 as _f64  # noqa: E402
+from mp_unix import rehash as _rehash  # noqa: E402
+from mp_unix import dump as _dump  # noqa: E402
 from mp_unix import marked as _marked  # noqa: E402
 from mp_unix import micropython as _micropython  # noqa: E402,F401
 from mp_unix import run_mp as _run_mp  # noqa: E402
@@ -92,19 +94,6 @@ def test_table_checker_catches_wrong_answers():
 
 
 # ---- (b) loader agreement on mutated files -----------------------------------------------------
-def _rehash(doc):
-    """doc with the fingerprint of its own canonical form (as written, calibration as is)."""
-    core = {k: v for k, v in doc.items() if k != "fingerprint"}
-    canon = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return dict(core, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
-
-
-def _dump(doc, **kw):
-    kw.setdefault("sort_keys", True)
-    kw.setdefault("indent", 1)
-    return (json.dumps(doc, **kw) + "\n").encode()
-
-
 def _weights(doc):
     t = doc["weights"]
     return [int(t[i:i + 8], 16) for i in range(0, len(t), 8)]
