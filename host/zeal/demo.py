@@ -30,9 +30,8 @@ from fractions import Fraction
 
 from .analysis import datasets
 from .analysis.analyze import analyze, device_name, format_table
-from .collect.collector import Collector, _ProgressLine, summary_lines
 from .collect.store import Store
-from .collect.virtual import VirtualDevice
+from .collect.virtual import VirtualDevice, collect_boards
 from .errors import ZealError
 from .mechanism import choose
 from .mechanism.estimate import Estimator, is_table
@@ -42,20 +41,6 @@ UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent
 RAW_DOUBLE_BITS = 64
 PERIOD_S = 60    # the sampling period the privacy accounting is stated for (1 reading/min)
 DAY_S = 86400
-
-
-def _start_when_open(collector, devices, failed):
-    """pyserial flushes a port's input when it opens it (a board's too), so each virtual
-    board boots only once the collector holds every port."""
-    deadline = time.monotonic() + 30
-    while not all(p.serial is not None for p in collector.ports):
-        if time.monotonic() > deadline:
-            failed.append("the collector did not open the ports")
-            collector.stop()
-            return
-        time.sleep(0.01)
-    for dev in devices:
-        dev.start()
 
 
 def _exact_mean(xs) -> Fraction:
@@ -148,29 +133,8 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
                 % (len(boards), ", ".join("%s on %s" % (device_name(b.device_id), b.port)
                                           for b in boards)))
             with Store(path) as store:
-                show = _ProgressLine() if progress else None
-                col = Collector([b.port for b in boards], store, profiles=[prof],
-                                keep_vector=vector, on_progress=show,
-                                log=show.say if show is not None else say)
-                failed = []
-                starter = threading.Thread(target=_start_when_open, args=(col, boards, failed),
-                                           daemon=True)
-                starter.start()
-                try:
-                    pr = col.run(until_stopped=True, duration=TIMEOUT)
-                finally:
-                    if show is not None:
-                        show.end()
-                starter.join()
-                if failed:
-                    raise ZealError(failed[0])
-                for line in summary_lines(pr):
-                    say(line)
-                if pr.reports != count:
-                    errs = "; ".join(b.stderr().strip()[-200:] for b in boards if b.stderr())
-                    raise ZealError("stored %d of %d reports (%s)%s"
-                                    % (pr.reports, count, pr.reason,
-                                       (": " + errs) if errs else ""))
+                collect_boards(boards, store, [prof], expected=count, keep_vector=vector,
+                               progress=progress, say=say, timeout=TIMEOUT)
                 doc = analyze(store, include_vector=vector)
                 if plots:
                     from .analysis import plots as plot_mod

@@ -19,7 +19,6 @@ import hashlib
 import os
 import sys
 import tempfile
-import threading
 import time
 from fractions import Fraction
 
@@ -196,23 +195,8 @@ def _run_reference(prof, slices, ids, keys, path, say):
     return doc, link_bytes
 
 
-def _start_when_open(collector, devices, failed):
-    """Boot each virtual board once the collector holds every port (pyserial flushes a port's
-    input when it opens it), as zeal.demo does."""
-    deadline = time.monotonic() + 30
-    while not all(p.serial is not None for p in collector.ports):
-        if time.monotonic() > deadline:
-            failed.append("the collector did not open the ports")
-            collector.stop()
-            return
-        time.sleep(0.01)
-    for dev in devices:
-        dev.start()
-
-
 def _run_virtual(prof, slices, ids, keys, path, tmp, say, progress):
-    from ..collect.collector import Collector, _ProgressLine, summary_lines
-    from ..collect.virtual import VirtualDevice
+    from ..collect.virtual import VirtualDevice, collect_boards
     boards = []
     vector = keys[0] is not None
     try:
@@ -221,29 +205,8 @@ def _run_virtual(prof, slices, ids, keys, path, tmp, say, progress):
                                         vector_key=keys[i], batch=min(BATCH, prof.max_batch()),
                                         folder=os.path.join(tmp, "board%d" % i)))
         with Store(path) as store:
-            show = _ProgressLine() if progress else None
-            col = Collector([b.port for b in boards], store, profiles=[prof],
-                            keep_vector=vector, on_progress=show,
-                            log=show.say if show is not None else say)
-            failed = []
-            starter = threading.Thread(target=_start_when_open, args=(col, boards, failed),
-                                       daemon=True)
-            starter.start()
-            try:
-                pr = col.run(until_stopped=True, duration=TIMEOUT)
-            finally:
-                if show is not None:
-                    show.end()
-            starter.join()
-            if failed:
-                raise ZealError(failed[0])
-            for line in summary_lines(pr):
-                say(line)
-            total = sum(len(s) for s in slices)
-            if pr.reports != total:
-                errs = "; ".join(b.stderr().strip()[-200:] for b in boards if b.stderr())
-                raise ZealError("stored %d of %d reports (%s)%s" % (
-                    pr.reports, total, pr.reason, (": " + errs) if errs else ""))
+            collect_boards(boards, store, [prof], expected=sum(len(x) for x in slices),
+                           keep_vector=vector, progress=progress, say=say, timeout=TIMEOUT)
             doc = analyze(store, include_vector=vector)
             link = store.db.execute("SELECT COALESCE(SUM(bytes), 0) FROM links").fetchone()[0]
     finally:

@@ -425,3 +425,49 @@ class VirtualDevice:
                 elif text == _HELLO:
                     self.hello_requests += 1
                     self._forward_hello()
+
+
+# ---- collecting a set of virtual boards (zeal demo, zeal demo --attributes) --------------------
+def start_when_open(collector, devices, failed):
+    """Boot each virtual board only once the collector holds every port: pyserial flushes a
+    port's input when it opens it (a board's too). A failure is appended to `failed`."""
+    deadline = time.monotonic() + 30
+    while not all(p.serial is not None for p in collector.ports):
+        if time.monotonic() > deadline:
+            failed.append("the collector did not open the ports")
+            collector.stop()
+            return
+        time.sleep(0.01)
+    for dev in devices:
+        dev.start()
+
+
+def collect_boards(boards, store, profiles, *, expected, keep_vector=False, progress=True,
+                   say=print, timeout=120.0):
+    """Collect `boards` (VirtualDevice, not started) into `store` until every board has
+    stopped; print the collector's summary through `say`. ZealError (one line, with the
+    boards' last stderr) unless exactly `expected` reports were stored."""
+    from .collector import Collector, _ProgressLine, summary_lines
+
+    show = _ProgressLine() if progress else None
+    col = Collector([b.port for b in boards], store, profiles=profiles,
+                    keep_vector=keep_vector, on_progress=show,
+                    log=show.say if show is not None else say)
+    failed = []
+    starter = threading.Thread(target=start_when_open, args=(col, boards, failed), daemon=True)
+    starter.start()
+    try:
+        pr = col.run(until_stopped=True, duration=timeout)
+    finally:
+        if show is not None:
+            show.end()
+    starter.join()
+    if failed:
+        raise ZealError(failed[0])
+    for line in summary_lines(pr):
+        say(line)
+    if pr.reports != expected:
+        errs = "; ".join(b.stderr().strip()[-200:] for b in boards if b.stderr())
+        raise ZealError("stored %d of %d reports (%s)%s" % (
+            pr.reports, expected, pr.reason, (": " + errs) if errs else ""))
+    return pr
