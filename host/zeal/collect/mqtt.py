@@ -42,6 +42,7 @@ or go away during the run (paho reconnects; unacknowledged messages come again).
 credentials or a refused subscription end the run with one line and exit status 1.
 """
 import queue
+import select
 import socket
 import struct
 import threading
@@ -62,6 +63,7 @@ GAP_EVERY = 5.0     # seconds between gap accountings from the store
 SETTLE = 10.0       # a hole counts as a gap once the frame after it is this old (seconds)
 RECEIVE_MAXIMUM = 20000  # unacknowledged messages the broker may have in flight to us
 SESSION_EXPIRY = 24 * 3600  # seconds the broker keeps a collector's session while it is away
+READ_BURST = 2000     # messages read before the network turn yields to the writer
 INSTALL = "pip install 'zeal-mcu[fleet]' (paho-mqtt >= 2)"
 
 
@@ -148,6 +150,13 @@ class MqttCollector(Collector):
         self.ca_file = ca_file
         self._by_topic = {}
         self._lock = threading.Lock()
+        # The network and the store are served by one thread (paho's external-loop API; a
+        # network thread beside it halved the messages/s, measured): what Collector's
+        # readers queue for its writer is taken at once.
+        self._queue = _Direct(self._take)
+        self._inbound = 0             # messages of any topic read on this run
+        self._retry_at = 0.0          # when to try the broker again after losing it
+        self._retry_delay = RETRY_FIRST
         self._client = None
         self._gen = 0                 # connection number: acks of an older one are void
         self._acks = []               # (gen, mid) taken since the last commit
@@ -198,6 +207,7 @@ class MqttCollector(Collector):
 
     def _on_message(self, client, userdata, msg):
         gen = self._gen
+        self._inbound += 1
         try:
             dev = device_of(msg.topic)
             if dev is not None:
@@ -487,6 +497,50 @@ class MqttCollector(Collector):
                 delay = min(delay * 2, RETRY_MAX)
         return False
 
+    def _pump(self, client, timeout: float) -> None:
+        """One turn of the network in this thread: wait up to `timeout` s for the socket,
+        read the messages that are there (their callbacks decode them), write what is
+        queued (acknowledgements, HELLO republishes), keep the connection alive. A lost
+        connection is made again here, with a growing delay (paho's loop_forever would do
+        it in its own thread)."""
+        sock = client.socket()
+        if sock is None:
+            self._reconnect(client, timeout)
+            return
+        try:
+            readable, _, _ = select.select([sock], [sock] if client.want_write() else [], [],
+                                           timeout)
+        except (OSError, ValueError):  # closed under us: loop_misc notices and reports it
+            readable = []
+        if readable:
+            # paho reads one packet a call; go on while messages come, then back to select
+            for _ in range(READ_BURST):
+                before = self._inbound
+                if client.loop_read() != 0 or self._inbound == before:
+                    break
+        if client.socket() is not None and client.want_write():
+            client.loop_write()
+        client.loop_misc()
+
+    def _reconnect(self, client, timeout: float) -> None:
+        now = time.monotonic()
+        if now < self._retry_at:
+            self._stop.wait(min(timeout, self._retry_at - now))
+            return
+        try:
+            client.reconnect()
+            self._retry_delay = RETRY_FIRST
+        except (OSError, ConnectionError):  # still down: said once, at the disconnect
+            self._retry_at = time.monotonic() + self._retry_delay
+            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+
+    def _quit(self, client) -> None:
+        """Send DISCONNECT (written at once: no network thread) and close."""
+        try:
+            client.disconnect()
+        except Exception:  # the connection is gone already
+            pass
+
     def run(self, *, duration: Optional[float] = None, reports: Optional[int] = None,
             until_stopped: bool = False) -> Progress:
         """As Collector.run, from the broker. Raises MqttError if the broker refuses us."""
@@ -503,16 +557,12 @@ class MqttCollector(Collector):
         try:
             if self._connect(client):
                 self._link = self.store.open_link(self.broker["shown"])
-                client.loop_start()
             next_commit = time.monotonic() + FLUSH
             next_gaps = time.monotonic() + GAP_EVERY
             while not self._stop.is_set():
                 wait = next_commit - time.monotonic()
                 if wait > 0:
-                    try:
-                        self._take(self._queue.get(timeout=min(wait, FLUSH)))
-                    except queue.Empty:
-                        pass
+                    self._pump(client, min(wait, FLUSH))
                     continue
                 self._drain()
                 self._commit_all(started)
@@ -536,19 +586,13 @@ class MqttCollector(Collector):
             for sig, old in handlers.items():
                 signal.signal(sig, old)
         if self._fatal is not None:
-            client.loop_stop()
-            client.disconnect()
+            self._quit(client)
             raise MqttError(self._fatal)
         # Commit what was read, acknowledge it, then leave: what arrives after the last
         # commit stays unacknowledged and comes again to the next run.
         self._drain()
         self._commit_all(started, notify=False)
-        try:
-            client.disconnect()
-        except Exception:
-            pass
-        client.loop_stop()
-        self._drain()
+        self._quit(client)
         self._acks = []
         self._commit_all(started, notify=False)  # no acks: the connection is gone
         self.account_gaps(settle=0.0)
@@ -561,6 +605,21 @@ class MqttCollector(Collector):
         if self.on_progress is not None:
             self.on_progress(pr)
         return pr
+
+
+class _Direct:
+    """Collector's reader->writer queue when reader and writer are one thread: put() takes
+    the item at once; nothing ever waits in it."""
+
+    def __init__(self, take):
+        self.put = take
+
+    @staticmethod
+    def get_nowait():
+        raise queue.Empty
+
+    def get(self, timeout=None):
+        raise queue.Empty
 
 
 def _session_seqs(store, sess) -> list:

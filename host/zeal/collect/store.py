@@ -1097,39 +1097,50 @@ class PgStore(Store):
                         | {bytes(e.device_id) for e in events if e.device_id is not None})
         for dev_id in wanted:
             self._device(dev_id, now)
-        fresh = [False] * len(frames)
+        rows = []                      # (position, the frame's row) of the known devices
         for i, f in enumerate(frames):
             dev = self._devices.get(bytes(f.device_id))
             if dev is None:
                 no_device += 1
                 continue
-            key = (dev, int(f.boot), bytes(f.nonce), int(f.seq))
-            cur = self.conn.execute(
-                "INSERT INTO frames (device, boot, nonce, seq, crc, fingerprint, count, "
-                "payload, arrival, vector, debug) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-                "ON CONFLICT (device, boot, nonce, seq) DO NOTHING",
-                key + (int(f.crc), f.fingerprint, int(f.count), bytes(f.payload),
-                       float(f.arrival), int(bool(f.vector)), int(bool(f.debug))))
-            if cur.rowcount == 1:
-                fresh[i] = True
+            rows.append((i, (dev, int(f.boot), bytes(f.nonce), int(f.seq), int(f.crc),
+                             f.fingerprint, int(f.count), bytes(f.payload), float(f.arrival),
+                             int(bool(f.vector)), int(bool(f.debug)))))
+        # One statement for all the frames (a statement per frame costs a round trip each:
+        # 145 us a frame, measured, against a few us here). The rows go in the order given,
+        # so their ids keep the arrival order; the keys that were new come back.
+        fresh = self._insert_frames([r for _, r in rows])
+        late, first = [], set()         # frames not stored now: their key was there
+        for i, r in rows:
+            if r[:4] in fresh and r[:4] not in first:
+                first.add(r[:4])
+            else:
+                late.append((i, r))
+        old_crcs = {}
+        if late:                        # conflicts in the order received, in one query
+            cols = list(zip(*[r[:4] for _, r in late]))
+            old_crcs = dict(((d, b, bytes(n), s), c) for d, b, n, s, c in self.conn.execute(
+                "SELECT f.device, f.boot, f.nonce, f.seq, f.crc FROM frames f JOIN "
+                "unnest(%s::bigint[], %s::bigint[], %s::bytea[], %s::bigint[]) AS k(d, b, n, s) "
+                "ON f.device = k.d AND f.boot = k.b AND f.nonce = k.n AND f.seq = k.s",
+                [list(c) for c in cols]).fetchall())
+        late_at = {i for i, _ in late}
+        for i, r in rows:
+            f = frames[i]
+            if i not in late_at:
                 new += 1
                 reports += f.count
-                touched.add(dev)
-        for i, f in enumerate(frames):        # conflicts in the order received
-            dev = self._devices.get(bytes(f.device_id))
-            if dev is None or fresh[i]:
+                touched.add(r[0])
                 continue
-            key = (dev, int(f.boot), bytes(f.nonce), int(f.seq))
-            old = self.conn.execute("SELECT crc FROM frames WHERE device = %s AND boot = %s "
-                                    "AND nonce = %s AND seq = %s", key).fetchone()
-            if old is not None and old[0] != f.crc:
+            old = old_crcs.get(r[:4])
+            if old is not None and old != f.crc:
                 conflicts += 1
-                stored_events.append((dev, None, now, "conflict",
+                stored_events.append((r[0], None, now, "conflict",
                                       "boot %d nonce %s seq %d: stored crc %08x, received %08x"
-                                      % (f.boot, key[2].hex(), f.seq, old[0] & 0xFFFFFFFF,
+                                      % (f.boot, r[2].hex(), f.seq, old & 0xFFFFFFFF,
                                          f.crc & 0xFFFFFFFF),
                                       1, "store:conflict:%s:%d:%s:%d:%08x"
-                                      % (bytes(f.device_id).hex(), f.boot, key[2].hex(), f.seq,
+                                      % (bytes(f.device_id).hex(), f.boot, r[2].hex(), f.seq,
                                          f.crc & 0xFFFFFFFF)))
         for dev in sorted(touched):
             self.conn.execute("UPDATE devices SET last_seen = GREATEST(last_seen, %s) "
@@ -1150,6 +1161,36 @@ class PgStore(Store):
         if link is not None:
             self.conn.execute("UPDATE links SET bytes = %s WHERE id = %s", (link[1], link[0]))
         return new, reports, conflicts, ids
+
+    _STAGE = ("device, boot, nonce, seq, crc, fingerprint, count, payload, arrival, vector, "
+              "debug")
+    _STAGE_TYPES = ("int8", "int8", "bytea", "int8", "int8", "text", "int8", "bytea", "float8",
+                    "int2", "int2")
+
+    def _insert_frames(self, rows: list) -> set:
+        """Insert frame rows (device, boot, nonce, seq, crc, fingerprint, count, payload,
+        arrival, vector, debug) in their order; the keys (device, boot, nonce, seq) newly
+        stored. A key given twice is stored once (the first).
+
+        A binary COPY into a session-private staging table, then one INSERT ... SELECT ...
+        ON CONFLICT DO NOTHING: measured 145 us a frame with a statement per frame (a round
+        trip each), about 35 with one statement over arrays, about 10 this way."""
+        if not rows:
+            return set()
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS zeal_stage (device BIGINT, boot BIGINT, "
+                          "nonce BYTEA, seq BIGINT, crc BIGINT, fingerprint TEXT, count BIGINT, "
+                          "payload BYTEA, arrival DOUBLE PRECISION, vector SMALLINT, "
+                          "debug SMALLINT, o BIGINT GENERATED ALWAYS AS IDENTITY) "
+                          "ON COMMIT DELETE ROWS")
+        cur = self.conn.cursor()
+        with cur.copy("COPY zeal_stage (%s) FROM STDIN (FORMAT BINARY)" % self._STAGE) as cp:
+            cp.set_types(list(self._STAGE_TYPES))
+            for r in rows:
+                cp.write_row(r)
+        cur.execute("INSERT INTO frames (%s) SELECT %s FROM zeal_stage ORDER BY o "
+                    "ON CONFLICT (device, boot, nonce, seq) DO NOTHING "
+                    "RETURNING device, boot, nonce, seq" % (self._STAGE, self._STAGE))
+        return {(d, b, bytes(n), s) for d, b, n, s in cur.fetchall()}
 
     def _insert_events(self, rows: list, now: float) -> None:
         if not rows:

