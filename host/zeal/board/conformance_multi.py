@@ -15,24 +15,20 @@ packer through every implementation.
 The expected values stay here. The firmware side is firmware/conformance/conformance_multi.py;
 `handle` below is the host side (zeal.mechanism.multi_profile) for target "cpython".
 """
-import json
 import os
 
+from .conformance_cases import (fields_differ, outputs_differ, profile_case, reason_of, settled,
+                                word_inputs, word_source)
 from .firmware import ROOT
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "multi.json")
-_FILES = {}
 _PROFILE_KEYS = ("fingerprint", "d", "k", "index_bits", "value_bits", "max_report_bits",
                  "max_batch")
 
 
-def _profile_files(name):
-    if not _FILES:
-        with open(VECTORS) as fh:
-            for case in json.load(fh)["cases"]:
-                if case["kind"] == "profile":
-                    _FILES[case["id"]] = (case["header"], case.get("attributes", {}))
-    return _FILES[name]
+def _same_pairs(got, want):
+    """A report as [index, value] pairs, whatever sequence type spells each pair."""
+    return [list(p) for p in (() if got is None else got)] == [list(p) for p in want]
 
 
 def device_cases(doc):
@@ -45,13 +41,12 @@ def request(case):
     if case["kind"] == "profile":
         return {"kind": "profile", "header": case["header"],
                 "attributes": case.get("attributes", {})}
-    header, attrs = _profile_files(case["profile"])
+    named = profile_case(VECTORS, case["profile"])
+    header, attrs = named["header"], named.get("attributes", {})
     req = {"kind": case["kind"], "header": header, "attributes": attrs}
     if case["kind"] == "sample":
         req["lines"] = case["lines"]
-        for key in ("key", "words"):
-            if key in case:
-                req[key] = case[key]
+        req.update(word_inputs(case))
     elif case["result"] == "valid":
         req["reports"] = case["reports"]
     else:
@@ -62,39 +57,20 @@ def request(case):
 
 def check(case, resp):
     """(passed, detail) for one reply (resp: the runner's reply dict)."""
-    if case["result"] != "valid":
-        if resp.get("ok"):
-            return False, "accepted a must-reject case (reason %s)" % case["reason"]
-        got = resp.get("error")
-        if got == case["reason"]:
-            return True, "rejected: %s" % got
-        return False, "rejected with %r, vector says %r" % (got, case["reason"])
-    if not resp.get("ok"):
-        return False, "error %r" % resp.get("error")
+    verdict = settled(case, resp)
+    if verdict is not None:
+        return verdict
     got = resp["result"]
     if case["kind"] == "profile":
-        want = {k: case[k] for k in _PROFILE_KEYS}
-        have = {k: got.get(k) for k in want}
-        if have != want:
-            return False, "got %r, want %r" % (have, want)
-        return True, ", ".join(_PROFILE_KEYS)
+        differ = fields_differ(got, case, _PROFILE_KEYS)
+        return (False, differ) if differ else (True, ", ".join(_PROFILE_KEYS))
     if case["kind"] == "payload":
         if got.get("payload") != case["payload"]:
             return False, "payload %r, want %r" % (got.get("payload"), case["payload"])
         return True, "%d reports packed bit-exact" % case["count"]
-    outs = got.get("outputs", [])
-    if len(outs) != len(case["expected"]):
-        return False, "%d outputs for %d lines" % (len(outs), len(case["expected"]))
-    for i, (g, w) in enumerate(zip(outs, case["expected"])):
-        if [list(p) for p in g.get("report", ())] != [list(p) for p in w["report"]]:
-            return False, "line %d: report %r, want %r" % (i, g.get("report"), w["report"])
-        if g.get("words_used") != w["words_used"]:
-            return False, "line %d: words_used %r, want %r" % (i, g.get("words_used"),
-                                                               w["words_used"])
-    for field in ("replaced", "clamped"):
-        if got.get(field) != case[field]:
-            return False, "%s %r, want %r" % (field, got.get(field), case[field])
-    return True, "%d reports bit-exact" % len(outs)
+    differ = outputs_differ(got, case, ("report", "words_used"), totals=("replaced", "clamped"),
+                            item="line", same={"report": _same_pairs})
+    return (False, differ) if differ else (True, "%d reports bit-exact" % len(got["outputs"]))
 
 
 def handle(req):
@@ -102,7 +78,7 @@ def handle(req):
     from ..errors import ProfileError, ReportError
     from ..mechanism import multi_profile as MP
     from ..mechanism import profiles
-    from ..mechanism.words import CounterWords, ListWords, Recorder
+    from ..mechanism.words import Recorder
 
     case = req.get("case", req)
     attrs = {int(i): t.encode("ascii", "surrogateescape")
@@ -111,7 +87,7 @@ def handle(req):
         prof = profiles.loads_any(case["header"].encode("ascii", "surrogateescape"),
                                   lambda i, fp: attrs.get(i))
     except ProfileError as exc:
-        return False, getattr(exc, "reason", None) or "unclassified:%s" % exc
+        return False, reason_of(exc)
     if not isinstance(prof, MP.MultiProfile):
         return False, "not a multi profile"
     if case["kind"] == "profile":
@@ -126,10 +102,9 @@ def handle(req):
                 return True, {"payload": MP.pack_multi(prof, case["reports"]).hex()}
             MP.unpack_multi(prof, bytes.fromhex(case["payload"]), case["count"])
         except ReportError as exc:
-            return False, getattr(exc, "reason", None) or "unclassified:%s" % exc
+            return False, reason_of(exc)
         return True, {}
-    source = (CounterWords(bytes.fromhex(case["key"])) if "key" in case
-              else ListWords(int(w, 16) for w in case.get("words", ())))
+    source = word_source(case)
     sampler = MP.MultiSampler(prof, source)
     outs = []
     for line in case["lines"]:

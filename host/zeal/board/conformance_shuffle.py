@@ -12,22 +12,13 @@ the answer per tuple is the message (the integer wire report) and the words cons
 expected values stay here. The firmware side is firmware/conformance/conformance_shuffle.py;
 `handle` below is the host side (zeal.mechanism.shuffle_profile) for target "cpython".
 """
-import json
 import os
 
+from .conformance_cases import (fields_differ, outputs_differ, profile_case, reason_of, settled,
+                                word_inputs, word_source)
 from .firmware import ROOT
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "shuffle.json")
-_FILES = {}
-
-
-def _profile_file(name):
-    if not _FILES:
-        with open(VECTORS) as fh:
-            for case in json.load(fh)["cases"]:
-                if case["kind"] == "profile":
-                    _FILES[case["id"]] = case["file"]
-    return _FILES[name]
 
 
 def device_cases(doc):
@@ -39,40 +30,25 @@ def request(case):
     """The inputs of a case (never its expected answers)."""
     if case["kind"] == "profile":
         return {"kind": "profile", "file": case["file"]}
-    req = {"kind": "randomise", "file": _profile_file(case["profile"]),
+    req = {"kind": "randomise", "file": profile_case(VECTORS, case["profile"])["file"],
            "inputs": case["inputs"]}
-    for key in ("key", "words"):
-        if key in case:
-            req[key] = case[key]
+    req.update(word_inputs(case))
     return req
 
 
 def check(case, resp):
     """(passed, detail) for one reply (resp: the runner's reply dict)."""
-    if case["result"] != "valid":
-        if resp.get("ok"):
-            return False, "accepted a must-reject case (reason %s)" % case["reason"]
-        got = resp.get("error")
-        if got == case["reason"]:
-            return True, "rejected: %s" % got
-        return False, "rejected with %r, vector says %r" % (got, case["reason"])
-    if not resp.get("ok"):
-        return False, "error %r" % resp.get("error")
+    verdict = settled(case, resp)
+    if verdict is not None:
+        return verdict
     got = resp["result"]
     if case["kind"] == "profile":
-        want = {k: case[k] for k in ("fingerprint", "bits") if k in case}
-        have = {k: got.get(k) for k in want}
-        if have != want:
-            return False, "got %r, want %r" % (have, want)
-        return True, "accepted: %s" % (", ".join(sorted(want)) or "valid")
-    outs = got.get("outputs", [])
-    if len(outs) != len(case["expected"]):
-        return False, "%d outputs for %d inputs" % (len(outs), len(case["expected"]))
-    for i, (g, w) in enumerate(zip(outs, case["expected"])):
-        for field in ("message", "words_used"):
-            if g.get(field) != w[field]:
-                return False, "input %d: %s %r, want %r" % (i, field, g.get(field), w[field])
-    return True, "%d messages bit-exact" % len(outs)
+        keys = [k for k in ("fingerprint", "bits") if k in case]
+        differ = fields_differ(got, case, keys)
+        return (False, differ) if differ else (True, "accepted: %s"
+                                               % (", ".join(sorted(keys)) or "valid"))
+    differ = outputs_differ(got, case, ("message", "words_used"))
+    return (False, differ) if differ else (True, "%d messages bit-exact" % len(got["outputs"]))
 
 
 def handle(req):
@@ -81,20 +57,19 @@ def handle(req):
     from ..mechanism import profile as P
     from ..mechanism import shuffle_profile as SP
     from ..mechanism.floatbits import bits_to_float64
-    from ..mechanism.words import CounterWords, ListWords, Recorder
+    from ..mechanism.words import Recorder
 
     case = req.get("case", req)
     data = case["file"].encode("ascii", "surrogateescape")
     try:
         prof = SP.loads(data) if SP.is_shuffle_file(data) else P.loads(data)
     except ProfileError as exc:
-        return False, getattr(exc, "reason", None) or "unclassified:%s" % exc
+        return False, reason_of(exc)
     if not isinstance(prof, SP.ShuffleProfile):
         return False, "not a shuffle profile"
     if case["kind"] == "profile":
         return True, {"fingerprint": prof.fingerprint, "bits": prof.bits}
-    source = (CounterWords(bytes.fromhex(case["key"])) if "key" in case
-              else ListWords(int(w, 16) for w in case.get("words", ())))
+    source = word_source(case)
     outs = []
     for item in case["inputs"]:
         rec = Recorder(source)
