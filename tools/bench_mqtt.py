@@ -204,12 +204,14 @@ def throughput(folder, messages, boards, collectors, pg, prof_file):
             pub.publish(b, streams[b][0])
         _wait_rows(db, 0, 1)
         time.sleep(0.5)
+        cpu0 = sum(_cpu(p.pid) for p in procs)
         t0 = time.monotonic()
         for k in range(1, per + 1):
             for b in range(boards):
                 pub.publish(b, streams[b][k])
             pub.poll()
         rows, t1 = _wait_rows(db, boards * per, 120)
+        cpu = sum(_cpu(p.pid) for p in procs) - cpu0
         pub.wait_acked()
         pub.close()
         docs = _stop(procs)
@@ -217,7 +219,90 @@ def throughput(folder, messages, boards, collectors, pg, prof_file):
         broker.stop()
     if t1 is None:
         raise SystemExit("bench: only %d of %d frames stored" % (rows[0], boards * per))
-    return boards * per * REPORTS_PER_FRAME / (t1 - t0), docs
+    return boards * per * REPORTS_PER_FRAME / (t1 - t0), cpu / (boards * per) * 1e6
+
+
+SINK = """
+import select, sys, time
+import paho.mqtt.client as m
+host, port, user, pw, group, n, cid = sys.argv[1:8]
+n = int(n); got = [0]; acks = []
+def on_message(c, u, msg):
+    got[0] += 1
+    acks.append((msg.mid, msg.qos))
+c = m.Client(m.CallbackAPIVersion.VERSION2, client_id=cid, protocol=m.MQTTv5, manual_ack=True)
+c.username_pw_set(user, pw)
+c.on_message = on_message
+c.max_queued_messages_set(0)
+from paho.mqtt.properties import Properties
+from paho.mqtt.packettypes import PacketTypes
+props = Properties(PacketTypes.CONNECT); props.ReceiveMaximum = 20000
+c.connect(host, int(port), clean_start=True, properties=props)
+c.subscribe("$share/%s/zeal/+/frames" % group, qos=1)
+print("ready", flush=True)
+sock = c.socket(); t_ack = time.monotonic() + 0.2
+while True:
+    r, _, _ = select.select([sock], [sock] if c.want_write() else [], [], 0.05)
+    if r:
+        for _ in range(2000):
+            before = got[0]
+            if c.loop_read() or got[0] == before:
+                break
+    if time.monotonic() >= t_ack:
+        for a in acks:
+            c.ack(*a)
+        acks.clear(); t_ack = time.monotonic() + 0.2
+        print(got[0], flush=True)
+    if c.want_write():
+        c.loop_write()
+    c.loop_misc()
+"""
+
+
+def paho_only(folder, messages, boards, sinks):
+    """The MQTT client library's own ceiling: `sinks` processes that only receive and
+    acknowledge (paho-mqtt v5, the collector's settings and network loop, no decoding, no
+    store), in one shared-subscription group: reports/s."""
+    users = {device_id(b).hex(): "pw%d" % b for b in range(boards)}
+    per = messages // boards
+    streams = _payloads(boards, per)
+    broker = Broker(os.path.join(folder, "sink%d" % sinks), users=users).start()
+    procs = []
+    try:
+        for i in range(sinks):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", SINK, "127.0.0.1", str(broker.port), "collector",
+                 broker.users["collector"], "sink", str(messages), "sink-%d" % i],
+                stdout=subprocess.PIPE, text=True, env=ENV))
+            procs[-1].stdout.readline()
+        pub = Boards(broker.port, users)
+        t0 = time.monotonic()
+        for k in range(1, per + 1):
+            for b in range(boards):
+                pub.publish(b, streams[b][k])
+            pub.poll()
+        pub.wait_acked()  # the broker has them all; now wait until the sinks have
+        counts = [0] * sinks
+        sel = selectors.DefaultSelector()
+        for i, p in enumerate(procs):
+            sel.register(p.stdout, selectors.EVENT_READ, i)
+        deadline = time.monotonic() + 120
+        while sum(counts) < boards * per and time.monotonic() < deadline:
+            for key, _ in sel.select(1.0):
+                line = key.fileobj.readline()
+                if line.strip().isdigit():
+                    counts[key.data] = int(line)
+        t1 = time.monotonic()
+        pub.close()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        broker.stop()
+    if sum(counts) < boards * per:
+        raise SystemExit("bench: the paho sinks got %d of %d messages" % (sum(counts),
+                                                                        boards * per))
+    return boards * per * REPORTS_PER_FRAME / (t1 - t0)
 
 
 def raw(folder, messages, boards):
@@ -324,14 +409,21 @@ def main(argv=None):
                    "messages": args.messages, "boards": args.boards}
             doc["raw_mosquitto_sub_reports_per_s"] = raw(folder, args.messages, args.boards)
             for n in (1, 2):
-                rate, _ = throughput(folder, args.messages, args.boards, n, pg, prof_file)
+                print("bench: %d paho-only sink(s)" % n, file=sys.stderr)
+                doc["paho_only_%d_reports_per_s" % n] = round(
+                    paho_only(folder, args.messages, args.boards, n), 1)
+                print("bench: %d collector(s)" % n, file=sys.stderr)
+                rate, us = throughput(folder, args.messages, args.boards, n, pg, prof_file)
                 doc["collectors_%d_reports_per_s" % n] = round(rate, 1)
+                doc["collectors_%d_cpu_us_per_message" % n] = round(us, 1)
             if doc["raw_mosquitto_sub_reports_per_s"]:
                 r = doc["raw_mosquitto_sub_reports_per_s"]
                 doc["raw_mosquitto_sub_reports_per_s"] = round(r, 1)
                 for n in (1, 2):
                     doc["ratio_%d_collectors_to_raw" % n] = round(
                         doc["collectors_%d_reports_per_s" % n] / r, 3)
+                    doc["ratio_%d_paho_only_to_raw" % n] = round(
+                        doc["paho_only_%d_reports_per_s" % n] / r, 3)
             if args.fleet:
                 doc["fleet"] = fleet(folder, args.fleet, args.seconds, pg, prof_file)
         finally:

@@ -147,6 +147,7 @@ class _Port:
         self.session_hex = None
         self.device = None            # its device id (reader)
         self._seen_rejects = Counter()
+        self._seen_total = 0          # sum of _seen_rejects' counts when last looked
         self._seen_lost = 0
         self._seen_restarts = 0
         self.anchor = None            # (session hex or None, last seq seen) for event keys
@@ -373,7 +374,9 @@ class Collector:
         """Rejects, gaps and restarts counted by the decoder since the last piece."""
         dec = p.decoder
         dev = p.device_now
-        rejected = dec.rejected
+        total = dec.rejected_total
+        rejected = dec.rejected if total != p._seen_total else p._seen_rejects
+        p._seen_total = total
         if rejected != p._seen_rejects:
             where, seq = p.anchor if p.anchor is not None else (None, -1)
             where = where if where is not None else p.url

@@ -306,8 +306,9 @@ class MqttCollector(Collector):
         """As the serial collector's, but a redelivered frame is no reject, a stale HELLO no
         restart, and gaps come from the store (see the module docstring)."""
         dec = p.decoder
-        rejected = dec.rejected
-        dup = rejected["duplicate"] - p._seen_rejects["duplicate"]
+        dup = 0
+        if dec.rejected_total != p._seen_total:
+            dup = dec.rejected["duplicate"] - p._seen_rejects["duplicate"]
         if dup:
             seen = Counter(p._seen_rejects)
             seen["duplicate"] += dup

@@ -247,6 +247,12 @@ class Decoder:
         return self.deframer.rejected + self._rejected
 
     @property
+    def rejected_total(self) -> int:
+        """sum(rejected.values()), without building a Counter: a collector asks after
+        every frame whether anything new was refused."""
+        return self.deframer.rejected.total() + self._rejected.total()
+
+    @property
     def lost(self) -> int:
         """DATA frames this line is answerable for that never came out intact — neither as a
         Batch nor as a refused frame (counted in `rejected`) — by feed or by resolve.
