@@ -18,10 +18,8 @@ keys) with what only the demo knows added: "true_mean" and "readings" in the ove
 in every device's, and a "demo" section (readings, unit, AVG*'s expectation for these readings,
 the wire cost split, the privacy accounting).
 """
-import hashlib
 import math
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -30,6 +28,7 @@ from fractions import Fraction
 
 from .analysis import datasets
 from .analysis.analyze import analyze, device_name, format_table
+from .analysis.multi_demo import aarhus_rows, board_slices, check_arguments, printer
 from .collect.store import Store
 from .collect.virtual import VirtualDevice, collect_boards
 from .errors import ZealError
@@ -65,12 +64,6 @@ def privacy_accounting(epsilon: float, ratio: Fraction, period_s: float = PERIOD
             "epsilon_per_board_day": per_day * epsilon}
 
 
-def _device_keys(seed, devices):
-    """Test keys for a seeded run (vector mode): one 32-byte key per board."""
-    return [hashlib.sha256(b"zeal-demo-seed %d %d" % (seed, i)).digest()
-            for i in range(devices)]
-
-
 def build_profile(lo, hi, epsilon, mechanism="grid", bits="auto", progress=None):
     """The demo's profile: the window grid (choose.build) or a table profile of `mechanism`
     (zeal.analysis.compare.build_table_profile; --bits auto = the mechanism's natural size)."""
@@ -91,18 +84,10 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     a run is reproducible; their frames are test-mode frames (the analysis counts them here
     only), never private data. None (the default): fresh keys on every board, as in the field.
     """
-    if count < devices:
-        raise ZealError("--count must be at least the number of devices (%d)" % devices)
-    if not 1 <= devices <= 16:
-        raise ZealError("--devices must be 1 to 16")
-    if db is not None and os.path.exists(db):
-        raise ZealError("%s exists: the demo writes a new database (choose another --db)" % db)
-    try:
-        texts = datasets.aarhus("humidity", count)
-    except ValueError as exc:
-        raise ZealError(str(exc)) from None
+    check_arguments(count, devices, db)
+    readings = [x for (x,) in aarhus_rows(("humidity",), count)]
     lo, hi = datasets.HUMIDITY_RANGE
-    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+    say = printer(progress)
     prof = build_profile(lo, hi, epsilon, mechanism, bits,
                          progress=lambda line: say("zeal demo: " + line))
     if is_table(prof):
@@ -115,11 +100,8 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
             "fingerprint %s" % (lo, hi, UNIT, epsilon, prof.bits, prof.exponent, prof.n_cells,
                                 prof.fingerprint[:16]))
 
-    readings = [float(t) for t in texts]  # what a sensor driver hands the firmware
-    share = -(-count // devices)
-    slices = [readings[i:i + share] for i in range(0, count, share)]
-    ids = [(b"demo-%03d" % i).ljust(8, b"\0") for i in range(len(slices))]
-    keys = _device_keys(seed, len(slices)) if seed is not None else [None] * len(slices)
+    # the seeded keys are run_mqtt_demo's too: the same boards over serial and over MQTT
+    slices, ids, keys = board_slices(readings, devices, b"demo-%03d", seed, b"zeal-demo-seed")
     vector = seed is not None
     with tempfile.TemporaryDirectory(prefix="zeal-demo-") as tmp:
         path = db if db is not None else os.path.join(tmp, "demo.db")
@@ -355,15 +337,12 @@ def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, p
 
     if count < devices or not 1 <= devices <= 16:
         raise ZealError("--devices must be 1 to 16 and --count at least that")
-    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+    say = printer(progress)
     texts = datasets.aarhus("humidity", count)
     lo, hi = datasets.HUMIDITY_RANGE
     prof = build_profile(lo, hi, epsilon, "grid", bits)
     readings = [float(t) for t in texts]
-    share = -(-count // devices)
-    slices = [readings[i:i + share] for i in range(0, count, share)]
-    ids = [(b"mqtt-%03d" % i).ljust(8, b"\0") for i in range(len(slices))]
-    keys = _device_keys(seed, len(slices)) if seed is not None else [None] * len(slices)
+    slices, ids, keys = board_slices(readings, devices, b"mqtt-%03d", seed, b"zeal-demo-seed")
     vector = seed is not None
     with tempfile.TemporaryDirectory(prefix="zeal-fleet-") as tmp:
         path = db if db is not None else os.path.join(tmp, "demo.db")

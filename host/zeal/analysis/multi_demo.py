@@ -14,6 +14,12 @@ same bytes a board sends, decoded by wire.Decoder into the store; no firmware), 
 
 Document: `zeal analyze`'s multi document (analysis.multi_report) with "true_mean" added to
 each numeric attribute, and a "demo" section (dataset, boards, units, the wire-cost goal).
+
+What every demo shares (`zeal demo`, `--attributes`, `--shuffle`, `--mqtt`) is here too, the
+lowest of the demo modules: the one-line errors of their common arguments (`check_arguments`),
+progress on stderr (`printer`), the Aarhus rows (`aarhus_rows`) and how the demo names them
+(`dataset_text`), and the rows split among the boards with their ids and seeded keys
+(`board_slices`).
 """
 import hashlib
 import os
@@ -43,6 +49,50 @@ BATCH = 64
 HELLO_EVERY = 16
 WIRE_GOAL = 1.3   # wire bits per report <= 1.3 k (ceil(log2 d) + m) at batch 64 (issue 11)
 TIMEOUT = 120.0
+
+
+# ---- what the demos share -------------------------------------------------------------------------
+def check_arguments(count, devices, db):
+    """The one-line errors for the arguments every serial demo takes."""
+    if count < devices:
+        raise ZealError("--count must be at least the number of devices (%d)" % devices)
+    if not 1 <= devices <= 16:
+        raise ZealError("--devices must be 1 to 16")
+    if db is not None and os.path.exists(db):
+        raise ZealError("%s exists: the demo writes a new database (choose another --db)" % db)
+
+
+def printer(progress):
+    """say(*parts): a progress line on stderr, or nothing when progress is off."""
+    return (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+
+
+def aarhus_rows(columns, count):
+    """The first `count` rows of the Aarhus citylab `columns`, each a tuple of floats (what a
+    sensor driver hands the firmware); too many rows asked for is a one-line error."""
+    try:
+        cols = [datasets.aarhus(c, count) for c in columns]
+    except ValueError as exc:
+        raise ZealError(str(exc)) from None
+    return [tuple(float(col[i]) for col in cols) for i in range(count)]
+
+
+def dataset_text(columns, rows):
+    """The demo document's "dataset" for `rows` rows of several Aarhus columns."""
+    return "Aarhus citylab, columns %s, first %d rows" % (", ".join(columns), rows)
+
+
+def board_slices(rows, devices, id_pattern, seed, seed_label):
+    """(slices, ids, keys): `rows` cut into contiguous slices, one per board (at most
+    `devices`); each board's id (`id_pattern` % i, zero-padded to the 8 bytes of a HELLO);
+    and for a seeded run (tests only) its vector-mode key SHA-256(seed_label " seed i), else
+    None (fresh keys on the board, as in the field)."""
+    share = -(-len(rows) // devices)
+    slices = [rows[i:i + share] for i in range(0, len(rows), share)]
+    ids = [(id_pattern % i).ljust(8, b"\0") for i in range(len(slices))]
+    keys = ([hashlib.sha256(seed_label + b" %d %d" % (seed, i)).digest()
+             for i in range(len(slices))] if seed is not None else [None] * len(slices))
+    return slices, ids, keys
 
 
 # ---- zeal profile --attributes --------------------------------------------------------------------
@@ -220,32 +270,19 @@ def run_multi_demo(*, db=None, epsilon=1.0, k=None, count=2000, devices=4, progr
     """Run the multi-attribute demo and return its document (module docstring); print the
     explained table on stdout (progress on stderr) unless progress=False. seed: tests only
     (vector mode keys: reproducible, never private data)."""
-    if count < devices:
-        raise ZealError("--count must be at least the number of devices (%d)" % devices)
-    if not 1 <= devices <= 16:
-        raise ZealError("--devices must be 1 to 16")
-    if db is not None and os.path.exists(db):
-        raise ZealError("%s exists: the demo writes a new database (choose another --db)" % db)
+    check_arguments(count, devices, db)
     if boards not in ("auto", "virtual", "reference"):
         raise ZealError("boards must be auto, virtual or reference")
-    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
-    try:
-        cols = {c: datasets.aarhus(c, count) for c in COLUMNS}
-    except ValueError as exc:
-        raise ZealError(str(exc)) from None
+    say = printer(progress)
+    rows = aarhus_rows(COLUMNS, count)
     prof = demo_profile(epsilon, k)
-    rows = [tuple(float(cols[c][i]) for c in COLUMNS) for i in range(count)]
     if boards == "auto":
         boards = "virtual" if _firmware_has_multi() else "reference"
     say("multi profile %s: %s, epsilon %g, k = %d of d = %d per report, %d bits per report "
         "(%d index + %s)" % (prof.fingerprint[:16], ", ".join(prof.names), prof.epsilon,
                              prof.k, prof.d, prof.max_report_bits(), prof.index_bits,
                              "/".join(str(prof.value_bits(j)) for j in range(prof.d))))
-    share = -(-count // devices)
-    slices = [rows[i:i + share] for i in range(0, count, share)]
-    ids = [(b"mdemo-%02d" % i).ljust(8, b"\0") for i in range(len(slices))]
-    keys = ([hashlib.sha256(b"zeal-multi-demo %d %d" % (seed, i)).digest()
-             for i in range(len(slices))] if seed is not None else [None] * len(slices))
+    slices, ids, keys = board_slices(rows, devices, b"mdemo-%02d", seed, b"zeal-multi-demo")
     with tempfile.TemporaryDirectory(prefix="zeal-mdemo-") as tmp:
         path = db if db is not None else os.path.join(tmp, "demo.db")
         started = time.monotonic()
@@ -272,7 +309,7 @@ def explain(doc, prof, rows, boards, link_bytes, elapsed) -> dict:
     bound = prof.k * (prof.index_bits + max(a.bits for a in prof.attributes))
     n = doc["overall"]["n"]
     doc["demo"] = {
-        "dataset": "Aarhus citylab, columns %s, first %d rows" % (", ".join(COLUMNS), len(rows)),
+        "dataset": dataset_text(COLUMNS, len(rows)),
         "boards": boards, "units": UNITS, "ranges": RANGES, "seconds": elapsed,
         "wire": {"bits_per_report_data_frames": p["wire_bits_per_report"],
                  "bits_per_report_link": 8 * link_bytes / n if link_bytes else None,

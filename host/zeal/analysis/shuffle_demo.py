@@ -41,7 +41,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 import threading
 import time
@@ -53,9 +52,9 @@ from ..errors import ProfileError, ZealError
 from ..mechanism import shuffle_profile as SP
 from ..wire import codec, transport
 from ..wire.deframer import Deframer
-from . import datasets
 from .analyze import analyze
-from .multi_demo import RANGES, UNITS
+from .multi_demo import (RANGES, UNITS, aarhus_rows, board_slices, check_arguments,
+                         dataset_text, printer)
 from .shuffle_cli import smallest_n
 
 COLUMNS = ("light", "humidity", "temperature")
@@ -320,28 +319,15 @@ def run_shuffle_demo(*, db=None, epsilon=1.0, delta=None, count=5000, devices=4,
     """Run the shuffle demo and return its document (module docstring); print the explained
     figures on stdout (progress on stderr) unless progress=False."""
     delta = DELTA if delta is None else delta
-    if count < devices:
-        raise ZealError("--count must be at least the number of devices (%d)" % devices)
-    if not 1 <= devices <= 16:
-        raise ZealError("--devices must be 1 to 16")
-    if db is not None and os.path.exists(db):
-        raise ZealError("%s exists: the demo writes a new database (choose another --db)" % db)
-    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
-    try:
-        cols = {c: datasets.aarhus(c, count) for c in COLUMNS}
-    except ValueError as exc:
-        raise ZealError(str(exc)) from None
+    check_arguments(count, devices, db)
+    say = printer(progress)
+    rows = aarhus_rows(COLUMNS, count)
     prof = demo_profile(epsilon, delta, count)
-    rows = [tuple(float(cols[c][i]) for c in COLUMNS) for i in range(count)]
     say("shuffle profile %s: %s, epsilon %g, delta %g, n = %d, levels 0..%d, t = %d, gamma %.4f, "
         "%d bits per message" % (prof.fingerprint[:16], ", ".join(COLUMNS), prof.epsilon,
                                  prof.delta, prof.n, prof.levels, prof.t, float(prof.gamma),
                                  prof.bits))
-    share = -(-count // devices)
-    slices = [rows[i:i + share] for i in range(0, count, share)]
-    ids = [(b"sdemo-%02d" % i) for i in range(len(slices))]
-    keys = ([hashlib.sha256(b"zeal-shuffle-demo %d %d" % (seed, i)).digest()
-             for i in range(len(slices))] if seed is not None else [None] * len(slices))
+    slices, ids, keys = board_slices(rows, devices, b"sdemo-%02d", seed, b"zeal-shuffle-demo")
     with tempfile.TemporaryDirectory(prefix="zeal-sdemo-") as tmp:
         path = db if db is not None else os.path.join(tmp, "demo.db")
         doc, summary, seen, seconds = _run_pipeline(prof, slices, ids, keys, path, tmp, say,
@@ -417,8 +403,7 @@ def explain(doc, prof, rows, summary, seen, hits, control, seconds, boards) -> d
         "identity_control": control,
         "coordinates": coords,
         "shuffle": r,
-        "demo": {"dataset": "Aarhus citylab, columns %s, first %d rows"
-                            % (", ".join(COLUMNS), len(rows)),
+        "demo": {"dataset": dataset_text(COLUMNS, len(rows)),
                  "boards": boards, "batch": prof.n, "seconds": seconds,
                  "gamma": float(prof.gamma), "bits_per_message": prof.bits,
                  "shuffler": summary},
