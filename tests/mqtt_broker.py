@@ -8,6 +8,13 @@ files; `start()` runs `mosquitto -c FILE` and waits until the port answers; `sto
 sessions and queued messages, as a real deployment's broker would). `url(user)` gives the
 mqtt:// URL a client of that user connects with.
 
+`Broker(..., tls=True)` adds a TLS listener on a second free loopback port (`tls_port`) with a
+throw-away CA and a server certificate for 127.0.0.1 and localhost (`ca_file`: the CA a client
+checks the broker against), made with the `openssl` command line (no Python dependency: the
+`cryptography` package is not one of the project's); `url(user, tls=True)` gives its mqtts://
+URL. The plain listener stays, with the same users and ACL. `throwaway_ca(folder)` makes
+another CA (a wrong one, for the tests of a refused certificate).
+
 `need_mosquitto()` returns the binary's path, or skips the test with one loud line saying how
 to install it (CI installs it in .ci/run; under CI=true tests/conftest.py fails on the skip).
 """
@@ -49,6 +56,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _openssl(*argv) -> None:
+    """Run the openssl command line; its own error text when it fails."""
+    binary = shutil.which("openssl")
+    if binary is None:
+        pytest.fail("the TLS broker needs the openssl command line (apt-get install openssl)")
+    done = subprocess.run([binary, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, "openssl %s: %s" % (argv[0], done.stderr.decode(errors="replace"))
+
+
+def throwaway_ca(folder, name: str = "ca"):
+    """A self-signed CA made in `folder` for a test (EC P-256, valid 2 days): the paths
+    (NAME.pem, NAME.key)."""
+    folder = str(folder)
+    os.makedirs(folder, exist_ok=True)
+    pem, key = os.path.join(folder, name + ".pem"), os.path.join(folder, name + ".key")
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", key, "-out", pem, "-days", "2",
+             "-subj", "/CN=zeal throw-away test CA %s" % name,
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return pem, key
+
+
+def server_certificate(folder, ca_pem: str, ca_key: str, name: str = "server"):
+    """A server certificate for 127.0.0.1 and localhost signed by the CA: (NAME.pem,
+    NAME.key)."""
+    folder = str(folder)
+    pem, key = os.path.join(folder, name + ".pem"), os.path.join(folder, name + ".key")
+    csr, ext = os.path.join(folder, name + ".csr"), os.path.join(folder, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost")
+    _openssl("x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key, "-set_serial",
+             str(int.from_bytes(os.urandom(8), "big")), "-days", "2", "-extfile", ext,
+             "-out", pem)
+    return pem, key
+
+
 def acl_text(collectors) -> str:
     """The ACL of deploy/mosquitto/acl with the collector users of a test."""
     lines = ["# collectors: read every device's frames, share sessions, talk to the devices"]
@@ -61,7 +109,7 @@ def acl_text(collectors) -> str:
 
 
 class Broker:
-    def __init__(self, folder, users=None, collectors=("collector",), port=None):
+    def __init__(self, folder, users=None, collectors=("collector",), port=None, tls=False):
         self.binary = need_mosquitto()
         self.folder = str(folder)
         os.makedirs(self.folder, exist_ok=True)
@@ -72,6 +120,13 @@ class Broker:
         self.collectors = tuple(collectors)
         self.proc = None
         self.log = os.path.join(self.folder, "mosquitto.log")
+        self.tls_port = self.ca_file = None
+        if tls:
+            self.tls_port = free_port()
+            while self.tls_port == self.port:
+                self.tls_port = free_port()
+            self.ca_file, ca_key = throwaway_ca(self.folder, "ca")
+            self._cert, self._key = server_certificate(self.folder, self.ca_file, ca_key)
         self._write_files()
 
     def _write_files(self) -> None:
@@ -86,6 +141,9 @@ class Broker:
         with open(acl, "w") as f:
             f.write(acl_text(self.collectors))
         self.conf = os.path.join(self.folder, "mosquitto.conf")
+        # the TLS listener (per_listener_settings false: the same users and ACL as the plain one)
+        tls = ["listener %d 127.0.0.1" % self.tls_port, "cafile %s" % self.ca_file,
+               "certfile %s" % self._cert, "keyfile %s" % self._key] if self.tls_port else []
         with open(self.conf, "w") as f:
             f.write("\n".join([
                 "per_listener_settings false",
@@ -93,7 +151,7 @@ class Broker:
                 "user %s" % pwd.getpwuid(os.getuid()).pw_name,
                 "listener %d 127.0.0.1" % self.port,
                 "allow_anonymous false",
-                "password_file %s" % pw,
+                "password_file %s" % pw] + tls + [
                 "acl_file %s" % acl,
                 "persistence true",
                 "persistence_location %s/" % self.folder,
@@ -106,9 +164,14 @@ class Broker:
                 "log_type error", "log_type warning", "log_type notice",
                 "log_type information", "connection_messages true", ""]))
 
-    def url(self, user=None, password=None) -> str:
+    def url(self, user=None, password=None, tls=False) -> str:
+        """The URL a client of `user` connects with: mqtt://, or mqtts:// to the TLS
+        listener (tls=True; the broker must have been made with tls=True)."""
         user = user or self.collectors[0]
         password = self.users[user] if password is None else password
+        if tls:
+            assert self.tls_port, "this Broker has no TLS listener: Broker(..., tls=True)"
+            return "mqtts://%s:%s@127.0.0.1:%d" % (user, password, self.tls_port)
         return "mqtt://%s:%s@127.0.0.1:%d" % (user, password, self.port)
 
     def start(self, timeout: float = 10.0) -> "Broker":
@@ -120,7 +183,9 @@ class Broker:
                 raise RuntimeError("mosquitto exited at start: %s %s" % (
                     self.proc.stderr.read().decode(errors="replace"), self.read_log()))
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                for port in (self.port, self.tls_port):
+                    if port:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 return self
             except OSError:
                 time.sleep(0.02)
@@ -193,7 +258,9 @@ class Publisher:
     zeal/<device hex>/frames at QoS 1 (paho resends what the broker had not acknowledged
     after a reconnect)."""
 
-    def __init__(self, broker, user, topic_device=None, password=None):
+    def __init__(self, broker, user, topic_device=None, password=None, ca_file=None):
+        """ca_file: publish over TLS to the broker's TLS listener, checking its certificate
+        against this CA (a Broker made with tls=True; its own CA is broker.ca_file)."""
         import paho.mqtt.client as mqtt
         self.topic = "zeal/%s/frames" % (topic_device or user)
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="pub-" + user,
@@ -206,7 +273,10 @@ class Publisher:
         self.acked = set()  # mids the broker acknowledged (PUBACK)
         self.client.on_publish = lambda c, u, mid, rc, props: self.acked.add(mid)
         self.connected = __import__("threading").Event()
-        self.client.connect("127.0.0.1", broker.port, keepalive=10)
+        if ca_file is not None:
+            self.client.tls_set(ca_certs=ca_file)
+        self.client.connect("127.0.0.1", broker.tls_port if ca_file else broker.port,
+                            keepalive=10)
         self.client.loop_start()
 
     def _on_connect(self, client, userdata, flags, rc, props):

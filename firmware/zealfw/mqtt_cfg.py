@@ -10,8 +10,10 @@
 #                   `network` module; ignored on the unix port, which has the host's network)
 #            "tls": false                         TLS (as mqtts://; needs the port's `ssl`
 #                                                 with SSLContext)
-#            "ca": null                           a CA certificate file on the board (DER or
-#                                                 PEM): the broker's certificate is verified
+#            "ca": null                           a CA certificate file on the board, DER
+#                                                 (PEM only where the port's mbedTLS parses
+#                                                 PEM; the unix port's does not): the broker's
+#                                                 certificate and host name are verified
 #                                                 against it (without: not verified)
 #            "id": null                           the topic's device id (default: the broker
 #                                                 user name, as the ACL `pattern write
@@ -116,6 +118,15 @@ def make(spec, dev):
             ssl = None
         if not hasattr(ssl, "SSLContext"):
             raise ValueError("output tls: this port has no ssl.SSLContext")
+        if ca is not None:  # read once here: a CA the port cannot use is a config error,
+            try:            # not a connection that fails quietly forever
+                with open(ca, "rb") as fh:
+                    ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
+                        cadata=fh.read())
+            except OSError:
+                raise ValueError("output ca: cannot read that file on the board")
+            except Exception:
+                raise ValueError("output ca: not a certificate this port reads (give DER)")
     tid = _str(spec, "id") or user or topic_id(dev)
     for c in tid:
         if c in "/+#" or ord(c) < 33 or ord(c) > 126:

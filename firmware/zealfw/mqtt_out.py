@@ -138,10 +138,18 @@ class MqttOut:
                 with open(self._ca, "rb") as fh:
                     ssl.load_verify_locations(cadata=fh.read())
                 ssl.verify_mode = _ssl.CERT_REQUIRED
-        if ssl is None:
-            c = MQTTClient(self._cid, self._host, self._port, self._user, self._pw, 0)
-        else:
-            c = MQTTClient(self._cid, self._host, self._port, self._user, self._pw, 0, ssl)
+        c = MQTTClient(self._cid, self._host, self._port, self._user, self._pw, 0, ssl)
+        # umqtt.simple >= 1.4 (what mip installs) wraps the socket with the SSLContext given.
+        # An older one (PyPI's last, 1.3.4; frozen in older firmware) takes no context: its
+        # connect() runs `import ussl; ussl.wrap_socket(sock, **ssl_params)`, which fails
+        # where there is no ussl (MicroPython >= 1.23) and elsewhere wraps WITHOUT checking
+        # the CA. So it is handed our context under that name, for this connect only.
+        old = ssl is not None and hasattr(c, "ssl_params")
+        if old:
+            import sys
+
+            c.ssl_params = {"server_hostname": self._host}
+            sys.modules["ussl"] = ssl
         c.set_callback(self._on_msg)
         self._c = c
         try:
@@ -154,6 +162,9 @@ class MqttOut:
             except Exception:
                 pass
             raise
+        finally:
+            if old:
+                sys.modules.pop("ussl", None)
         self.connects += 1
         self._backoff = _BACKOFF_MIN
 
