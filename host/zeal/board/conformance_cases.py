@@ -12,6 +12,8 @@ outputs per input, must-reject cases with a reason. Here, for them:
   {"raw": int}, every one decoded before any word is drawn (raises InputError);
 - `reason_of(exc)`: the reason code a host error carries, else "unclassified:<message>";
 - `profile_case(path, id)`: the "profile" case a sampling case of a vectors file names;
+  `file_request(case, path, kind)`: the request of a suite whose profiles are one file each
+  (tables, shuffle);
 - `settled(case, resp)`: the verdict decided before a result is read (a must-reject case, or
   an error on a valid one); `rejected(case, resp)` the must-reject verdict alone;
 - `fields_differ(got, case, keys)` and `outputs_differ(got, case, fields, ...)`: the first
@@ -68,6 +70,18 @@ def _profile_cases(path):
 def profile_case(path, name):
     """The case of kind "profile" with id `name` in the vectors file at `path` (read once)."""
     return _profile_cases(path)[name]
+
+
+def file_request(case, path, kind):
+    """The inputs of a case (never its expected answers) of a suite whose profiles are one
+    file each: kind "profile" sends the file text; any other sends `kind` with the named
+    profile's file text, the inputs and the words."""
+    if case["kind"] == "profile":
+        return {"kind": "profile", "file": case["file"]}
+    req = {"kind": kind, "file": profile_case(path, case["profile"])["file"],
+           "inputs": case["inputs"]}
+    req.update(word_inputs(case))
+    return req
 
 
 def rejected(case, resp):

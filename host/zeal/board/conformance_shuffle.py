@@ -14,8 +14,8 @@ expected values stay here. The firmware side is firmware/conformance/conformance
 """
 import os
 
-from .conformance_cases import (fields_differ, outputs_differ, profile_case, reason_of, settled,
-                                word_inputs, word_source)
+from .conformance_cases import (fields_differ, file_request, outputs_differ, reason_of, settled,
+                                word_source)
 from .firmware import ROOT
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "shuffle.json")
@@ -28,12 +28,7 @@ def device_cases(doc):
 
 def request(case):
     """The inputs of a case (never its expected answers)."""
-    if case["kind"] == "profile":
-        return {"kind": "profile", "file": case["file"]}
-    req = {"kind": "randomise", "file": profile_case(VECTORS, case["profile"])["file"],
-           "inputs": case["inputs"]}
-    req.update(word_inputs(case))
-    return req
+    return file_request(case, VECTORS, "randomise")
 
 
 def check(case, resp):

@@ -12,8 +12,8 @@ side (zeal.mechanism.table_profile and table_sampler) for target "cpython".
 """
 import os
 
-from .conformance_cases import (fields_differ, outputs_differ, profile_case, readings, reason_of,
-                                settled, word_inputs, word_source)
+from .conformance_cases import (fields_differ, file_request, outputs_differ, readings, reason_of,
+                                settled, word_source)
 from .firmware import ROOT
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "tables.json")
@@ -21,12 +21,7 @@ VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "tables.json")
 
 def request(case):
     """The inputs of a case (never its expected answers)."""
-    if case["kind"] == "profile":
-        return {"kind": "profile", "file": case["file"]}
-    req = {"kind": "sample", "file": profile_case(VECTORS, case["profile"])["file"],
-           "inputs": case["inputs"]}
-    req.update(word_inputs(case))
-    return req
+    return file_request(case, VECTORS, "sample")
 
 
 def check(case, resp):
