@@ -41,13 +41,13 @@ were lost; each is counted as a gap in the store, none silently, and delivery go
 the collector is back (it retries after RETRY_FIRST s). Subscribing anew changes nothing.
 
 The broker may be down at the start (tried again with a growing delay, one line saying so)
-or go away during the run (paho reconnects; unacknowledged messages come again). Wrong
+or go away during the run (reconnected with the same growing delay; unacknowledged
+messages come again). Wrong
 credentials or a refused subscription end the run with one line and exit status 1.
 """
 import queue
 import select
 import socket
-import struct
 import threading
 import time
 from collections import Counter
@@ -246,34 +246,18 @@ class MqttCollector(Collector):
     def _late(self, p, recs, before) -> None:
         """DATA of the latest session that came late (QoS 1 redelivery after a collector
         restart or a broker restart; a serial line never goes back): the decoder keeps it
-        Unresolved ("sequence"); here it is placed at once at the largest number below the
-        session's highest one with its 16 bits, if that number was not received yet."""
+        Unresolved ("sequence"); here it is placed at once (Decoder.open_late)."""
         dec = p.decoder
-        track = dec._tracks.get(dec.hello.session) if dec.hello is not None else None
-        if track is None:
-            return
         for i in range(before, len(recs)):
             what, item = recs[i]
             if what != "unresolved" or item.record.reason != "sequence":
                 continue
-            body, crc = bytes(item.body), int(item.crc)
-            n = max(track.next, track.hello.next_seq)
-            u = n - 1 - ((n - 1 - (body[1] | body[2] << 8)) % dec.SEQ_MOD)
-            if u < 0:
+            batch = dec.open_late(item.body, item.crc)
+            if batch is None:
                 continue
             p.backlog.remove(item)
-            dec._kept.pop((crc, len(body), hash(body)), None)
-            if track.seen(u):
-                recs[i] = ("dropped", None)  # a redelivered frame already read
-                continue
-            track.add(u)
-            try:
-                d = wire.parse_body(body, variable=track.hello.bits == 0)
-                batch = dec._rebuild(track, d, u, crc)
-            except wire.FrameError:
-                batch = None
             recs[i] = (("frame", FrameRecord.from_batch(batch, item.arrival))
-                       if batch is not None else ("dropped", None))
+                       if batch is not False else ("dropped", None))
 
     def _resolve(self, p, recs):
         """A HELLO came. Over MQTT it may come after DATA sent after it (another topic, or
@@ -282,16 +266,9 @@ class MqttCollector(Collector):
         not is left to the serial collector's resolve (DATA sent before the HELLO)."""
         dec = p.decoder
         keep = []
-        for item in sorted(p.backlog, key=lambda it: (int.from_bytes(it.body[1:3], "little"), it.arrival)):
-            body = bytes(item.body)
-            raw = wire.cobs_encode(body + struct.pack("<I", item.crc)) + b"\x00"
-            key = (int(item.crc), len(body), hash(body))
-            was = dec._kept.get(key)
-            out = dec.feed(raw)
-            if was is None:  # where it was first kept decides what resolve may do with it
-                dec._kept.pop(key, None)
-            else:
-                dec._kept[key] = was
+        for item in sorted(p.backlog, key=lambda it: (int.from_bytes(it.body[1:3], "little"),
+                                                      it.arrival)):
+            out = dec.refeed(item.body, item.crc)
             batch = next((b for b in out if isinstance(b, wire.Batch)), None)
             if batch is not None:
                 recs.append(("resolved", (item, True)))

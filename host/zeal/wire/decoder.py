@@ -7,6 +7,7 @@ for `Decoder.resolve` when a HELLO arrives. The frames are zeal.wire.codec's; th
 split by zeal.wire.deframer's Deframer.
 """
 import bisect
+import struct
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -18,7 +19,7 @@ from ..mechanism import reports
 from ..mechanism.multi_profile import PayloadError, unpack_multi
 from ..mechanism.profile import Profile
 from .codec import (MAX_SEQ32, TYPE_DATA, TYPE_MASK, Data, FrameError, Hello, SealedData,
-                    Status, crc32, parse_body, session_bytes, unpack_reports)
+                    Status, cobs_encode, crc32, parse_body, session_bytes, unpack_reports)
 from .deframer import Deframer
 
 
@@ -300,6 +301,47 @@ class Decoder:
             except Exception as exc:  # a bug (or a strange item) must not lose the others
                 self._reject("internal", repr(exc))
                 out.append(None)
+        return out
+
+    def open_late(self, body, crc):
+        """A CRC-valid DATA body of the latest session that feed kept Unresolved as
+        "sequence" because it came after later frames (a transport that redelivers, as MQTT
+        at QoS 1 after a reconnect; a serial line never goes back): placed at the largest
+        number below the session's highest (received or announced) with its 16 bits. A
+        Batch; False when that number was read already or the frame is refused (it is done
+        with); None when it has no place (keep it)."""
+        track = self._tracks.get(self.hello.session) if self.hello is not None else None
+        if track is None:
+            return None
+        body, crc = bytes(body), int(crc)
+        n = max(track.next, track.hello.next_seq)
+        u = n - 1 - ((n - 1 - (body[1] | body[2] << 8)) % self.SEQ_MOD)
+        if u < 0:
+            return None
+        self._kept.pop((crc, len(body), hash(body)), None)
+        if track.seen(u):
+            return False
+        track.add(u)
+        try:
+            d = parse_body(body, variable=track.hello.bits == 0)
+            batch = self._rebuild(track, d, u, crc)
+        except FrameError:
+            batch = None
+        return batch if batch is not None else False
+
+    def refeed(self, body, crc) -> list:
+        """Feed a kept DATA frame again as if it arrived now, after the latest HELLO (a
+        transport whose HELLO can come after DATA sent after it): what feed returns. Its
+        place among the kept frames is left as it was, since where it was first kept decides
+        what resolve may do with it."""
+        body = bytes(body)
+        key = (int(crc), len(body), hash(body))
+        was = self._kept.get(key)
+        out = self.feed(cobs_encode(body + struct.pack("<I", int(crc))) + b"\x00")
+        if was is None:
+            self._kept.pop(key, None)
+        else:
+            self._kept[key] = was
         return out
 
     def _on_frame(self, frame):
