@@ -42,12 +42,14 @@ the collector is back (it retries after RETRY_FIRST s). Subscribing anew changes
 
 The broker may be down at the start (tried again with a growing delay, one line saying so)
 or go away during the run (reconnected with the same growing delay; unacknowledged
-messages come again). Wrong
-credentials or a refused subscription end the run with one line and exit status 1.
+messages come again). Wrong credentials, a refused subscription, a broker certificate
+that --ca-file does not verify (mqtts://) or a --ca-file that cannot be read end the run
+with one line and exit status 1.
 """
 import queue
 import select
 import socket
+import ssl
 import threading
 import time
 from collections import Counter
@@ -150,6 +152,8 @@ class MqttCollector(Collector):
         self.topic = topic
         self.group = group
         self.client_id = client_id or "zeal-%s-%s" % (socket.gethostname(), group or "all")
+        if ca_file is not None and not self.broker["tls"]:
+            raise MqttError("--ca-file is for a TLS broker: an mqtts:// URL")
         self.ca_file = ca_file
         self._by_topic = {}
         self._lock = threading.Lock()
@@ -438,7 +442,11 @@ class MqttCollector(Collector):
         if b["user"] is not None:
             client.username_pw_set(b["user"], b["password"])
         if b["tls"]:
-            client.tls_set(ca_certs=self.ca_file)
+            try:
+                client.tls_set(ca_certs=self.ca_file)
+            except (OSError, ValueError) as exc:  # no such file; no certificate in it
+                raise MqttError("cannot use --ca-file %s: %s" % (
+                    self.ca_file, getattr(exc, "strerror", None) or exc)) from None
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
@@ -468,6 +476,17 @@ class MqttCollector(Collector):
                 if isinstance(exc, socket.gaierror):
                     raise MqttError("cannot find the broker host %s (%s)"
                                     % (self.broker["host"], exc.strerror or exc)) from None
+                if isinstance(exc, ssl.SSLCertVerificationError):  # again would not help
+                    raise MqttError("the broker %s's TLS certificate was refused: certificate "
+                                    "verify failed: %s (%s)" % (
+                                        self.broker["shown"], exc.verify_message,
+                                        "is --ca-file %s the CA that signed it?" % self.ca_file
+                                        if self.ca_file else "give its CA with --ca-file")
+                                    ) from None
+                if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
+                    raise MqttError("TLS with the broker %s failed: %s (is port %d its TLS "
+                                    "listener?)" % (self.broker["shown"], exc.reason or exc,
+                                                    self.broker["port"])) from None
                 if not said:
                     self.log("zeal: broker %s not reachable (%s); retrying (every %g-%g s) "
                              "until it is" % (self.broker["shown"],

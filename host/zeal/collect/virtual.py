@@ -249,7 +249,8 @@ class VirtualDevice:
         self._proc = subprocess.Popen(
             [self._mp, "-c", code], cwd=self.folder, stdin=subprocess.PIPE,
             stdout=self._pty.master, stderr=self._stderr, close_fds=True,
-            env=dict(os.environ, MICROPYPATH=self._fw_path))
+            # .frozen first, as on a board: the port's own frozen modules (ssl, for TLS)
+            env=dict(os.environ, MICROPYPATH=os.pathsep.join([".frozen", self._fw_path])))
         self._feeder = threading.Thread(target=self._feed, args=(self._proc, self.readings),
                                         name="vdev-feed", daemon=True)
         self._feeder.start()
