@@ -132,3 +132,50 @@ def test_the_staged_config_passes_the_firmwares_checker(tmp_path, files):
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.strip().endswith(b"@@0")   # no STATUS CONFIG: nothing on stdout
     assert SECRET.encode() not in done.stdout + done.stderr
+
+
+def test_mqtt_ca_is_staged_as_der_and_named_in_the_output(tmp_path, files, capsys):
+    """--mqtt-ca FILE (PEM or DER) is copied to the board as DER (what every port's mbedTLS
+    reads) and named by the output's `ca` key; the same bytes whichever form was given."""
+    import ssl
+
+    from mqtt_broker import throwaway_ca
+
+    prof, pw, _ = files
+    pem = throwaway_ca(tmp_path / "ca")[0]
+    der = tmp_path / "ca.der"
+    der.write_bytes(ssl.PEM_cert_to_DER_cert(open(pem).read()))
+    staged = []
+    for ca in (pem, der):
+        steps = D.plan_flash("/dev/ttyACM0", str(prof), mqtt={
+            "url": "mqtts://broker.lan:8883", "user": "board-7", "password_file": str(pw),
+            "ca_file": str(ca)})
+        conf = json.loads(next(s for s in steps if s.kind == "write"
+                               and s.path.endswith("zeal_config.json")).data)
+        assert conf["output"]["ca"] == D.BOARD_CA
+        staged.append(next(s for s in steps if s.kind == "write"
+                           and s.path.endswith(D.BOARD_CA)).data)
+    assert staged[0] == staged[1] == der.read_bytes()
+    code, out, err = zeal(capsys, "flash", "--port", "/dev/ttyACM0", "--profile", str(prof),
+                          "--dry-run", "--json", "--mqtt", "mqtts://broker.lan:8883",
+                          "--mqtt-ca", str(pem))
+    assert code == 0, err
+    files_out = {f["board"] for f in json.loads(out)["files"]}
+    assert D.BOARD_CA in files_out
+
+
+@pytest.mark.parametrize("url,ca,needle", [
+    ("mqtt://broker.lan:1883", "PEM", "is for a TLS broker"),
+    ("mqtts://broker.lan:8883", "/nonexistent/ca.pem", "cannot read the --mqtt-ca file"),
+    ("mqtts://broker.lan:8883", "PW", "is not a CA certificate"),
+])
+def test_bad_mqtt_ca_is_one_line(tmp_path, files, capsys, url, ca, needle):
+    from mqtt_broker import throwaway_ca
+
+    prof, pw, _ = files
+    ca = {"PEM": str(throwaway_ca(tmp_path / "ca")[0]) if ca == "PEM" else ca,
+          "PW": str(pw)}.get(ca, ca)
+    code, out, err = zeal(capsys, "flash", "--port", "/dev/ttyACM0", "--profile", str(prof),
+                          "--dry-run", "--mqtt", url, "--mqtt-ca", ca)
+    assert code == 1 and err.startswith("zeal: ") and err.count("\n") == 1, err
+    assert needle in err and SECRET not in out + err

@@ -61,6 +61,7 @@ BOARD_PROFILE = "zeal_profile.json"
 BOARD_CONFIG = "zeal_config.json"
 BOARD_MAIN = "main.py"
 BOARD_REPLAY = "zeal_replay.txt"
+BOARD_CA = "zeal_ca.der"  # the MQTT broker's CA (--mqtt-ca), DER: some ports read no PEM
 STAGE = "STAGE"  # shown in --dry-run for the temporary folder flash() makes
 # RP2040's machine.WDT takes at most 8388 ms (its 24-bit counter at 2 ticks per us); ESP32
 # allows more, but a config that must run on any board keeps to the smaller one.
@@ -231,7 +232,28 @@ def _read_secret(path, what):
     return text
 
 
-def mqtt_output(url, user=None, password_file=None, wifi=None, wifi_password_file=None):
+def read_ca(path):
+    """The CA certificate of --mqtt-ca FILE (PEM or DER) as DER bytes, what every port's
+    mbedTLS reads (the unix port's parses no PEM); ZealError when it is not one."""
+    import ssl
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ZealError("cannot read the --mqtt-ca file %s: %s"
+                        % (path, exc.strerror or exc)) from None
+    try:
+        if b"-----BEGIN CERTIFICATE-----" in data:
+            data = ssl.PEM_cert_to_DER_cert(data.decode("ascii", "replace"))
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=data)
+    except (ValueError, ssl.SSLError):
+        raise ZealError("--mqtt-ca %s is not a CA certificate (PEM or DER)" % path) from None
+    return data
+
+
+def mqtt_output(url, user=None, password_file=None, wifi=None, wifi_password_file=None,
+                ca_file=None):
     """The config's output object for `zeal flash --mqtt URL [--mqtt-user U
     --mqtt-password-file F] [--wifi SSID --wifi-password-file F]`: passwords are read from
     files (never from the command line, where `ps` and shell history would keep them)."""
@@ -248,6 +270,10 @@ def mqtt_output(url, user=None, password_file=None, wifi=None, wifi_password_fil
             out["wifi_password"] = _read_secret(wifi_password_file, "--wifi-password")
     elif wifi_password_file is not None:
         raise ZealError("--wifi-password-file needs --wifi SSID")
+    if ca_file is not None:
+        if not url.startswith("mqtts://"):
+            raise ZealError("--mqtt-ca is for a TLS broker: an mqtts:// URL")
+        out["ca"] = BOARD_CA
     check_mqtt_output(out, "--mqtt")
     return out
 
@@ -480,6 +506,7 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file,
                        mqtt=mqtt)
     mqtt_board = cfg.get("output", {}).get("kind") == "mqtt"
+    ca = read_ca(mqtt["ca_file"]) if mqtt and mqtt.get("ca_file") else None
     replay = None
     if replay_file is not None:
         replay = (check_multi_replay_file(replay_file, prof) if multi else
@@ -568,6 +595,11 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
         steps.append(Step("write", "write %s: %d readings from %s" % (
             BOARD_REPLAY, replay[1], replay_file), path=stage_replay, data=replay[0]))
         root_files.append((stage_replay, BOARD_REPLAY))
+    if ca is not None:
+        stage_ca = os.path.join(stage, BOARD_CA)
+        steps.append(Step("write", "write %s: the broker's CA certificate from %s (DER)"
+                          % (BOARD_CA, mqtt["ca_file"]), path=stage_ca, data=ca))
+        root_files.append((stage_ca, BOARD_CA))
     steps.append(Step("port", "open %s, send \"!stop\" and wait up to %g s for STOPPED or "
                               "the REPL (after HELD: for the board to reset into its REPL)"
                       % (port, stop_wait), port=port, wait=stop_wait))
@@ -668,8 +700,12 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                 except ConformanceError as exc:
                     raise ZealError(str(exc)) from None
             elif step.kind == "write":
-                with open(step.path, "w", encoding="utf-8", newline="\n") as fh:
-                    fh.write(step.data)
+                if isinstance(step.data, bytes):  # the CA certificate (DER)
+                    with open(step.path, "wb") as fh:
+                        fh.write(step.data)
+                else:
+                    with open(step.path, "w", encoding="utf-8", newline="\n") as fh:
+                        fh.write(step.data)
             elif step.kind == "port":
                 print("      " + stop_text(stop_board(step.port, wait=step.wait, out=out),
                                             step.port, step.wait), file=out, flush=True)
@@ -730,10 +766,10 @@ def cmd_flash(args):
     if args.mqtt is not None:
         mqtt = {"url": args.mqtt, "user": args.mqtt_user,
                 "password_file": args.mqtt_password_file, "wifi": args.wifi,
-                "wifi_password_file": args.wifi_password_file}
+                "wifi_password_file": args.wifi_password_file, "ca_file": args.mqtt_ca}
     elif any(v is not None for v in (args.mqtt_user, args.mqtt_password_file, args.wifi,
-                                      args.wifi_password_file)):
-        raise ZealError("--wifi, --mqtt-user and the password files need --mqtt URL")
+                                      args.wifi_password_file, args.mqtt_ca)):
+        raise ZealError("--wifi, --mqtt-user, --mqtt-ca and the password files need --mqtt URL")
     if args.dry_run and args.json:
         steps = plan_flash(port, args.profile, args.sensor, args.config, not args.no_compile,
                            watchdog_ms=args.watchdog_ms, replay_file=args.replay_file,
@@ -802,6 +838,10 @@ def register(subparsers):
                         "id: zeal/USER/frames; default: none)")
     g.add_argument("--mqtt-password-file", metavar="FILE",
                    help="the broker password, the first line of FILE (default: none)")
+    g.add_argument("--mqtt-ca", metavar="FILE",
+                   help="the CA certificate (PEM or DER) the board checks the broker's TLS "
+                        "certificate and host name against (mqtts://): copied to the board "
+                        "as :%s (default: none, the broker is not checked)" % BOARD_CA)
     g.add_argument("--wifi", metavar="SSID", help="Wi-Fi network the board joins (default: "
                    "none, for a board already on a network)")
     g.add_argument("--wifi-password-file", metavar="FILE",
