@@ -240,13 +240,15 @@ def run_step(folder, n, *, prof, prof_file, period_ms, batch, readings):
         for b in boards:
             if b.wait(readings * max(period_ms, 1) / 1000 * 20 + 120) != 0:
                 raise ZealError("a board failed: %s" % b.stderr()[-300:])
+        # every board is reaped (wait), the broker and the collector not yet: the children's
+        # CPU since the step began, less the boards' boot, is the boards' over the ticks
+        boards_cpu = max(0.0, _rusage(resource.RUSAGE_CHILDREN) - children0 - boot_cpu)
         deadline = time.monotonic() + DRAIN_TIMEOUT
         while _stored_reports(db) < n * readings and time.monotonic() < deadline:
             time.sleep(0.1)
         wall = time.monotonic() - w0
         broker_cpu = _proc_cpu(broker.proc.pid) - broker0
-        col_total, col_cpu = _proc_cpu(col.pid), _proc_cpu(col.pid) - col0
-        broker_total = _proc_cpu(broker.proc.pid)
+        col_cpu = _proc_cpu(col.pid) - col0
         self_cpu = _rusage(resource.RUSAGE_SELF) - self1
         col.send_signal(signal.SIGINT)
         col_out, col_err = col.communicate(timeout=60)
@@ -254,11 +256,6 @@ def run_step(folder, n, *, prof, prof_file, period_ms, batch, readings):
             b.close()
         boards = []
         broker.stop()
-        # every child is reaped: the children's CPU, less the broker's and the collector's
-        # (read just before they were stopped: their few ms of shutdown stay in), less the
-        # boards' boot, is the boards' CPU over the ticks
-        children = _rusage(resource.RUSAGE_CHILDREN) - children0
-        boards_cpu = max(0.0, children - broker_total - col_total - boot_cpu)
     finally:
         if watch is not None:
             watch.close()
