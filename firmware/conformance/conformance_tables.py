@@ -12,24 +12,11 @@ from zealfw import mechanism
 from zealfw import profile
 from zealfw import tsample
 from zealfw.words import CounterWords
+from runner import ListWords as _ListWords  # loaded before any suite module
 
 
 class _Fields:
     pass
-
-
-class _ListWords:
-    def __init__(self, words):
-        self.words = words
-        self.index = 0
-
-    def __call__(self):
-        w = self.words[self.index]
-        self.index += 1
-        return w
-
-    def used(self):
-        return self.index
 
 
 def _load(text):

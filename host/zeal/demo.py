@@ -338,10 +338,9 @@ def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, p
     if count < devices or not 1 <= devices <= 16:
         raise ZealError("--devices must be 1 to 16 and --count at least that")
     say = printer(progress)
-    texts = datasets.aarhus("humidity", count)
+    readings = [x for (x,) in aarhus_rows(("humidity",), count)]
     lo, hi = datasets.HUMIDITY_RANGE
     prof = build_profile(lo, hi, epsilon, "grid", bits)
-    readings = [float(t) for t in texts]
     slices, ids, keys = board_slices(readings, devices, b"mqtt-%03d", seed, b"zeal-demo-seed")
     vector = seed is not None
     with tempfile.TemporaryDirectory(prefix="zeal-fleet-") as tmp:

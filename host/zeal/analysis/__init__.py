@@ -28,7 +28,8 @@ package):
 - `reproduce`: `zeal reproduce`, the paper's figures and report, float sampler beside the
   exact mechanism;
 - `multi_demo`: `zeal profile --attributes` and `zeal demo --attributes` (virtual boards with
-  several columns);
+  several columns); and what every demo shares (`check_arguments`, `printer`, `aarhus_rows`,
+  `dataset_text`, `board_slices`);
 - `shuffle_demo`: `zeal demo --shuffle` (boards -> shuffler -> collector -> analyzer, and the
   search of the store for board identities).
 

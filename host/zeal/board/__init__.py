@@ -12,8 +12,11 @@ and zeal.wire below this package):
   missing-port check (`check_present`);
 - `flash`: `zeal flash` (`plan_flash`, `flash`, `build_config`, `parse_sensor`,
   `check_replay_file`);
+- `conformance_cases`: what the suite checkers share about a vector case (`word_source`,
+  `readings`, `settled`, `outputs_differ`, `file_request`, ...);
 - `conformance`: the shared vectors through every implementation (`run`, `plan`,
-  `open_target`; targets cpython, micropython, firmware-cpython, board).
+  `open_target`; targets cpython, micropython, firmware-cpython, board); its suite checkers
+  `conformance_tables`, `conformance_shuffle`, `conformance_multi`.
 
 Nothing is re-exported: each command's module is its API.
 """
