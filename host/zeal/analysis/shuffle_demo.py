@@ -281,7 +281,6 @@ def identity_control(prof, tmp, key=None) -> dict:
     dev_id = b"sctrl-00"
     rows = [tuple((lo + hi) / 2 for lo, hi in prof.ranges)] * CONTROL_READINGS
     path = os.path.join(tmp, "control.db")
-    witness = _Witness()
     with VirtualDevice(rows, profile=prof, device_id=dev_id, vector_key=key,
                        folder=os.path.join(tmp, "control")) as board:
         with Store(path) as store:
