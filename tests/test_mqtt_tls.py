@@ -176,6 +176,26 @@ def test_collector_with_an_unreadable_ca_file_is_one_line(tmp_path, broker, prof
     assert rc == 1 and line.startswith("zeal: ") and "--ca-file" in line, line
 
 
+def test_collector_pointed_at_the_plain_port_says_so_and_keeps_its_duration(tmp_path, broker,
+                                                                             prof_file):
+    """mqtts:// at the broker's plain listener: never a hang (the TLS handshake has paho's
+    connect timeout), one line saying the broker is not reachable, and --duration ends the
+    run even though it never connected (exit 1: the broker was never reached)."""
+    url = broker.url(tls=True).replace(":%d" % broker.tls_port, ":%d" % broker.port)
+    cmd = [sys.executable, "-m", "zeal.cli", "collect", "--mqtt", url, "--ca-file",
+           str(broker.ca_file), "--db", str(tmp_path / "z.db"), "--profile", str(prof_file),
+           "--duration", "3"]
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
+    assert time.monotonic() - t0 < 20
+    assert done.returncode == 1
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert "Traceback" not in done.stderr
+    assert [ln for ln in lines if "not reachable" in ln] and lines[0].startswith("zeal: broker")
+    for pw in secrets(broker):
+        assert pw not in done.stdout + done.stderr
+
+
 # ---- the firmware under the unix port ---------------------------------------------------------
 def mp_env(*paths):
     """MICROPYPATH for the firmware on the unix port: .frozen first (the port's `ssl` is a

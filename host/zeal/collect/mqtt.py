@@ -463,11 +463,11 @@ class MqttCollector(Collector):
         props.ReceiveMaximum = RECEIVE_MAXIMUM
         return props
 
-    def _connect(self, client) -> bool:
+    def _connect(self, client, deadline: Optional[float] = None) -> bool:
         """Connect, retrying while the broker is unreachable (one line, then every try
-        quietly); False if stopped meanwhile."""
+        quietly); False if stopped meanwhile or `deadline` (time.monotonic()) passed."""
         delay, said = RETRY_FIRST, False
-        while not self._stop.is_set():
+        while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
             try:
                 client.connect(self.broker["host"], self.broker["port"], keepalive=15,
                                clean_start=False, properties=self._connect_props())
@@ -488,11 +488,16 @@ class MqttCollector(Collector):
                                     "listener?)" % (self.broker["shown"], exc.reason or exc,
                                                     self.broker["port"])) from None
                 if not said:
+                    why = getattr(exc, "strerror", None) or exc
+                    if isinstance(exc, TimeoutError) and self.broker["tls"]:
+                        why = "no TLS answer in %g s: is port %d its TLS listener?" % (
+                            client.connect_timeout, self.broker["port"])
                     self.log("zeal: broker %s not reachable (%s); retrying (every %g-%g s) "
-                             "until it is" % (self.broker["shown"],
-                                              getattr(exc, "strerror", None) or exc,
-                                              RETRY_FIRST, RETRY_MAX))
+                             "until it is" % (self.broker["shown"], why, RETRY_FIRST,
+                                              RETRY_MAX))
                     said = True
+                if deadline is not None:
+                    delay = max(0.0, min(delay, deadline - time.monotonic()))
                 self._stop.wait(delay)
                 delay = min(delay * 2, RETRY_MAX)
         return False
@@ -555,7 +560,7 @@ class MqttCollector(Collector):
         client = self._client = self._make_client()
         reason = "stopped"
         try:
-            if self._connect(client):
+            if self._connect(client, None if duration is None else started + duration):
                 self._link = self.store.open_link(self.broker["shown"])
             next_commit = time.monotonic() + FLUSH
             next_gaps = time.monotonic() + GAP_EVERY
