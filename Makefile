@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_compress.py
 	$(BIN)/python tools/bench_design.py
 	$(BIN)/python tools/bench_mqtt.py
+	$(BIN)/python tools/bench_virtual_fleet.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py
