@@ -7,7 +7,10 @@ mosquitto_sub from mosquitto-clients):
 1. throughput: the same MESSAGES payloads (one DATA frame each, from BOARDS boards, made with
    the host codec) through broker + collector(s) + store, against `mosquitto_sub` receiving
    them raw at QoS 1 from the same broker: reports/s of each and their ratio (goal >= 0.3),
-   with 1 and with 2 collectors in one shared-subscription group.
+   with 1 and with 2 collectors in one shared-subscription group; beside them the same
+   messages into 1 and 2 paho-only sinks (paho-mqtt v5 with the collector's settings and
+   network loop, receiving and acknowledging, nothing else): the MQTT client's own ceiling,
+   and the collectors' CPU microseconds per message.
 2. fleet: FLEET boards (lightweight publishers over raw sockets, one broker user and one TCP
    connection each, not interpreters) each sending one frame per second for SECONDS s
    through 2 collectors into PostgreSQL when the PostgreSQL server binaries are found
@@ -81,6 +84,16 @@ class Boards:
         s.sendall(data)
         s.setblocking(False)
         self.sent += 1
+
+    def publish_rounds(self, streams, per: int) -> float:
+        """Messages 1..per of every board's stream, board after board in each round, as
+        fast as the sockets take them; returns time.monotonic() at the start."""
+        t0 = time.monotonic()
+        for k in range(1, per + 1):
+            for b in range(len(self.socks)):
+                self.publish(b, streams[b][k])
+            self.poll()
+        return t0
 
     def poll(self, timeout=0.0) -> None:
         for key, _ in self.sel.select(timeout):
@@ -205,16 +218,12 @@ def throughput(folder, messages, boards, collectors, pg, prof_file):
         _wait_rows(db, 0, 1)
         time.sleep(0.5)
         cpu0 = sum(_cpu(p.pid) for p in procs)
-        t0 = time.monotonic()
-        for k in range(1, per + 1):
-            for b in range(boards):
-                pub.publish(b, streams[b][k])
-            pub.poll()
+        t0 = pub.publish_rounds(streams, per)
         rows, t1 = _wait_rows(db, boards * per, 120)
         cpu = sum(_cpu(p.pid) for p in procs) - cpu0
         pub.wait_acked()
         pub.close()
-        docs = _stop(procs)
+        _stop(procs)
     finally:
         broker.stop()
     if t1 is None:
@@ -276,11 +285,7 @@ def paho_only(folder, messages, boards, sinks):
                 stdout=subprocess.PIPE, text=True, env=ENV))
             procs[-1].stdout.readline()
         pub = Boards(broker.port, users)
-        t0 = time.monotonic()
-        for k in range(1, per + 1):
-            for b in range(boards):
-                pub.publish(b, streams[b][k])
-            pub.poll()
+        t0 = pub.publish_rounds(streams, per)
         pub.wait_acked()  # the broker has them all; now wait until the sinks have
         counts = [0] * sinks
         sel = selectors.DefaultSelector()
@@ -322,11 +327,7 @@ def raw(folder, messages, boards):
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(1.0)
         pub = Boards(broker.port, users)
-        t0 = time.monotonic()
-        for k in range(1, per + 1):
-            for b in range(boards):
-                pub.publish(b, streams[b][k])
-            pub.poll()
+        t0 = pub.publish_rounds(streams, per)
         out, _ = sub.communicate(timeout=120)
         t1 = time.monotonic()
         got = len(out.split())
