@@ -330,6 +330,35 @@ def test_acl_refuses_a_device_publishing_under_another_devices_topic(tmp_path, p
     assert set(keys) == sent   # boot 7 (the forged one) is not in the store
 
 
+def test_a_board_claiming_another_boards_id_on_its_own_topic_is_reported(tmp_path,
+                                                                          prof_file):
+    """The ACL ties a topic to a board's credentials, not the id inside its HELLO: board 0,
+    on its own topic, sends frames under board 1's id while board 1 sends its own. The
+    collector says so as it says of one id on two serial ports: a `duplicate_id` event and
+    one warning line naming both topics."""
+    broker = Broker(tmp_path / "b", users={n: "pw-" + n for n in NAMES}).start()
+    db = tmp_path / "z.db"
+    try:
+        a = collect(broker, db, prof_file, client_id="c-a", group=None)
+        assert wait_connected(db, 1)
+        sent = publish_all(broker, {DEVICES[1]: board_frames(DEVICES[1], 0, 10)[1]})
+        wait_stored(db, sent)
+        liar = Publisher(broker, NAMES[0])           # its own topic, another board's id
+        assert liar.connected.wait(10), liar.refused
+        for frame in board_frames(DEVICES[1], 9, 10)[1]:
+            liar.publish(frame)
+        time.sleep(1.5)
+        liar.close()
+        rc, out, err = stop(a)
+    finally:
+        broker.stop()
+    assert rc == 0, err
+    _, _, kinds = stored(db)
+    assert kinds.get("duplicate_id", 0) >= 1, kinds
+    warn = [ln for ln in err.splitlines() if "two ports" in ln]
+    assert len(warn) == 1 and NAMES[0] in warn[0] and NAMES[1] in warn[0], err
+
+
 def test_mqtt_url_and_options_are_one_line_errors(tmp_path, prof_file, capsys):
     from zeal.cli import main
     db = str(tmp_path / "z.db")
