@@ -84,6 +84,26 @@ def test_unresolved_ids_are_those_written(where):
         assert st.last_unresolved_ids == [] and [r[0] for r in st.unresolved("p")] == ids[2:]
 
 
+def test_a_batch_with_stored_keys_a_changed_crc_and_a_repeat(where):
+    """One write: a frame stored before (nothing new), the same key with another CRC (a
+    conflict event, counted once even when written again), a new frame given twice (stored
+    once); the frames keep the order they were given in. Both stores answer the same."""
+    import dataclasses
+
+    with open_store(where) as st:
+        st.add_profile(PROF)
+        assert st.write(frames=[frame(0), frame(1), frame(2)]) == 3
+        changed = dataclasses.replace(frame(2), crc=999)
+        batch = [frame(1), changed, frame(4), frame(3), frame(3)]
+        assert st.write(frames=batch) == 2
+        assert st.last_new_reports == 6 and st.last_conflicts == 1
+        st.write(frames=[changed])
+        assert [r for r in st.events() if r["kind"] == "conflict"][0]["count"] == 1
+        assert len([r for r in st.events() if r["kind"] == "conflict"]) == 1
+        seqs = [row for row in st._query("SELECT seq, crc FROM frames ORDER BY id")]
+        assert seqs == [(0, 1), (1, 8), (2, 15), (4, 29), (3, 22)]
+
+
 # ---- the commands on either backend --------------------------------------------------------------
 def _fill(where, seed=5):
     """Two devices, 40 frames of 16 reports each, some events and a link."""

@@ -1005,3 +1005,29 @@ def test_lossy_line_memory_is_bounded_and_lost_stays_exact():
     assert len(track.starts) <= track.MAX_RUNS and track.folded > 0
     assert dec.feed(data(n - 2, [3])) == [] and dec.rejected == {"duplicate": 1}
     assert dec.lost == n // 2 - 1
+
+
+@pytest.mark.parametrize("bits", [1, 4, 13, 52])
+def test_unpack_reports_on_both_sides_of_the_small_payload_path(bits):
+    """Payloads up to SMALL_PAYLOAD_BITS are unpacked with Python ints, longer ones with
+    numpy: both give each report's bits read one by one (LSB first), and both refuse a set
+    padding bit as 'padding'."""
+    from zeal.wire import codec
+
+    rnd = random.Random(bits)
+    edge = codec.SMALL_PAYLOAD_BITS // bits
+    for count in {1, max(1, edge - 1), edge, edge + 1, edge + 7}:
+        if count > 255:
+            continue
+        vals = [rnd.getrandbits(bits) for _ in range(count)]
+        payload = wire.pack_reports(vals, bits)
+        flat = int.from_bytes(payload, "little")
+        by_bit = [sum(((flat >> (i * bits + b)) & 1) << b for b in range(bits))
+                  for i in range(count)]
+        got = wire.unpack_reports(payload, count, bits)
+        assert got.dtype == np.uint64 and [int(v) for v in got] == by_bit == vals
+        if (count * bits) % 8:
+            bad = payload[:-1] + bytes([payload[-1] | 0x80])
+            with pytest.raises(wire.FrameError) as exc:
+                wire.unpack_reports(bad, count, bits)
+            assert exc.value.reason == "padding"

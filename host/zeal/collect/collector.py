@@ -845,8 +845,6 @@ def exit_status(pr: Progress) -> int:
 
 
 def cmd_collect(args) -> int:
-    import json
-
     from ..board.devices import resolve_port
     from ..mechanism.profiles import load_any
 
@@ -859,25 +857,36 @@ def cmd_collect(args) -> int:
         raise ZealError("give the serial port(s) to read (--port URL) or a broker (--mqtt URL)")
     profiles = [load_any(path) for path in args.profile]
     ports = [resolve_port(port) for port in args.port]
+    return run_command(args, lambda store, show: Collector(
+        ports, store, profiles=profiles, keep_vector=args.keep_vector, on_progress=show,
+        baudrate=args.baud, log=show.say, verbose=args.verbose))
+
+
+def run_command(args, make, extra=None) -> int:
+    """`zeal collect`'s run, serial or MQTT: open --db, run the collector `make(store, show)`
+    builds with the progress line `show`, print the summary (text, or JSON with `extra(c)`'s
+    keys added); the exit status."""
+    import json
+
     # A short busy timeout at the start (a locked database is reported at once), a long one
     # while running (another writer's transaction must not end the collection).
     store = open_store(args.db, timeout=1.0)
     try:
         show = _ProgressLine()
-        col = Collector(ports, store, profiles=profiles, keep_vector=args.keep_vector,
-                        on_progress=show, baudrate=args.baud, log=show.say,
-                        verbose=args.verbose)
+        c = make(store, show)
         store.write()
         store.set_timeout(30.0)
         try:
-            pr = col.run(duration=args.duration, reports=args.reports,
-                         until_stopped=args.until_stopped)
+            pr = c.run(duration=args.duration, reports=args.reports,
+                       until_stopped=args.until_stopped)
         finally:
             show.end()
     finally:
         store.close()
     if args.json:
-        print(json.dumps(summary_doc(pr), indent=1))
+        doc = summary_doc(pr)
+        doc.update(extra(c) if extra is not None else {})
+        print(json.dumps(doc, indent=1))
     else:
         for line in summary_lines(pr):
             print(line)

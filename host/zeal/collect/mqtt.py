@@ -651,11 +651,8 @@ def _new_gaps(store, events) -> int:
 
 # ---- command line --------------------------------------------------------------------------------
 def cmd_collect_mqtt(args) -> int:
-    import json
-
     from ..mechanism.profiles import load_any
     from . import collector as col
-    from . import store as store_mod
 
     if args.port:
         raise ZealError("give --port or --mqtt, not both")
@@ -671,29 +668,8 @@ def cmd_collect_mqtt(args) -> int:
             raise ZealError("cannot read --password-file %s: %s"
                             % (args.password_file, exc.strerror or exc)) from None
     profiles = [load_any(path) for path in args.profile]
-    # a short busy timeout at the start (a locked database is reported at once), a long one
-    # while running (another collector's transaction must not end this one)
-    store = store_mod.open_store(args.db, timeout=1.0)
-    try:
-        show = col._ProgressLine()
-        c = MqttCollector(args.mqtt, store, topic=args.topic, group=args.group,
-                          client_id=args.client_id, password=password, profiles=profiles,
-                          keep_vector=args.keep_vector, on_progress=show, log=show.say,
-                          verbose=args.verbose, ca_file=args.ca_file)
-        store.write()
-        store.set_timeout(30.0)
-        try:
-            pr = c.run(duration=args.duration, reports=args.reports,
-                       until_stopped=args.until_stopped)
-        finally:
-            show.end()
-    finally:
-        store.close()
-    if args.json:
-        doc = col.summary_doc(pr)
-        doc["messages"] = c.messages
-        print(json.dumps(doc, indent=1))
-    else:
-        for line in col.summary_lines(pr):
-            print(line)
-    return col.exit_status(pr)
+    return col.run_command(args, lambda store, show: MqttCollector(
+        args.mqtt, store, topic=args.topic, group=args.group, client_id=args.client_id,
+        password=password, profiles=profiles, keep_vector=args.keep_vector, on_progress=show,
+        log=show.say, verbose=args.verbose, ca_file=args.ca_file),
+        extra=lambda c: {"messages": c.messages})
