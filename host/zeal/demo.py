@@ -364,7 +364,7 @@ def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, p
                 boxes.append(box)
                 threads.append(t)
             deadline = time.monotonic() + 30
-            while not all(b["collector"]._connected_once.is_set() for b in boxes):
+            while not all(b["collector"].connected.is_set() for b in boxes):
                 if time.monotonic() > deadline:
                     raise ZealError("the collectors did not connect to the broker")
                 time.sleep(0.05)

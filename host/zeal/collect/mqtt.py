@@ -156,7 +156,6 @@ class MqttCollector(Collector):
             raise MqttError("--ca-file is for a TLS broker: an mqtts:// URL")
         self.ca_file = ca_file
         self._by_topic = {}
-        self._lock = threading.Lock()
         # The network and the store are served by one thread (paho's external-loop API; a
         # network thread beside it halved the messages/s, measured): what Collector's
         # readers queue for its writer is taken at once.
@@ -168,7 +167,7 @@ class MqttCollector(Collector):
         self._gen = 0                 # connection number: acks of an older one are void
         self._acks = []               # (gen, mid) taken since the last commit
         self._fatal = None            # a refusal that ends the run
-        self._connected_once = threading.Event()
+        self.connected = threading.Event()  # set at the first CONNACK (others may wait on it)
         self._link = None
         self._payload_bytes = 0
         self._touched = set()         # (device_id, boot, nonce, fingerprint) stored this run
@@ -182,8 +181,7 @@ class MqttCollector(Collector):
             p = _Port("mqtt:" + topic, wire.Decoder(self._profiles, vectors=self.keep_vector))
             p.opened = True
             self._by_topic[topic] = p
-            with self._lock:
-                self.ports = self.ports + [p]
+            self.ports.append(p)
         return p
 
     def _on_connect(self, client, userdata, flags, reason_code, properties):
@@ -199,7 +197,7 @@ class MqttCollector(Collector):
         opts = self.mqtt.SubscribeOptions(qos=1)
         client.subscribe([(filt, opts), ("zeal/+/hello", self.mqtt.SubscribeOptions(qos=1))])
         self._queue.put(("mqtt_connect", None, flags.session_present))
-        self._connected_once.set()
+        self.connected.set()
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties):
         bad = [rc for rc in reason_codes if rc.is_failure]
@@ -463,43 +461,54 @@ class MqttCollector(Collector):
         props.ReceiveMaximum = RECEIVE_MAXIMUM
         return props
 
+    def _attempt(self, client, first: bool, say: bool) -> bool:
+        """One try at the broker (connect, or reconnect after a loss): True when the TCP and
+        TLS connection is made. What no retry can mend (an unknown host, a broker
+        certificate the CA does not verify, TLS refused) raises MqttError; an unreachable
+        broker is said in one line when `say`, and gives False."""
+        try:
+            if first:
+                client.connect(self.broker["host"], self.broker["port"], keepalive=15,
+                               clean_start=False, properties=self._connect_props())
+            else:
+                client.reconnect()
+            return True
+        except (OSError, ConnectionError) as exc:
+            if isinstance(exc, socket.gaierror):
+                raise MqttError("cannot find the broker host %s (%s)"
+                                % (self.broker["host"], exc.strerror or exc)) from None
+            if isinstance(exc, ssl.SSLCertVerificationError):  # again would not help
+                raise MqttError("the broker %s's TLS certificate was refused: certificate "
+                                "verify failed: %s (%s)" % (
+                                    self.broker["shown"], exc.verify_message,
+                                    "is --ca-file %s the CA that signed it?" % self.ca_file
+                                    if self.ca_file else "give its CA with --ca-file")
+                                ) from None
+            if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
+                raise MqttError("TLS with the broker %s failed: %s (is port %d its TLS "
+                                "listener?)" % (self.broker["shown"], exc.reason or exc,
+                                                self.broker["port"])) from None
+            if say:
+                why = getattr(exc, "strerror", None) or exc
+                if isinstance(exc, TimeoutError) and self.broker["tls"]:
+                    why = "no TLS answer in %g s: is port %d its TLS listener?" % (
+                        client.connect_timeout, self.broker["port"])
+                self.log("zeal: broker %s not reachable (%s); retrying (every %g-%g s) "
+                         "until it is" % (self.broker["shown"], why, RETRY_FIRST, RETRY_MAX))
+            return False
+
     def _connect(self, client, deadline: Optional[float] = None) -> bool:
         """Connect, retrying while the broker is unreachable (one line, then every try
         quietly); False if stopped meanwhile or `deadline` (time.monotonic()) passed."""
         delay, said = RETRY_FIRST, False
         while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
-            try:
-                client.connect(self.broker["host"], self.broker["port"], keepalive=15,
-                               clean_start=False, properties=self._connect_props())
+            if self._attempt(client, True, not said):
                 return True
-            except (OSError, ConnectionError) as exc:
-                if isinstance(exc, socket.gaierror):
-                    raise MqttError("cannot find the broker host %s (%s)"
-                                    % (self.broker["host"], exc.strerror or exc)) from None
-                if isinstance(exc, ssl.SSLCertVerificationError):  # again would not help
-                    raise MqttError("the broker %s's TLS certificate was refused: certificate "
-                                    "verify failed: %s (%s)" % (
-                                        self.broker["shown"], exc.verify_message,
-                                        "is --ca-file %s the CA that signed it?" % self.ca_file
-                                        if self.ca_file else "give its CA with --ca-file")
-                                    ) from None
-                if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
-                    raise MqttError("TLS with the broker %s failed: %s (is port %d its TLS "
-                                    "listener?)" % (self.broker["shown"], exc.reason or exc,
-                                                    self.broker["port"])) from None
-                if not said:
-                    why = getattr(exc, "strerror", None) or exc
-                    if isinstance(exc, TimeoutError) and self.broker["tls"]:
-                        why = "no TLS answer in %g s: is port %d its TLS listener?" % (
-                            client.connect_timeout, self.broker["port"])
-                    self.log("zeal: broker %s not reachable (%s); retrying (every %g-%g s) "
-                             "until it is" % (self.broker["shown"], why, RETRY_FIRST,
-                                              RETRY_MAX))
-                    said = True
-                if deadline is not None:
-                    delay = max(0.0, min(delay, deadline - time.monotonic()))
-                self._stop.wait(delay)
-                delay = min(delay * 2, RETRY_MAX)
+            said = True
+            if deadline is not None:
+                delay = max(0.0, min(delay, deadline - time.monotonic()))
+            self._stop.wait(delay)
+            delay = min(delay * 2, RETRY_MAX)
         return False
 
     def _pump(self, client, timeout: float) -> None:
@@ -528,16 +537,22 @@ class MqttCollector(Collector):
         client.loop_misc()
 
     def _reconnect(self, client, timeout: float) -> None:
+        """The connection was lost (said then): try again when due, with a growing delay;
+        a refusal no retry can mend ends the run (as at the start)."""
         now = time.monotonic()
         if now < self._retry_at:
             self._stop.wait(min(timeout, self._retry_at - now))
             return
         try:
-            client.reconnect()
-            self._retry_delay = RETRY_FIRST
-        except (OSError, ConnectionError):  # still down: said once, at the disconnect
-            self._retry_at = time.monotonic() + self._retry_delay
-            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+            if self._attempt(client, False, False):
+                self._retry_delay = RETRY_FIRST
+                return
+        except MqttError as exc:
+            self._fatal = str(exc)
+            self._stop.set()
+            return
+        self._retry_at = time.monotonic() + self._retry_delay
+        self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
 
     def _quit(self, client) -> None:
         """Send DISCONNECT (written at once: no network thread) and close."""
@@ -621,9 +636,6 @@ class _Direct:
 
     @staticmethod
     def get_nowait():
-        raise queue.Empty
-
-    def get(self, timeout=None):
         raise queue.Empty
 
 
