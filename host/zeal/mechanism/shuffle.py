@@ -1,51 +1,35 @@
-"""Shuffle mode (seed 004): single-message vector summation in the shuffle model.
+"""Shuffle mode (seed 004): vector summation in the shuffle model, with a guarantee this
+product proves for what it sends (shared_spec/shuffle.md).
 
 Scott, Cormode and Maple, "Applying the Shuffle Model of Differential Privacy to Vector
 Aggregation" (BICOD 2021, arXiv 2112.05464), built on Balle, Bell, Gascon and Nissim, "The
-Privacy Blanket of the Shuffle Model" (CRYPTO 2019). Proposed; not yet on the device
-(shared_spec/shuffle.md is the spec this module mirrors).
+Privacy Blanket of the Shuffle Model" (CRYPTO 2019).
 
-Each user holds a vector x in [0, 1]^d. The local randomiser samples t of the d coordinates
-without replacement, rounds each sampled value x to one of the k + 1 levels {0, 1/k, ..., 1}
-by randomised rounding (level floor(xk) + Bernoulli(frac(xk)), so E[level/k] = x), and with
-probability gamma (the blanket) replaces the level by a uniform one of the k + 1. The message
-is the t pairs (coordinate, level). A shuffler permutes the n messages; the analyzer counts
-them into a histogram and debiases: E[level/k] = (1 - gamma) x + gamma/2.
+Each reading is a vector x in [0, 1]^d. The local randomiser sends t MESSAGES, each one
+(coordinate, level) pair: the coordinate uniform on [0, d) (independently per message: with
+replacement), the level the randomised rounding of x_c to {0, ..., k} (floor(xk) +
+Bernoulli(frac(xk)), so E[level/k] = x), replaced with probability gamma (the blanket) by a
+uniform one of the k + 1. A shuffler permutes all messages; the analyzer counts them into a
+histogram and debiases: E[level/k] = (1 - gamma) x + gamma/2.
 
-What is exact here, and what is not:
-- `gamma_for` returns gamma as an exact Fraction, an UPPER bound of the paper's real-valued
-  formula (logarithms bounded above in rationals, then rounded UP to a multiple of 2^-32):
-  a larger blanket only adds privacy, and the analyzer debiases with the same rational, so
-  the estimate stays exactly unbiased;
-- `randomise` is the integer-only reference of the word contract (shared_spec/shuffle.md,
-  "Word contract") on zeal.mechanism.scalar's `uniform_below` and `bernoulli`: the twin a
-  device implementation must match word for word;
-- `randomise_bulk` is a numpy sampler with the same distribution for experiments (floats,
-  not bit-exact with the words);
+Why single-pair messages (and not the seed's t pairs in one message): released together,
+the t pairs of one message are hidden only by a blanket of probability gamma^t (every pair
+random at once), not gamma; the seed's Theorem 4.1 treats them as separate messages. Here
+they ARE separate messages, independent given the reading, so each sits in its own
+blanket and the t of them compose (shuffle.md, "The guarantee"; tests/test_shuffle_privacy.py
+checks it exactly on small cases and shows the old linked rule failing).
+
+What is exact here:
+- `gamma_for` returns gamma (a multiple of 2^-32) and the message epsilon that make the
+  integer rule `shuffle_rule.refusal` (the device's check, the same steps) pass: Balle et
+  al.'s Theorem 3.1 at (message epsilon, delta_m) for each message's pool, composed over t;
+- `randomise` is the integer-only reference of the word contract on zeal.mechanism.scalar's
+  `uniform_below` and `bernoulli`: the twin a device implementation must match word for word;
+- `randomise_bulk` is a numpy sampler with the same distribution for experiments;
 - `Analyzer` debiases a histogram exactly (Fractions) or in float64 (`estimate_float`);
-- `paper_mse_bound` is the paper's closed-form normalised MSE bound; `mse_bound_at_k` the
-  bound its proof gives at the k actually used (before the paper optimises k), plus the
-  coordinate-sampling term the paper's accounting leaves out (see its docstring);
-- `delivered` is the (epsilon, delta) a batch of B messages actually gets with the gamma
-  configured for n: the configured pair when B >= n, a weaker one or None when B < n.
-
-Where the formulas come from (the seed text is a garbled two-column extraction):
-- t = 1, epsilon < 1: gamma = max(14 d K log(2/delta) / ((n-1) eps^2), 27 d K / ((n-1) eps)):
-  the seed's Section 4.5 says it coincides with Balle et al.'s scalar Theorem 3.1 (whose
-  constants 14 and 27 are read from that paper) with the domain of d K messages; the
-  authors' code (github.com/mary-python/shuffle) computes the same expression;
-- any t in [1, d]: gamma = C d K log(1/delta) log(2t/delta) / ((n-1) eps^2) with C = 56 for
-  epsilon < 1 and C = 2016 for 1 <= epsilon < 6 (the seed's Theorem 4.1 and its text
-  "a change of constant from 56 to 2016"). Used for t = 1 with 1 <= epsilon < 6 too: the
-  seed's tighter t = 1 constant for that range is unreadable, and Theorem 4.1 covers t = 1.
-  With these constants the 1 <= epsilon < 6 formula never beats the epsilon < 1 one taken
-  at epsilon' = 1 - 2^-20 (whose guarantee implies the weaker one): `gamma_exact_upper`
-  takes the smaller, so epsilon >= 1 buys no accuracy over epsilon just below 1;
-- K: the paper's formulas take k as the size of the randomised-response domain. Our levels
-  are {0, ..., k}, K = k + 1 values (the output domain of the paper's Algorithm 2 and of
-  the authors' code), so K = k + 1 is substituted: gamma grows with K, the safe direction;
-- the MSE bound: the seed's Theorem 4.6 (general t) and Section 4.5 (t = 1) as the authors'
-  code evaluates them.
+- `mse_bound_at_k` bounds the normalised MSE at the k used; `paper_mse_bound` is the
+  paper's closed form (a reference figure);
+- `delivered` is the (epsilon, delta) a batch of B messages actually gets.
 """
 import math
 from dataclasses import dataclass
@@ -54,6 +38,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import InputError
+from . import shuffle_rule as R
+from .floatbits import bits_to_float64, float64_to_bits
 from .scalar import bernoulli, uniform_below
 
 GAMMA_BITS = 32  # gamma is rounded up to a multiple of 2^-GAMMA_BITS
@@ -142,8 +128,9 @@ def _count(name, value, low=1) -> int:
 # ---- parameters and gamma ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Params:
-    """A shuffle-mode configuration: privacy (epsilon, delta) for n users of d-dimensional
-    vectors, k + 1 levels, t coordinates per message; `gamma` from `gamma_for`."""
+    """A shuffle-mode configuration: privacy (epsilon, delta) for n readings of d-dimensional
+    vectors, k + 1 levels, t messages (one (coordinate, level) pair each) a reading; `gamma`
+    and `epsilon_message` (each message's epsilon in its pool) from `gamma_for`."""
 
     epsilon: Fraction
     delta: Fraction
@@ -152,8 +139,13 @@ class Params:
     k: int
     t: int
     gamma: Fraction
-    regime: str  # which formula set gamma: "balle-t1" or "theorem-4.1"
-    epsilon_formula: Fraction = None  # the epsilon that formula was evaluated at (<= epsilon)
+    regime: str  # how the messages compose: "balle-t1" (t = 1), "basic" or "advanced"
+    epsilon_message: Fraction = None
+
+    @property
+    def epsilon_formula(self) -> Fraction:
+        """The epsilon the blanket theorem was evaluated at (the message's)."""
+        return self.epsilon_message
 
     @property
     def levels(self) -> int:
@@ -173,7 +165,17 @@ class Params:
 
     @property
     def message_bits(self) -> int:
-        return self.t * self.pair_bits
+        """One message is one pair (shuffle.md, "Messages"): a reading sends t of them."""
+        return self.pair_bits
+
+    def refusal(self):
+        """The integer rule (shuffle_rule.refusal) on these numbers: None or a reason."""
+        return R.refusal(_pair(self.epsilon), _pair(self.delta), _pair(self.epsilon_message),
+                         self.n, self.d, self.k, self.t, _pair(self.gamma))
+
+
+def _pair(x: Fraction) -> tuple:
+    return x.numerator, x.denominator
 
 
 def _check_common(epsilon, delta, n, d, k, t):
@@ -184,116 +186,160 @@ def _check_common(epsilon, delta, n, d, k, t):
     k = _count("k", k)
     t = _count("t", t)
     if not 0 < eps < EPS_MAX:
-        raise ShuffleError("epsilon must be in (0, %d) for the paper's formulas, got %s"
-                           % (EPS_MAX, float(eps)))
+        raise ShuffleError("epsilon must be in (0, %d), got %s" % (EPS_MAX, float(eps)))
     if not 0 < dlt < 1:
         raise ShuffleError("delta must be in (0, 1), got %s" % float(dlt))
     if t > d:
-        raise ShuffleError("t (%d coordinates per message) cannot exceed d (%d)" % (t, d))
+        raise ShuffleError("t (%d messages per reading) cannot exceed d (%d)" % (t, d))
     return eps, dlt, n, d, k, t
 
 
-EPS_BELOW_1 = 1 - Fraction(1, 1 << 20)  # the epsilon < 1 formulas' stand-in for epsilon >= 1
+def f64_at_most(x: Fraction) -> Fraction:
+    """The largest float64 <= x (x > 0, below the float64 range's top), exactly."""
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, 0.0)
+    return Fraction(f)
 
 
-def _gamma_formula(eps, dlt, n, d, big_k, t):
-    if t == 1 and eps < 1:
-        a = 14 * d * big_k * _ln_up(2 / dlt) / ((n - 1) * eps * eps)
-        b = Fraction(27 * d * big_k) / ((n - 1) * eps)
-        return max(a, b), "balle-t1"
-    c = 56 if eps < 1 else 2016
-    g = (c * d * big_k * _ln_up(1 / dlt) * _ln_up(2 * t / dlt)) / ((n - 1) * eps * eps)
-    return g, "theorem-4.1"
+def _largest_f64(ok, lo: Fraction, hi: Fraction) -> Fraction:
+    """The largest float64 in [lo, hi] where the monotone predicate `ok` holds (ok(lo) true,
+    ok true below any point where it holds): bisection on the bit patterns, which order
+    positive float64s as the numbers do."""
+    if ok(hi):
+        return hi
+    a, b = float64_to_bits(float(lo)), float64_to_bits(float(hi))
+    while b - a > 1:
+        mid = (a + b) // 2
+        if ok(Fraction(bits_to_float64(mid))):
+            a = mid
+        else:
+            b = mid
+    return Fraction(bits_to_float64(a))
 
 
-def gamma_exact_upper(epsilon, delta, n, d, k, t):
-    """(gamma upper bound before rounding, regime, epsilon the formula was evaluated at): the
-    paper's formula with every logarithm replaced by a rational upper bound (module
-    docstring: which formula when).
+def message_epsilon(eps: Fraction, dlt: Fraction, t: int):
+    """(eps_m, regime): the largest float64 eps_m <= 1 whose t messages compose to (epsilon,
+    delta) under shuffle_rule.composes: t = 1, eps_m = epsilon (capped at 1: the blanket
+    theorem's range); else the larger of basic (epsilon / t) and advanced composition
+    (monotone in eps_m above epsilon / t, so a bisection finds it)."""
+    if t == 1:
+        return f64_at_most(min(eps, Fraction(1))), "balle-t1"
+    basic = f64_at_most(min(eps / t, Fraction(1)))
+    best = _largest_f64(lambda e0: R.composes(_pair(eps), _pair(dlt), _pair(e0), t),
+                        basic, Fraction(1))
+    return best, ("basic" if best == basic else "advanced")
 
-    For 1 <= epsilon < 6 the formula's constant 2016 is 36 times the epsilon < 1 one's (56),
-    so the epsilon < 1 formula at epsilon' = 1 - 2^-20 always asks for less blanket (it
-    would take epsilon >= 6 to reverse that) and its (epsilon', delta) guarantee implies
-    (epsilon, delta): the smaller of the two gammas is used, and the regime says which."""
-    eps, dlt, n, d, k, t = _check_common(epsilon, delta, n, d, k, t)
-    g, regime = _gamma_formula(eps, dlt, n, d, k + 1, t)
-    if eps < 1:
-        return g, regime, eps
-    g_below, regime_below = _gamma_formula(EPS_BELOW_1, dlt, n, d, k + 1, t)
-    if g_below < g:
-        return g_below, regime_below, EPS_BELOW_1
-    return g, regime, eps
+
+def _gamma_real(eps_m, dlt, n, d, k, t) -> Fraction:
+    """Balle et al.'s blanket at (eps_m, delta_m) with the logarithm bounded above."""
+    dm = dlt if t == 1 else dlt / (2 * t)
+    big_d = d * (k + 1)
+    lin = Fraction(27 * big_d) / ((n - 1) * eps_m)
+    sq = 14 * big_d * _ln_up(2 / dm) / ((n - 1) * eps_m * eps_m)
+    return max(lin, sq)
+
+
+def _gamma_passing(eps_m, dlt, n, d, k, t) -> Fraction:
+    """The smallest multiple of 2^-32 at or above the real blanket that passes the integer
+    rule's blanket steps (which round e^A down, so it may ask for a hair more)."""
+    step = Fraction(1, 1 << GAMMA_BITS)
+    g = _round_up(_gamma_real(eps_m, dlt, n, d, k, t))
+
+    def ok(gm):
+        pg, pm = _pair(gm), _pair(eps_m)
+        return R.blanket_linear(pm, n, d, k, pg) and \
+            R.blanket_square(_pair(dlt), pm, n, d, k, t, pg)
+
+    if ok(g):
+        return g
+    lo, width = g, step
+    while not ok(g + width):
+        lo, width = g + width, width * 2
+        if g + width > 2:
+            return g + width  # refused below as gamma >= 1
+    hi = g + width
+    while hi - lo > step:  # ok(hi), not ok(lo)
+        mid = lo + ((hi - lo) / step // 2) * step
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
 
 
 def gamma_for(*, epsilon, delta, n, d, k, t=1) -> Params:
-    """The configuration with its blanket probability gamma (exact, rounded UP to a multiple
-    of 2^-32, so the (epsilon, delta) guarantee holds). ShuffleError (one line) when the
-    parameters are outside the paper's range, gamma >= 1 included (n too small)."""
+    """The configuration with its blanket probability gamma (exact, a multiple of 2^-32) and
+    message epsilon, chosen so that the integer rule (shuffle_rule.refusal, the device's
+    check) proves (epsilon, delta) for the release of the n t shuffled messages
+    (shared_spec/shuffle.md, "The guarantee"). ShuffleError (one line) when the parameters
+    are outside the range or no gamma below 1 exists (n too small)."""
     eps, dlt, n, d, k, t = _check_common(epsilon, delta, n, d, k, t)
-    g, regime, eps_formula = gamma_exact_upper(eps, dlt, n, d, k, t)
-    g = _round_up(g)
+    eps_m, regime = message_epsilon(eps, dlt, t)
+    g = _gamma_passing(eps_m, dlt, n, d, k, t)
     if g >= 1:
         raise ShuffleError(
             "no blanket probability below 1 exists for epsilon=%g, delta=%g, n=%d, d=%d, k=%d, "
-            "t=%d (the formula gives gamma=%.3g): more users or a larger epsilon is needed"
+            "t=%d (the rule needs gamma=%.3g): more readings n or a larger epsilon is needed"
             % (float(eps), float(dlt), n, d, k, t, float(g)))
-    return Params(epsilon=eps, delta=dlt, n=n, d=d, k=k, t=t, gamma=g, regime=regime,
-                  epsilon_formula=eps_formula)
+    p = Params(epsilon=eps, delta=dlt, n=n, d=d, k=k, t=t, gamma=g, regime=regime,
+               epsilon_message=eps_m)
+    why = p.refusal()
+    if why is not None:  # cannot happen: the steps above are the rule's; kept as a guard
+        raise ShuffleError("internal: the made parameters fail the rule: %s" % why)
+    return p
 
 
 def delivered(params: Params, batch: int):
     """The (epsilon, delta) a shuffled batch of `batch` messages gets when every message was
-    randomised with `params.gamma`, or None when the paper's formulas give no guarantee.
+    randomised with `params.gamma`, or None when the rule proves nothing.
 
-    batch >= params.n: the configured pair (gamma only has to grow as n shrinks). batch < n:
-    the smallest epsilon' (same delta, an upper bound, multiple of 2^-40) for which the
-    formula's gamma at n = batch is at most params.gamma: first in the t = 1, epsilon < 1
-    regime, then Theorem 4.1's (epsilon < 1, then 1 <= epsilon < 6); None when none fits.
-    Never below the configured epsilon (the formulas can certify less for a batch smaller
-    than n only when the configured epsilon was >= 1, where gamma_for used a slack formula;
-    claiming more than was asked for helps nobody)."""
+    A batch of B messages holding j <= t of a reading's messages pairs each of them with
+    floor(B/t) - 1 others (B >= j floor(B/t)), so the pool size is floor(B/t) readings:
+    at or above n, the configured pair. Below: the smallest float64 eps_m <= 1 whose blanket
+    steps pass at that pool size, composed as the rule composes (basic, or advanced with its
+    terms bounded above), never below the configured epsilon."""
     batch = _count("batch", batch)
     p = params
-    if batch >= p.n:
+    pool = batch // p.t
+    if pool >= p.n:
         return p.epsilon, p.delta
-    if batch < 2:
+    if pool < 2:
         return None
-    m = batch - 1
-    big_k = p.levels
-    g = p.gamma
+    pg, pd = _pair(p.gamma), _pair(p.delta)
+
+    def fails(e0):
+        pm = _pair(e0)
+        return not (R.blanket_linear(pm, pool, p.d, p.k, pg)
+                    and R.blanket_square(pd, pm, pool, p.d, p.k, p.t, pg))
+
+    if fails(Fraction(1)):
+        return None
+    # the smallest passing eps_m: the largest failing one's successor (fails is monotone)
+    tiny = Fraction(1, 1 << 60)
+    if not fails(tiny):
+        e0 = tiny
+    else:
+        e0 = _largest_f64(fails, tiny, Fraction(1))
+        e0 = Fraction(math.nextafter(float(e0), 2.0))
     if p.t == 1:
-        need_sq = 14 * p.d * big_k * _ln_up(2 / p.delta) / (m * g)
-        need_lin = Fraction(27 * p.d * big_k) / (m * g)
-        eps = max(_sqrt_up(need_sq), need_lin)
-        if eps < 1:
-            return max(eps, p.epsilon), p.delta
-    core = p.d * big_k * _ln_up(1 / p.delta) * _ln_up(2 * p.t / p.delta) / (m * g)
-    eps = _sqrt_up(56 * core)
-    if eps < 1:
-        return max(eps, p.epsilon), p.delta
-    eps = max(_sqrt_up(2016 * core), Fraction(1))
-    if eps < EPS_MAX:
-        return max(eps, p.epsilon), p.delta
-    return None
+        eps = e0
+    else:
+        u = Fraction(*R.expm1_upper(*_pair(e0)))
+        adv = e0 * _sqrt_up(2 * p.t * _ln_up(2 / p.delta)) + p.t * e0 * u
+        eps = min(p.t * e0, adv)
+    return max(eps, p.epsilon), p.delta
 
 
 # ---- messages ----------------------------------------------------------------------------------
-def encode_message(params: Params, pairs) -> int:
-    """t (coordinate, level) pairs -> one integer of params.message_bits bits: pair l at bit
-    l * pair_bits, its coordinate in the low coord_bits, its level above."""
+def encode_message(params: Params, pair) -> int:
+    """One (coordinate, level) pair -> the message integer of params.message_bits bits: the
+    coordinate in the low coord_bits, the level above."""
     p = params
-    pairs = list(pairs)
-    if len(pairs) != p.t:
-        raise ShuffleError("a message holds %d pairs, got %d" % (p.t, len(pairs)))
-    out = 0
-    for i, (c, y) in enumerate(pairs):
-        if not 0 <= c < p.d or not 0 <= y <= p.k:
-            raise ShuffleError("pair (%r, %r) outside d=%d, k=%d" % (c, y, p.d, p.k))
-        out |= (int(c) | int(y) << p.coord_bits) << (i * p.pair_bits)
-    return out
+    c, y = pair
+    if not 0 <= c < p.d or not 0 <= y <= p.k:
+        raise ShuffleError("pair (%r, %r) outside d=%d, k=%d" % (c, y, p.d, p.k))
+    return int(c) | int(y) << p.coord_bits
 
 
-def decode_message(params: Params, message: int) -> list:
+def decode_message(params: Params, message: int) -> tuple:
     """The inverse of `encode_message`; ShuffleError for a message no randomiser sends."""
     p = params
     if isinstance(message, bool) or not isinstance(message, (int, np.integer)):
@@ -301,36 +347,13 @@ def decode_message(params: Params, message: int) -> list:
     message = int(message)
     if not 0 <= message < 1 << p.message_bits:
         raise ShuffleError("message %d does not fit %d bits" % (message, p.message_bits))
-    pairs, seen = [], set()
-    mask_c, mask_y = (1 << p.coord_bits) - 1, (1 << p.level_bits) - 1
-    for i in range(p.t):
-        pair = message >> (i * p.pair_bits)
-        c, y = pair & mask_c, (pair >> p.coord_bits) & mask_y
-        if c >= p.d or y > p.k or c in seen:
-            raise ShuffleError("message %d: pair %d = (%d, %d) is not a valid pair" % (
-                message, i, c, y))
-        seen.add(c)
-        pairs.append((c, y))
-    return pairs
+    c, y = message & ((1 << p.coord_bits) - 1), message >> p.coord_bits
+    if c >= p.d or y > p.k:
+        raise ShuffleError("message %d = (%d, %d) is not a valid pair" % (message, c, y))
+    return c, y
 
 
 # ---- the local randomiser: exact reference of the word contract -------------------------------
-def sample_coordinates(d: int, t: int, words) -> list:
-    """t distinct coordinates of [0, d), uniformly, by a partial Fisher-Yates shuffle:
-    for l = 0..t-1, u = UNIFORM(d - l) (uniform_below), swap a[l] and a[l + u], take a[l]
-    (a starts as 0..d-1). Each ordered t-tuple of distinct coordinates has probability
-    1 / (d (d-1) ... (d-t+1)): step l picks uniformly among the d - l not yet taken."""
-    a = {}  # sparse array: a[i] == i unless stored (a device may keep a bytearray instead)
-    out = []
-    for l in range(t):
-        u = uniform_below(d - l, words)
-        j = l + u
-        al, aj = a.get(l, l), a.get(j, j)
-        a[l], a[j] = aj, al
-        out.append(aj)
-    return out
-
-
 def round_level(x: Fraction, k: int, words) -> int:
     """Randomised rounding of x in [0, 1] to a level of {0, ..., k}: with xk = b + r/q
     (0 <= r < q), b + BERNOULLI(r, q). E[level] = xk exactly. Always one bernoulli call
@@ -356,23 +379,23 @@ def _reading(value) -> Fraction:
 
 
 def randomise(params: Params, vector, words) -> list:
-    """One user's message as t (coordinate, level) pairs, integer-only (the word contract):
+    """One reading's t messages as (coordinate, level) pairs, integer-only (the word
+    contract), message by message, l = 0..t-1:
 
-      1. coordinates c_0..c_{t-1} = sample_coordinates(d, t)           (t uniform_below calls)
-      2. for l = 0..t-1, in order:
-           blanket = BERNOULLI(gamma.numerator, gamma.denominator)
-           if blanket: level = UNIFORM(k + 1)                 (the reading is not looked at)
-           else:       level = round_level(x[c_l], k)
-    Readings are exact rationals in [0, 1] (ShuffleError otherwise); only the t sampled
-    coordinates are read."""
+        c_l = UNIFORM(d)                                   (with replacement: independent)
+        if BERNOULLI(gamma.numerator, gamma.denominator):  y_l = UNIFORM(k + 1)  (blanket)
+        else:                                              y_l = round_level(x[c_l], k)
+    Readings are exact rationals in [0, 1] (ShuffleError otherwise); only the sampled
+    coordinates are read. Each message uses its own words only, so the t messages are
+    independent given the reading: what lets their guarantee compose (shuffle.md)."""
     p = params
     vector = list(vector)
     if len(vector) != p.d:
         raise ShuffleError("a vector of %d coordinates for d=%d" % (len(vector), p.d))
-    coords = sample_coordinates(p.d, p.t, words)
     g_num, g_den = p.gamma.numerator, p.gamma.denominator
     pairs = []
-    for c in coords:
+    for _ in range(p.t):
+        c = uniform_below(p.d, words)
         if bernoulli(g_num, g_den, words):
             level = uniform_below(p.k + 1, words)
         else:
@@ -382,9 +405,9 @@ def randomise(params: Params, vector, words) -> list:
 
 
 def randomise_bulk(params: Params, data, rng) -> np.ndarray:
-    """n messages at once (numpy, float64): `data` is an (n, d) array in [0, 1]; returns an
-    (n, t, 2) int64 array of (coordinate, level) pairs. Same distribution as `randomise`
-    (not bit-exact: the coins come from the numpy Generator `rng`)."""
+    """n readings at once (numpy, float64): `data` is an (n, d) array in [0, 1]; returns an
+    (n, t, 2) int64 array of (coordinate, level) pairs, one per message. Same distribution
+    as `randomise` (not bit-exact: the coins come from the numpy Generator `rng`)."""
     p = params
     x = np.asarray(data, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != p.d:
@@ -392,10 +415,7 @@ def randomise_bulk(params: Params, data, rng) -> np.ndarray:
     if not np.all((x >= 0) & (x <= 1)):
         raise ShuffleError("every coordinate must lie in [0, 1]")
     n = x.shape[0]
-    if p.t == 1:
-        coords = rng.integers(0, p.d, size=(n, 1))
-    else:
-        coords = np.argpartition(rng.random((n, p.d)), p.t - 1, axis=1)[:, :p.t]
+    coords = rng.integers(0, p.d, size=(n, p.t))
     vals = np.take_along_axis(x, coords, axis=1) * p.k
     base = np.floor(vals)
     level = base + (rng.random(vals.shape) < vals - base)
@@ -422,12 +442,12 @@ class Analyzer:
         self.params = params
 
     def histogram(self, messages) -> np.ndarray:
-        """Messages (integers, `encode_message`) -> a (d, k+1) int64 count array."""
+        """Messages (integers, `encode_message`: one pair each) -> a (d, k+1) count array."""
         p = self.params
         h = np.zeros((p.d, p.levels), dtype=np.int64)
         for m in messages:
-            for c, y in decode_message(p, m):
-                h[c, y] += 1
+            c, y = decode_message(p, m)
+            h[c, y] += 1
         return h
 
     def histogram_bulk(self, pairs) -> np.ndarray:
@@ -496,14 +516,20 @@ class Analyzer:
 
 # ---- MSE bounds ---------------------------------------------------------------------------------
 def _inverse_count_moments(n: int, p: float):
-    """For c ~ Binomial(n, p): (E[1/c | c >= 1], P[c = 0]), summed in float64 over the pmf
-    (log-space, terms below 1e-300 dropped)."""
+    """For c ~ Binomial(n, p): (E[1/c | c >= 1], P[c = 0]) in float64, summed over the pmf
+    in log space on the window mean +- 40 sd (+ 50), where all but < 1e-300 of the mass lies;
+    the log pmf by the ratio pmf(c+1)/pmf(c) = (n-c)/(c+1) p/(1-p), so the cost is the
+    window's width, not n (n = 10^9 readings take milliseconds)."""
     if p >= 1:
         return 1.0 / n, 0.0
-    c = np.arange(1, n + 1, dtype=np.float64)
-    lg = np.array([math.lgamma(n + 1)]) - np.array([math.lgamma(v + 1) for v in c]) \
-        - np.array([math.lgamma(n - v + 1) for v in c])
-    logpmf = lg + c * math.log(p) + (n - c) * math.log1p(-p)
+    mean, sd = n * p, math.sqrt(n * p * (1 - p))
+    lo = max(1, int(mean - 40 * sd - 50))
+    hi = min(n, int(mean + 40 * sd + 50))
+    c = np.arange(lo, hi + 1, dtype=np.float64)
+    first = (math.lgamma(n + 1) - math.lgamma(lo + 1) - math.lgamma(n - lo + 1)
+             + lo * math.log(p) + (n - lo) * math.log1p(-p))
+    steps = np.log((n - c[:-1]) / (c[:-1] + 1)) + (math.log(p) - math.log1p(-p))
+    logpmf = first + np.concatenate(([0.0], np.cumsum(steps)))
     pmf = np.exp(logpmf)
     p0 = math.exp(n * math.log1p(-p))
     return float((pmf / c).sum() / (1 - p0)), p0
@@ -513,19 +539,23 @@ def mse_bound_at_k(params: Params, *, spread=0.25):
     """Bound on the normalised MSE E||mean_hat - mean||^2 of `Analyzer.estimate` at the
     configured k, as a dict of float64 terms (conditional on every coordinate reported):
 
-      noise    = d * V * E[1/c | c >= 1]           (randomised rounding + blanket)
-      sampling = d * spread * E[(n - c)/((n - 1) c) | c >= 1]   (which users reported j)
+      noise    = d * V * E[1/c | c >= 1]                   (randomised rounding + blanket)
+      sampling = d * spread * E[(N - c)/((N - 1) c) | c >= 1]   (which messages hit j)
       total    = noise + sampling
-    with c ~ Binomial(n, t/d) the pairs on one coordinate, V = `pair_variance_max`, spread an
-    upper bound of each coordinate's population variance (1/4 for any data in [0, 1]).
-    The paper's MSE compares the estimate with the sampled coordinates themselves (its
-    "noise" term); the sampling term is what comparing with the true mean adds, a
-    finite-population variance: sigma^2 (n - c)/(c (n - 1)) for a uniform subset of size c."""
+    with N = n t messages, c ~ Binomial(N, 1/d) the messages on one coordinate (each picks
+    its coordinate independently), V = `pair_variance_max`, spread an upper bound of each
+    coordinate's population variance (1/4 for any data in [0, 1]). Given c, the messages on
+    j are a uniform c-subset of the N (reading, message) slots, a population in which every
+    reading appears t times (same variance): the finite-population variance
+    sigma^2 (N - c)/(c (N - 1)). The paper's MSE compares the estimate with the sampled
+    coordinates themselves (its "noise" term); the sampling term is what comparing with the
+    true mean adds."""
     p = params
-    inv, p0 = _inverse_count_moments(p.n, p.t / p.d)
+    big_n = p.n * p.t
+    inv, p0 = _inverse_count_moments(big_n, 1 / p.d)
     v = float(Analyzer(p).pair_variance_max())
     noise = p.d * v * inv
-    sampling = p.d * spread * (p.n * inv - 1) / (p.n - 1)
+    sampling = p.d * spread * (big_n * inv - 1) / (big_n - 1)
     return {"noise": noise, "sampling": sampling, "total": noise + sampling,
             "p_unreported": p0}
 
@@ -538,13 +568,16 @@ def paper_mse_bound(params: Params) -> float:
     otherwise (Theorem 4.6, with c = 14 for epsilon < 1 and 504 for 1 <= epsilon < 6: half
     the seed's constant 28 / 1008, itself half of Theorem 4.1's 56 / 2016):
         2 t d^(8/3) (c log(1/delta) log(2t/delta))^(2/3) / ((1-gamma)^2 n^(5/3) eps^(4/3)).
-    It holds at the paper's own choice of k (which balances the rounding and blanket terms);
-    at another k, `mse_bound_at_k` is the bound."""
+    It holds at the paper's own choice of k (which balances the rounding and blanket terms)
+    and for the paper's analysis; it is a reference figure beside `mse_bound_at_k`, the
+    bound of what this product sends. epsilon >= 1 takes the t = 1 form at 1 - 2^-20."""
     p = params
-    eps, dlt, n, d, t = float(p.epsilon_formula), float(p.delta), p.n, p.d, p.t
+    dlt, n, d, t = float(p.delta), p.n, p.d, p.t
+    eps = float(p.epsilon)
     g = float(p.gamma)
     scale = d ** (8 / 3) / ((1 - g) ** 2 * n ** (5 / 3))
-    if p.regime == "balle-t1":
+    if t == 1:
+        eps = min(eps, 1 - 2.0 ** -20)
         a = 98 ** (1 / 3) * math.log(2 / dlt) ** (2 / 3) / eps ** (4 / 3)
         b = 18 / (4 * eps) ** (2 / 3)
         return scale * max(a, b)

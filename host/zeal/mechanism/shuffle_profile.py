@@ -1,9 +1,9 @@
-"""Shuffle profiles: the file format "zeal-shuffle/1" (shared_spec/shuffle.md, "Profile").
+"""Shuffle profiles: the file format "zeal-shuffle/2" (shared_spec/shuffle.md, "Profile").
 
 A shuffle profile fixes everything a device's local randomiser (zeal.mechanism.shuffle,
-seed 004) needs: d coordinates, levels k, t coordinates per message, the configured batch n,
-the (epsilon, delta) the parameters were built for, the blanket probability
-gamma = gamma_num / gamma_den, and each coordinate's reading range (lo_c, hi_c), by which a
+seed 004) needs: d coordinates, levels k, t messages a reading, the configured batch of n
+readings, the (epsilon, delta) the parameters were built for, the blanket probability
+gamma = gamma_num / gamma_den, the certificate message_epsilon, and each coordinate's reading range (lo_c, hi_c), by which a
 device maps its reading c to [0, 1]: (x - lo_c) / (hi_c - lo_c) exactly, clamped to [0, 1];
 an invalid reading (NaN, an infinity, a bad replay field) becomes 1/2, the midpoint.
 
@@ -12,22 +12,24 @@ fingerprint rule. Its checks, in order and with the reason codes of profile.md:
 
     size, json, type (value kinds), format, missing, unknown, type (ints, hex patterns,
     fingerprint, ranges' characters), fingerprint,
-    value (epsilon, delta, d, levels, t, n, gamma, ranges: in that order), derived (message
-    bits <= 52), privacy (HOST ONLY: gamma >= shuffle.gamma_for(...)'s gamma, exactly).
+    value (epsilon, delta, message_epsilon, d, levels, t, n, gamma, ranges: in that order),
+    derived (message bits <= 52), privacy (shuffle_rule.refusal: the integer rule that proves
+    (epsilon, delta) from gamma, message_epsilon, n, d, levels and t).
 
-The device makes every check but the last (it has no logarithms); the last is what ties the
-stored gamma to the stored (epsilon, delta, n): a file that fails only it is refused by the
-host (`zeal profile`, `zeal analyze`), because its guarantee is not the one it names.
+The device makes every check, the privacy rule included (firmware/zealfw/sgamma.py runs the
+same integer steps), so it refuses exactly the files the host refuses. "zeal-shuffle/1"
+files (t pairs linked in one message, whose gamma did not give the claimed guarantee for
+t >= 2) are still recognised by the sniff rule and refused with reason "format".
 
 Key "ranges" (the contract's draft called it "bounds"): keys are sorted in the file, and a
 key sorting before "format" would push the format string past the 503 bytes the sniff rule
-looks at once d is large; "ranges" sorts after it, so "zeal-shuffle/1" ends by byte ~200.
+looks at once d is large; "ranges" sorts after it, so "zeal-shuffle/2" ends by byte ~200.
 
 API: `ShuffleProfile` (kind "shuffle"; `.params` is the shuffle.Params the randomiser and the
 analyzer take), `build(params, ranges)`, `build_from(epsilon=, delta=, n=, d=, k=, t=,
 ranges=)`, `loads(bytes)`, `load(path)`, `from_dict(doc)`, `device_checks(doc)`,
 `is_shuffle_file(prefix)`, `map_reading(profile, c, value)`, `ShuffleSampler(profile,
-words).sample(readings) -> message int`, `MAX_SHUFFLE_FILE`.
+words).sample(readings) -> the t message ints`, `MAX_SHUFFLE_FILE`.
 """
 import hashlib
 import json
@@ -37,10 +39,12 @@ from fractions import Fraction
 from ..errors import ProfileError
 from . import pfile as P
 from . import shuffle as S
+from . import shuffle_rule as R
 from .floatbits import bits_to_float64, float64_to_bits, hex64
 
-FORMAT = "zeal-shuffle/1"
-SNIFF = FORMAT.encode("ascii")
+FORMAT = "zeal-shuffle/2"
+OLD_FORMAT = "zeal-shuffle/1"     # linked messages: refused (format), see the docstring
+SNIFF = b"zeal-shuffle/"          # both versions are shuffle files; the format check decides
 SNIFF_BYTES = P.MAX_FILE + 1      # the sniff looks at the first 503 bytes
 D_MAX = 64
 LEVELS_MAX = 15
@@ -49,9 +53,9 @@ MESSAGE_BITS_MAX = 52             # one wire report (wire_format.md MAX_BITS)
 EPS_MAX = S.EPS_MAX               # epsilon < 6: the paper's range
 
 _INT_KEYS = ("d", "levels", "t", "n", "gamma_num", "gamma_den")
-_HEX_KEYS = ("epsilon", "delta")
-_REQUIRED = ("format", "d", "levels", "t", "n", "epsilon", "delta", "gamma_num", "gamma_den",
-             "ranges", "fingerprint")
+_HEX_KEYS = ("epsilon", "delta", "message_epsilon")
+_REQUIRED = ("format", "d", "levels", "t", "n", "epsilon", "delta", "message_epsilon",
+             "gamma_num", "gamma_den", "ranges", "fingerprint")
 _RANGE_CHARS = frozenset("0123456789abcdefx.")
 _fail = P._fail
 
@@ -61,16 +65,16 @@ def _max_file() -> int:
     its widest (d = 64 so 128 range patterns, 2-digit d/levels/t, 19-digit n and gamma)."""
     doc = {"format": FORMAT, "d": 64, "levels": 15, "t": 64, "n": INT_LIMIT - 1,
            "epsilon": "0x" + "f" * 16, "delta": "0x" + "f" * 16,
-           "gamma_num": INT_LIMIT - 1, "gamma_den": INT_LIMIT - 1,
+           "message_epsilon": "0x" + "f" * 16, "gamma_num": INT_LIMIT - 1, "gamma_den": INT_LIMIT - 1,
            "ranges": ".".join(["0x" + "f" * 16] * (2 * D_MAX)), "fingerprint": "f" * 64}
     return len(json.dumps(doc, sort_keys=True, indent=1) + "\n")
 
 
-MAX_SHUFFLE_FILE = _max_file()    # 2760 bytes (shuffle.md)
+MAX_SHUFFLE_FILE = _max_file()    # 2801 bytes (shuffle.md)
 
 
 def is_shuffle_file(data: bytes) -> bool:
-    """The sniff rule: the first 503 bytes hold b"zeal-shuffle/1"."""
+    """The sniff rule: the first 503 bytes hold b"zeal-shuffle/" (either version)."""
     return SNIFF in bytes(data[:SNIFF_BYTES])
 
 
@@ -102,8 +106,10 @@ class ShuffleProfile(P.Canonical):
     wire_base = 0
     calibration = None
 
-    def __init__(self, *, epsilon, delta, d, levels, t, n, gamma_num, gamma_den, ranges):
+    def __init__(self, *, epsilon, delta, message_epsilon, d, levels, t, n, gamma_num,
+                 gamma_den, ranges):
         self.epsilon, self.delta = float(epsilon), float(delta)
+        self.message_epsilon = float(message_epsilon)
         self.d, self.levels, self.t, self.n = int(d), int(levels), int(t), int(n)
         self.gamma_num, self.gamma_den = int(gamma_num), int(gamma_den)
         self.ranges = [(float(lo), float(hi)) for lo, hi in ranges]
@@ -123,8 +129,13 @@ class ShuffleProfile(P.Canonical):
 
     @property
     def bits(self) -> int:
-        """Bits of one message = one wire report: t (ceil(log2 d) + ceil(log2(k + 1)))."""
-        return self.t * (self.coord_bits + self.level_bits)
+        """Bits of one message = one wire report: ceil(log2 d) + ceil(log2(k + 1)); a
+        reading sends t of them."""
+        return self.coord_bits + self.level_bits
+
+    @property
+    def reports_per_reading(self) -> int:
+        return self.t
 
     @property
     def k_hi(self) -> int:
@@ -142,16 +153,18 @@ class ShuffleProfile(P.Canonical):
         and its stored gamma (which the analyzer debiases with)."""
         if self._params is None:
             eps, dlt = Fraction(self.epsilon), Fraction(self.delta)
-            _, regime, eps_formula = S.gamma_exact_upper(eps, dlt, self.n, self.d,
-                                                         self.levels, self.t)
+            e_m = Fraction(self.message_epsilon)
+            regime = "balle-t1" if self.t == 1 else ("basic" if self.t * e_m <= eps
+                                                     else "advanced")
             self._params = S.Params(epsilon=eps, delta=dlt, n=self.n, d=self.d,
                                     k=self.levels, t=self.t, gamma=self.gamma, regime=regime,
-                                    epsilon_formula=eps_formula)
+                                    epsilon_message=e_m)
         return self._params
 
     def canonical(self) -> dict:
         return {"format": FORMAT, "d": self.d, "levels": self.levels, "t": self.t,
                 "n": self.n, "epsilon": _hexf(self.epsilon), "delta": _hexf(self.delta),
+                "message_epsilon": _hexf(self.message_epsilon),
                 "gamma_num": self.gamma_num, "gamma_den": self.gamma_den,
                 "ranges": ".".join(_hexf(v) for lo_hi in self.ranges for v in lo_hi)}
 
@@ -190,7 +203,7 @@ def map_readings(profile: ShuffleProfile, readings) -> list:
 
 
 class ShuffleSampler:
-    """The host reference of a shuffle board: readings -> one message (the wire report)."""
+    """The host reference of a shuffle board: readings -> t messages (t wire reports)."""
 
     def __init__(self, profile: ShuffleProfile, words):
         self.profile = profile
@@ -200,9 +213,10 @@ class ShuffleSampler:
         p = self.profile
         return S.randomise(p.params, map_readings(p, readings), self.words)
 
-    def sample(self, readings) -> int:
-        """The message integer (shuffle.encode_message: pair l at bit l * pair_bits)."""
-        return S.encode_message(self.profile.params, self.pairs(readings))
+    def sample(self, readings) -> list:
+        """The t message integers, in the order the device sends them as reports."""
+        p = self.profile.params
+        return [S.encode_message(p, pair) for pair in self.pairs(readings)]
 
 
 # ---- the checks -----------------------------------------------------------------------------
@@ -246,6 +260,10 @@ def device_checks(doc) -> dict:
     ProfileError with .reason otherwise."""
     if type(doc) is not dict:
         raise _fail("type", "a profile is a JSON object")
+    if doc.get("format") == OLD_FORMAT:
+        raise _fail("format", "a zeal-shuffle/1 profile (t pairs linked in one message, whose "
+                    "gamma did not give the claimed (epsilon, delta) for t >= 2) is no longer "
+                    "accepted: make a new one with zeal profile --shuffle")
     if doc.get("format") != FORMAT:
         raise _fail("format", "unsupported profile format %r (this version reads %r)"
                     % (doc.get("format"), FORMAT))
@@ -266,6 +284,9 @@ def device_checks(doc) -> dict:
         raise _fail("value", "shuffle profile: epsilon must be in (0, %d)" % EPS_MAX)
     if not (math.isfinite(dlt) and 0 < dlt < 1):
         raise _fail("value", "shuffle profile: delta must be in (0, 1)")
+    e_m = _unhex(doc["message_epsilon"])
+    if not (math.isfinite(e_m) and 0 < e_m <= 1):
+        raise _fail("value", "shuffle profile: message_epsilon must be in (0, 1]")
     d, k, t, n = doc["d"], doc["levels"], doc["t"], doc["n"]
     if not 1 <= d <= D_MAX:
         raise _fail("value", "shuffle profile: d must be in [1, %d]" % D_MAX)
@@ -279,26 +300,20 @@ def device_checks(doc) -> dict:
     if not 0 < g_num < g_den < INT_LIMIT:
         raise _fail("value", "shuffle profile: gamma needs 0 < gamma_num < gamma_den < 2^63")
     ranges = _ranges(doc["ranges"], d)
-    bits = t * ((d - 1).bit_length() + k.bit_length())
-    if bits > MESSAGE_BITS_MAX:
+    bits = (d - 1).bit_length() + k.bit_length()
+    if bits > MESSAGE_BITS_MAX:  # d <= 64, k <= 15: at most 10 bits; kept for the contract
         raise _fail("derived", "shuffle profile: a message needs %d bits; one report holds at "
                     "most %d" % (bits, MESSAGE_BITS_MAX))
-    return {"epsilon": eps, "delta": dlt, "d": d, "levels": k, "t": t, "n": n,
-            "gamma_num": g_num, "gamma_den": g_den, "ranges": ranges}
+    why = R.refusal(_exact_pair(eps), _exact_pair(dlt), _exact_pair(e_m), n, d, k, t,
+                    (g_num, g_den))
+    if why is not None:
+        raise _fail("privacy", "shuffle profile: %s" % why)
+    return {"epsilon": eps, "delta": dlt, "message_epsilon": e_m, "d": d, "levels": k, "t": t,
+            "n": n, "gamma_num": g_num, "gamma_den": g_den, "ranges": ranges}
 
 
-def privacy_check(prof: ShuffleProfile) -> None:
-    """The host's check: the stored gamma is at least the gamma shuffle.gamma_for gives for
-    the stored (epsilon, delta, n, d, levels, t), compared exactly."""
-    try:
-        need = S.gamma_for(epsilon=Fraction(prof.epsilon), delta=Fraction(prof.delta),
-                           n=prof.n, d=prof.d, k=prof.levels, t=prof.t).gamma
-    except S.ShuffleError as exc:
-        raise _fail("privacy", "shuffle profile: %s" % exc) from None
-    if prof.gamma < need:
-        raise _fail("privacy", "shuffle profile: gamma %d/%d is below the %s the (epsilon, "
-                    "delta, n, d, levels, t) it names need" % (prof.gamma_num, prof.gamma_den,
-                                                               need))
+def _exact_pair(x: float) -> tuple:
+    return x.as_integer_ratio()
 
 
 def from_dict(doc) -> ShuffleProfile:
@@ -307,7 +322,6 @@ def from_dict(doc) -> ShuffleProfile:
     prof = ShuffleProfile(**device_checks(doc))
     if prof.fingerprint != doc["fingerprint"]:  # implied by the checks; kept as a guard
         raise _fail("fingerprint", "shuffle profile fingerprint does not match its contents")
-    privacy_check(prof)
     return prof
 
 
@@ -356,8 +370,8 @@ def build(params: S.Params, ranges) -> ShuffleProfile:
     """The profile of `params` (shuffle.gamma_for) with per-coordinate reading ranges.
 
     epsilon and delta are stored as the largest float64 at most the exact ones; gamma_for is
-    re-run at the stored pair and the larger gamma kept, so the stored gamma always passes
-    the privacy check (it only grows: more blanket, more privacy)."""
+    re-run at the stored pair and the larger gamma kept (with that run's message epsilon),
+    so the stored numbers always pass the privacy rule (gamma only grows: more blanket)."""
     if not isinstance(params, S.Params):
         raise ProfileError("build takes a shuffle.Params (shuffle.gamma_for)")
     ranges = _check_ranges(ranges, params.d)
@@ -368,10 +382,6 @@ def build(params: S.Params, ranges) -> ShuffleProfile:
                            % (LEVELS_MAX, params.k))
     if params.n >= INT_LIMIT:
         raise ProfileError("n must be below 2^63")
-    if params.message_bits > MESSAGE_BITS_MAX:
-        raise ProfileError("a message of t=%d pairs needs %d bits; one report holds at most %d "
-                           "(fewer coordinates per message t, or fewer levels)"
-                           % (params.t, params.message_bits, MESSAGE_BITS_MAX))
     eps = float_at_most(params.epsilon, "epsilon")
     dlt = float_at_most(params.delta, "delta")
     if not 0 < dlt:
@@ -382,7 +392,8 @@ def build(params: S.Params, ranges) -> ShuffleProfile:
     except S.ShuffleError as exc:
         raise ProfileError(str(exc)) from None
     gamma = max(params.gamma, again.gamma)
-    prof = ShuffleProfile(epsilon=eps, delta=dlt, d=params.d, levels=params.k, t=params.t,
+    prof = ShuffleProfile(epsilon=eps, delta=dlt, message_epsilon=float(again.epsilon_message),
+                          d=params.d, levels=params.k, t=params.t,
                           n=params.n, gamma_num=gamma.numerator, gamma_den=gamma.denominator,
                           ranges=ranges)
     doc = dict(prof.canonical(), fingerprint=prof.fingerprint)
