@@ -31,44 +31,74 @@ def _ceil_dyadic(value: Fraction) -> Fraction:
 
 # ---- gamma: hand-derived cases ----------------------------------------------------------------
 def test_gamma_linear_branch_hand_derived():
-    # t = 1, eps = 9/10 < 1: Balle's max(14 d K ln(2/delta) / ((n-1) eps^2), 27 d K / ((n-1) eps))
-    # with d = 1, k = 1 -> K = k + 1 = 2 levels, n = 1001, delta = 1/2 (ln 4 = 1.3863):
+    # t = 1: one message per reading, eps_m = epsilon = the largest float64 <= 9/10
+    # (0.899999999999999911...), delta_m = delta. Balle's blanket with D = d (k + 1):
+    # d = 1, k = 1 -> D = 2, n = 1001, delta = 1/2 (ln 4 = 1.3863):
     #   square term: 14 * 2 * 1.3863 / (1000 * 0.81) = 38.816 / 810 = 0.047921
-    #   linear term: 27 * 2 / (1000 * 0.9)          = 54 / 900    = 0.06 = 3/50   <- the max
-    # gamma = 3/50 rounded UP to a multiple of 2^-32: ceil(0.06 * 2^32) / 2^32.
+    #   linear term: 27 * 2 / (1000 * 0.9)          = 54 / 900    = 0.0600000000000000007 <- max
+    # gamma = that rounded UP to a multiple of 2^-32: ceil(0.06 * 2^32) = ceil(257698037.76).
     p = S.gamma_for(epsilon=Fraction(9, 10), delta=Fraction(1, 2), n=1001, d=1, k=1, t=1)
-    assert p.regime == "balle-t1"
-    assert p.gamma == Fraction(257698038, TWO32)  # ceil(0.06 * 4294967296) = 257698037.76 -> up
-    assert p.gamma >= Fraction(3, 50) and p.gamma - Fraction(3, 50) < Fraction(1, TWO32)
+    assert p.regime == "balle-t1" and p.epsilon_message == Fraction(math.nextafter(0.9, 0))
+    assert p.gamma == Fraction(257698038, TWO32)
+    assert p.gamma >= Fraction(54, 1000) / p.epsilon_message
+    assert p.gamma - Fraction(54, 1000) / p.epsilon_message < Fraction(1, TWO32)
+    assert p.refusal() is None
+
+
+def _two_steps(p) -> Fraction:
+    return Fraction(2, TWO32)
 
 
 def test_gamma_square_branch_hand_derived():
     # eps = 1/2: square term 14 * 2 * ln 4 / (1000 * 1/4) = 112 ln 4 / 1000 = 0.155265...
-    # (linear: 54 / 500 = 0.108). ln 4 is irrational: gamma is the rounded-up value, within
-    # 2^-32 above the real one (float64 ln 4 is good to 1e-16, far inside that slack).
+    # (linear: 54 / 500 = 0.108). ln 4 is irrational: gamma is the rounded-up value; the
+    # integer rule bounds e^A below (slack < 1e-9 relative), so it may ask one step more.
     p = S.gamma_for(epsilon=Fraction(1, 2), delta=Fraction(1, 2), n=1001, d=1, k=1, t=1)
     real = 112 * math.log(4) / 1000
-    assert real <= p.gamma <= real + 2.0 ** -32
+    assert real <= p.gamma <= real + _two_steps(p)
     assert p.gamma.denominator <= TWO32
+    # one step of 2^-32 below is refused by the rule (minimality of the stored gamma)
+    lower = S.Params(**dict(p.__dict__, gamma=p.gamma - Fraction(1, TWO32)))
+    assert lower.refusal() is not None and p.refusal() is None
 
 
-def test_gamma_theorem_41_hand_derived():
-    # t = 2, eps = 1/2: Theorem 4.1, 56 d K ln(1/delta) ln(2t/delta) / ((n-1) eps^2)
-    # d = 2, k = 1 (K = 2), delta = 1/2, n = 20001: 56*4*ln2*ln8 / (20000/4) = 0.0645798...
+def test_gamma_two_messages_basic_composition_hand_derived():
+    # t = 2, eps = 1/2, delta = 1/2, d = 2, k = 1 (D = 4), n = 20001. Basic composition:
+    # eps_m = eps / 2 = 1/4 (advanced would need 1/4 sqrt(4 ln 4) + 2/4 (e^(1/4) - 1) = 0.731
+    # > 1/2: basic is better), delta_m = delta / (2t) = 1/8. Blanket:
+    #   linear: 27 * 4 / (20000 * 1/4) = 0.0216
+    #   square: 14 * 4 * ln(2 / (1/8)) / (20000 / 16) = 56 ln 16 / 1250 = 0.124213...  <- max
     p = S.gamma_for(epsilon=Fraction(1, 2), delta=Fraction(1, 2), n=20001, d=2, k=1, t=2)
-    assert p.regime == "theorem-4.1"
-    real = 56 * 4 * math.log(2) * math.log(8) / 5000
-    assert real <= p.gamma <= real + 2.0 ** -32
-    # 1 <= eps < 6: the constant is 2016 (36 times 56): at eps = 2 that is 2016/4 = 504 > 56,
-    # so the eps < 1 formula at eps' = 1 - 2^-20 asks for less and is used (its guarantee
-    # implies the eps = 2 one); at eps = 5.99, 2016/5.99^2 = 56.19 > 56 still
-    for eps in (2, Fraction(599, 100)):
-        q = S.gamma_for(epsilon=eps, delta=Fraction(1, 2), n=10 ** 7, d=2, k=1, t=2)
-        e1 = 1 - 2.0 ** -20
-        real = 56 * 4 * math.log(2) * math.log(8) / ((10 ** 7 - 1) * e1 * e1)
-        assert q.epsilon_formula == 1 - Fraction(1, 1 << 20) and q.regime == "theorem-4.1"
-        assert real <= q.gamma <= real + 2.0 ** -32
-        assert q.gamma < 2016 * 4 * math.log(2) * math.log(8) / ((10 ** 7 - 1) * eps * eps)
+    assert p.regime == "basic" and p.epsilon_message == Fraction(1, 4)
+    real = 56 * math.log(16) / 1250
+    assert real <= p.gamma <= real + _two_steps(p)
+    # the old linked rule's 56 d K ln(1/delta) ln(2t/delta) / ((n-1) eps^2) = 0.06458 is half
+    # of it: each message now gets only eps / 2 of the budget
+    assert p.gamma > 56 * 4 * math.log(2) * math.log(8) / 5000
+
+
+def test_gamma_advanced_composition_when_it_beats_basic():
+    # t = 64 messages, eps = 1, delta = 1/2: basic gives eps_m = 1/64 = 0.0156; advanced
+    # solves eps_m sqrt(128 ln 4) + 64 eps_m (e^eps_m - 1) = 1: eps_m = 0.0583
+    # (13.32 * 0.0583 = 0.776, 64 * 0.0583 * 0.0600 = 0.224)
+    p = S.gamma_for(epsilon=1, delta=Fraction(1, 2), n=10 ** 9, d=64, k=1, t=64)
+    assert p.regime == "advanced"
+    e = float(p.epsilon_message)
+
+    def lhs(x):
+        return x * math.sqrt(128 * math.log(4)) + 64 * x * math.expm1(x)
+    assert lhs(e) <= 1 < lhs(e * (1 + 1e-6))
+    assert 0.058 < e < 0.059
+    assert p.refusal() is None
+
+
+def test_gamma_epsilon_above_one_uses_message_epsilon_one():
+    # t = 1, eps = 2: the blanket theorem needs eps_m <= 1, so eps_m = 1 (its guarantee
+    # implies eps = 2's): gamma = max(27 D, 14 D ln(2/delta)) / (n - 1), D = 4, delta = 1/2
+    p = S.gamma_for(epsilon=2, delta=Fraction(1, 2), n=10 ** 7, d=2, k=1, t=1)
+    assert p.epsilon_message == 1
+    real = max(27 * 4, 14 * 4 * math.log(4)) / (10 ** 7 - 1)
+    assert real <= p.gamma <= real + _two_steps(p)
 
 
 def test_ln_bounds_bracket_the_log():
@@ -98,49 +128,58 @@ def test_delivered_for_a_smaller_batch():
     assert S.delivered(p, 50000) == (p.epsilon, p.delta)
     eps, delta = S.delivered(p, 15000)
     assert delta == p.delta and p.epsilon < eps < 1
-    # the claimed epsilon' is enough: the formula's gamma at n = 15000 fits under p.gamma ...
-    assert S.gamma_for(epsilon=eps, delta=delta, n=15000, d=3, k=3, t=1).gamma <= p.gamma
-    # ... and nothing much smaller is (2^-20 below it, the formula needs more blanket)
-    g = S.gamma_for(epsilon=eps - Fraction(1, 1 << 20), delta=delta, n=15000, d=3, k=3, t=1)
-    assert g.gamma > p.gamma
-    # the guarantee weakens as the batch shrinks, until no formula applies (eps' >= 1 would
-    # need Theorem 4.1's 36-times larger constant)
+    # the claimed epsilon' is proven by the rule at the pool of 15000 with the stored gamma ...
+    from zeal.mechanism import shuffle_rule as R
+
+    def rule(e, pool):
+        pair = (e.numerator, e.denominator)
+        return R.refusal(pair, (delta.numerator, delta.denominator), pair, pool, 3, 3, 1,
+                         (p.gamma.numerator, p.gamma.denominator))
+    assert rule(eps, 15000) is None
+    # ... and nothing much smaller is
+    assert rule(eps - Fraction(1, 1 << 20), 15000) is not None
     last = p.epsilon
     for batch in (15000, 10000, 8000, 6000):
         eps_b, _ = S.delivered(p, batch)
-        assert last <= eps_b < 1
+        assert last <= eps_b <= 1
         last = eps_b
-    assert S.delivered(p, 5000) is None and S.delivered(p, 1) is None
-    # configured at eps = 2 (gamma from the eps < 1 formula at 1 - 2^-20): the full batch gets
-    # (2, delta); half of it would need eps' = 1.41 from the eps < 1 formula (out of its
-    # range) or 8.5 from the 2016 one (out of the paper's): no guarantee at all
-    q = S.gamma_for(epsilon=2, delta=Fraction(1, 2), n=10 ** 7, d=2, k=1, t=2)
-    assert S.delivered(q, 10 ** 7) == (2, Fraction(1, 2))
-    assert S.delivered(q, 5 * 10 ** 6) is None
+    assert S.delivered(p, 4000) is None and S.delivered(p, 1) is None
+
+
+def test_delivered_counts_readings_as_messages_over_t():
+    # t = 2: a batch of 2n messages is n readings' worth: configured; one message fewer is a
+    # pool of n - 1: weaker (not the configured pair)
+    q = S.gamma_for(epsilon=Fraction(1, 2), delta=Fraction(1, 2), n=20001, d=2, k=1, t=2)
+    assert S.delivered(q, 2 * 20001) == (q.epsilon, q.delta)
+    eps, _ = S.delivered(q, 2 * 20001 - 1)
+    assert eps > q.epsilon
+    assert S.delivered(q, 3) is None
 
 
 # ---- the word contract --------------------------------------------------------------------------
-def test_sample_coordinates_is_every_ordered_pair_once():
-    # d = 3, t = 2: u0 in {0,1,2} (words u*q3), u1 in {0,1} (q2 = 2^63): the six ordered
-    # pairs of distinct coordinates, each from exactly one pair of accepted words.
+def test_coordinates_are_drawn_with_replacement():
+    # d = 3, t = 2: each message's coordinate is its own UNIFORM(3) (word u * q3 -> u); with
+    # the blanket word 0 (blanket) and a level word, all 9 ordered pairs occur, repeats too.
+    p = S.gamma_for(epsilon=Fraction(99, 100), delta=Fraction(1, 10), n=10 ** 6, d=3, k=1, t=2)
     seen = set()
     for u0 in range(3):
-        for u1 in range(2):
-            seen.add(tuple(S.sample_coordinates(3, 2, ListWords([u0 * Q3, u1 << 63]))))
-    assert seen == {(a, b) for a in range(3) for b in range(3) if a != b}
+        for u1 in range(3):
+            words = ListWords([u0 * Q3, 0, 0, u1 * Q3, 0, 0])
+            seen.add(tuple(c for c, _ in S.randomise(p, [Fraction(0)] * 3, words)))
+    assert seen == {(a, b) for a in range(3) for b in range(3)}
 
 
 def test_randomise_word_consumption():
-    # the contract: t uniform_below, then per pair one bernoulli for the blanket and either one
-    # uniform_below (blanket) or one bernoulli (rounding): 3t words barring ties/rejections
-    # (probability < 2^-60 each over this run, counted as failures: < 1e-12 here).
+    # the contract, per message: one uniform_below (coordinate), one bernoulli (blanket),
+    # then one uniform_below (blanket) or one bernoulli (rounding): 3 words a message barring
+    # ties/rejections (probability < 2^-60 each over this run, counted as failures: < 1e-12).
     p = S.gamma_for(epsilon=Fraction(99, 100), delta=Fraction(1, 10), n=50000, d=5, k=3, t=2)
     rec = Recorder(CounterWords(bytes(32)))
     for i in range(200):
         before = len(rec.used)
         pairs = S.randomise(p, [Fraction(j, 7) for j in range(5)], rec)
         assert len(rec.used) - before == 3 * p.t
-        assert len({c for c, _ in pairs}) == 2 and all(0 <= y <= 3 for _, y in pairs)
+        assert len(pairs) == 2 and all(0 <= c < 5 and 0 <= y <= 3 for c, y in pairs)
 
 
 def test_randomise_blanket_and_rounding_words():
@@ -159,14 +198,15 @@ def test_randomise_blanket_and_rounding_words():
 def test_message_encoding_round_trip_and_width():
     p = S.gamma_for(epsilon=Fraction(99, 100), delta=Fraction(1, 100), n=10 ** 5, d=10, k=3,
                     t=2)
-    assert (p.coord_bits, p.level_bits, p.message_bits) == (4, 2, 12)
-    for pairs in ([(0, 0), (9, 3)], [(5, 1), (2, 2)]):
-        m = S.encode_message(p, pairs)
-        assert 0 <= m < 1 << 12 and S.decode_message(p, m) == pairs
-    with pytest.raises(S.ShuffleError):
-        S.decode_message(p, S.encode_message(p, [(3, 1), (3, 2)]))  # a coordinate twice
+    assert (p.coord_bits, p.level_bits, p.message_bits) == (4, 2, 6)
+    for pair in ((0, 0), (9, 3), (5, 1)):
+        m = S.encode_message(p, pair)
+        assert 0 <= m < 1 << 6 and S.decode_message(p, m) == pair
+    assert S.encode_message(p, (5, 2)) == 5 | 2 << 4
     with pytest.raises(S.ShuffleError):
         S.decode_message(p, 15)  # coordinate 15 >= d
+    with pytest.raises(S.ShuffleError):
+        S.decode_message(p, 1 << 6)  # wider than a message
 
 
 # ---- analyzer: exact ----------------------------------------------------------------------------
@@ -229,7 +269,7 @@ def test_exact_randomiser_unbiased():
     data = [[Fraction(int(v), 1000) for v in row] for row in rng.integers(0, 1001, (4000, 3))]
     truth = [sum(col) / len(data) for col in zip(*data)]
     words = CounterWords(bytes(range(1, 33)))
-    msgs = [S.encode_message(p, S.randomise(p, row, words)) for row in data]
+    msgs = [S.encode_message(p, pair) for row in data for pair in S.randomise(p, row, words)]
     a = S.Analyzer(p)
     est = a.estimate(a.histogram(msgs))
     per_coord = S.mse_bound_at_k(p)["total"] / p.d

@@ -1,4 +1,4 @@
-"""`zeal profile --shuffle`: write a shuffle profile ("zeal-shuffle/1", shared_spec/shuffle.md).
+"""`zeal profile --shuffle`: write a shuffle profile ("zeal-shuffle/2", shared_spec/shuffle.md).
 
     zeal profile --shuffle --dims 3 --n 5000 --epsilon 0.99 --delta 1e-6 \\
                  --ranges -1 99.92 23.5 83.9 -41 37.45 [--levels 3] [--t 1] [-o FILE] [--json]
@@ -6,13 +6,13 @@
 `--ranges` takes 2d numbers (LO HI per coordinate, in order) or one LO HI for every
 coordinate (`--range LO HI` says the same); `--dims` may be left out when 2d numbers are given.
 The figures: the profile's fingerprint, d, levels, t, the configured batch n, the stored
-epsilon and delta (float64 rounded down from the typed values), gamma exact ("num/den") and
-as float64, which formula set it, bits per message, the MSE bounds at n (at the k used and
-the paper's closed form, normalised: squared error of the mean vector in [0, 1]^d), and the
-guarantee the profile is configured for: (epsilon, delta) for a shuffled batch of at least n
-messages, never per report. A parameter set with no gamma < 1 is one `zeal:` line naming the
-smallest n that has one (the formulas are proportional to 1/(n - 1), so it is found in a few
-exact evaluations).
+epsilon and delta (float64 rounded down from the typed values), the message epsilon, gamma
+exact ("num/den") and as float64, how the t messages compose, bits per message, the MSE
+bounds at n (at the k used and the paper's closed form, normalised: squared error of the
+mean vector in [0, 1]^d), and the guarantee the profile is configured for: (epsilon, delta)
+for a shuffled batch of at least n t messages (n readings, t messages each), never per
+report. A parameter set with no gamma < 1 is one `zeal:` line naming the smallest n that has
+one (shuffle.smallest_n).
 
 `add_profile_arguments(parser)` / `wants_shuffle(args)` / `cmd_profile_shuffle(args)` and
 `add_demo_arguments(parser)` are the hooks cli.py calls.
@@ -26,14 +26,14 @@ from ..mechanism import shuffle as S
 from ..mechanism import shuffle_profile as SP
 
 DEFAULT_LEVELS = 3   # the paper's finding: k = 3 (levels 0..3) minimises the MSE
-DEFAULT_T = 1        # ... and t = 1 coordinate per message
+DEFAULT_T = 1        # ... and t = 1 message (coordinate) per reading
 _SHUFFLE_ONLY = ("dims", "levels", "t", "n", "delta", "ranges")
 
 
 def add_profile_arguments(p) -> None:
     """`zeal profile`'s shuffle options."""
     p.add_argument("--shuffle", action="store_true",
-                   help="a shuffle-mode profile (zeal-shuffle/1, seed 004): give --n, "
+                   help="a shuffle-mode profile (zeal-shuffle/2, seed 004): give --n, "
                         "--epsilon, --delta and --ranges (and --dims, --levels, --t)")
     p.add_argument("--dims", type=int, default=None, metavar="D",
                    help="with --shuffle: coordinates per vector, 1 to 64 (default: half the "
@@ -42,11 +42,12 @@ def add_profile_arguments(p) -> None:
                    help="with --shuffle: levels 0..K, 1 to 15 (default %d, the paper's best)"
                         % DEFAULT_LEVELS)
     p.add_argument("--t", type=int, default=None, metavar="T",
-                   help="with --shuffle: coordinates per message, 1 to D (default %d)"
-                        % DEFAULT_T)
+                   help="with --shuffle: messages per reading, 1 to D, each one coordinate "
+                        "(default %d)" % DEFAULT_T)
     p.add_argument("--n", type=int, default=None, metavar="N",
                    help="with --shuffle: the configured batch: the guarantee holds for a "
-                        "shuffled batch of at least N messages (one per user)")
+                        "shuffled batch of the messages of at least N readings (N t "
+                        "messages)")
     p.add_argument("--delta", type=str, default=None, metavar="DELTA",
                    help="with --shuffle: the guarantee's delta, in (0, 1) (an exact decimal; "
                         "the stored float64 is rounded down)")
@@ -59,8 +60,8 @@ def add_demo_arguments(p) -> None:
     """`zeal demo`'s shuffle options (the run itself: analysis.shuffle_demo)."""
     p.add_argument("--shuffle", action="store_true",
                    help="shuffle mode: boards read Aarhus light, humidity and temperature, "
-                        "send one randomised message each reading, a shuffler strips their "
-                        "identities and permutes a batch of all --count messages, the "
+                        "send one randomised message each reading (t = 1), a shuffler strips "
+                        "their identities and permutes a batch of all --count messages, the "
                         "collector stores it, the analysis debiases the mean vector (JSON: "
                         "normalized_mse, mse_bound, epsilon, delta, identities_stored, "
                         "coordinates)")
@@ -86,24 +87,6 @@ def wants_shuffle(args) -> bool:
         raise ZealError("%s need%s --shuffle" % (", ".join("--" + o for o in given),
                                                   "s" if len(given) == 1 else ""))
     return False
-
-
-def smallest_n(epsilon, delta, d, k, t):
-    """The smallest n for which shuffle.gamma_for finds a gamma < 1, or None (outside the
-    paper's range whatever n). gamma is C/(n - 1) for a C independent of n (then rounded up
-    to a multiple of 2^-32), so n - 1 > C is the answer up to rounding; checked exactly."""
-    try:
-        g, _, _ = S.gamma_exact_upper(epsilon, delta, 2, d, k, t)
-    except S.ShuffleError:
-        return None
-    start = max(2, int(g) - 2)   # g = C / (2 - 1) = C
-    for n in range(start, start + 64):
-        try:
-            S.gamma_for(epsilon=epsilon, delta=delta, n=n, d=d, k=k, t=t)
-            return n
-        except S.ShuffleError:
-            continue
-    return None
 
 
 def _ranges(args, d):
@@ -175,7 +158,7 @@ def build(args):
     except ProfileError as exc:
         msg = str(exc)
         if msg.startswith("no blanket probability"):
-            low = smallest_n(Fraction(eps), Fraction(dlt), d, k, t)
+            low = S.smallest_n(Fraction(eps), Fraction(dlt), d, k, t)
             if low is not None:
                 msg = msg.split(":")[0] + ": the smallest n with one is %d" % low
         raise ZealError(msg) from None
@@ -191,18 +174,28 @@ def figures(prof) -> dict:
         "epsilon": prof.epsilon, "delta": prof.delta,
         "gamma": float(prof.gamma), "gamma_exact": "%d/%d" % (prof.gamma_num, prof.gamma_den),
         "gamma_formula": p.regime, "epsilon_formula": float(p.epsilon_formula),
+        "message_epsilon": prof.message_epsilon, "messages_per_reading": prof.t,
+        "batch_messages": prof.n * prof.t,
         "bits_per_message": prof.bits,
         "ranges": [list(r) for r in prof.ranges],
         "mse_bound": at["total"], "mse_bound_paper": S.paper_mse_bound(p),
         "guarantee": {"epsilon": prof.epsilon, "delta": prof.delta, "batch_at_least": prof.n,
-                      "holds_for": "a shuffled batch of at least n messages (the shuffle "
-                                   "model); a smaller batch gets a weaker guarantee or none, "
-                                   "and no single report is epsilon-LDP by itself"},
+                      "batch_messages_at_least": prof.n * prof.t,
+                      "unit": "one reading (all d coordinates of one vector)",
+                      "holds_for": "a shuffled batch of at least n t messages (n readings, t "
+                                   "one-pair messages each; the shuffle model), for every t; "
+                                   "a smaller batch gets a weaker guarantee or none, and no "
+                                   "single report is epsilon-LDP by itself"},
     }
 
 
-_UNITS = {"d": "coordinates", "levels": "(levels 0..K)", "t": "coordinates per message",
-          "n": "messages (configured batch)", "bits_per_message": "bits per message",
+_UNITS = {"d": "coordinates", "levels": "(levels 0..K)", "t": "messages per reading",
+          "n": "readings (configured batch)", "bits_per_message": "bits per message",
+          "messages_per_reading": "messages (one coordinate each)",
+          "batch_messages": "messages (configured batch: n t)",
+          "message_epsilon": "(each message's epsilon in its shuffled pool)",
+          "epsilon_formula": "(the blanket theorem's epsilon: the message's)",
+          "gamma_formula": "(how the t messages compose)",
           "mse_bound": "(normalised: squared error of the mean vector in [0, 1]^d, at n, at "
                        "the k used)",
           "mse_bound_paper": "(normalised; the paper's closed form, at its own optimised k)",
@@ -241,9 +234,11 @@ def cmd_profile_shuffle(args) -> int:
         print("range %-12d [%g, %g] (reading unit of coordinate %d)" % (c, lo, hi, c),
               file=shown)
     g = doc["guarantee"]
-    print("guarantee          (epsilon, delta) = (%g, %g) for a shuffled batch of at least "
-          "n = %d messages; a smaller batch gets a weaker guarantee or none"
-          % (g["epsilon"], g["delta"], g["batch_at_least"]), file=shown)
+    print("guarantee          (epsilon, delta) = (%g, %g) per reading, for a shuffled batch "
+          "of at least n t = %d messages (n = %d readings, t = %d messages each); a smaller "
+          "batch gets a weaker guarantee or none"
+          % (g["epsilon"], g["delta"], g["batch_messages_at_least"], prof.n, prof.t),
+          file=shown)
     if args.output and args.output != "-":
         print("written to %s" % args.output)
     return 0

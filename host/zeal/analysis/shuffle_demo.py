@@ -352,17 +352,19 @@ def _truth(prof, rows):
 
 def expected_mse(prof, rows) -> float:
     """The exact expected normalised MSE of the analyzer's estimate for these readings (given
-    every coordinate is reported): per coordinate c, with n_c ~ Binomial(n, t/d) the pairs on
-    it, E[1/n_c] * mean_i Var(pair | x_ic) (shuffle.Analyzer.pair_variance, exact) plus the
-    coordinate-sampling term sigma_c^2 E[(n - n_c)/((n - 1) n_c)] with sigma_c^2 the readings'
-    population variance in [0, 1]. What mse_bound bounds from above for any data."""
+    every coordinate is reported): per coordinate c, with N = n t messages and n_c ~
+    Binomial(N, 1/d) the messages on it, E[1/n_c] * mean_i Var(pair | x_ic)
+    (shuffle.Analyzer.pair_variance, exact) plus the coordinate-sampling term
+    sigma_c^2 E[(N - n_c)/((N - 1) n_c)] with sigma_c^2 the readings' population variance in
+    [0, 1]. What mse_bound bounds from above for any data."""
     from collections import Counter
 
     from ..mechanism import shuffle as S
 
     p = prof.params
     n = len(rows)
-    inv, _ = S._inverse_count_moments(n, p.t / p.d)
+    big_n = n * p.t
+    inv, _ = S._inverse_count_moments(big_n, 1 / p.d)
     ana = S.Analyzer(p)
     total = 0.0
     for c in range(prof.d):
@@ -370,7 +372,7 @@ def expected_mse(prof, rows) -> float:
         noise = sum(ana.pair_variance(x) * m for x, m in xs.items()) / n
         mean = sum(x * m for x, m in xs.items()) / n
         spread = sum((x - mean) ** 2 * m for x, m in xs.items()) / n
-        total += float(noise) * inv + float(spread) * (n * inv - 1) / (n - 1)
+        total += float(noise) * inv + float(spread) * (big_n * inv - 1) / (big_n - 1)
     return total
 
 
@@ -437,8 +439,9 @@ def format_demo(doc) -> str:
                  "run may exceed it); the paper's closed form %s"
                  % (r["levels"], _g(doc["mse_bound"]), _g(doc["mse_bound_paper"])))
     if doc["guarantee"] == "configured":
-        lines.append("privacy (shuffled batch)    (epsilon, delta) = (%s, %s): the configured "
-                     "guarantee, for the batch of %d messages as a whole (not per report)"
+        lines.append("privacy (shuffled batch)    (epsilon, delta) = (%s, %s) per reading: the "
+                     "configured guarantee, for the batch of %d messages as a whole (not per "
+                     "report)"
                      % (_g(doc["epsilon"]), _g(doc["delta"]), r["messages"]))
     else:
         lines.append("privacy (shuffled batch)    %s: the configured (%s, %s) is NOT delivered"

@@ -1,16 +1,17 @@
 """Shuffle mode in `zeal analyze` (seed 004; shared_spec/shuffle.md): the analyzer's figures
-for every shuffle profile ("zeal-shuffle/1") a store holds.
+for every shuffle profile ("zeal-shuffle/2") a store holds.
 
 Per profile (one shuffled batch stream): the messages stored (each frame's m-bit reports; the
-shuffler stored them under its one device "shuffler"), decoded to (coordinate, level) pairs
-(a message no randomiser sends is counted, not used); the debiased estimate of the mean
+shuffler stored them under its one device "shuffler"), each decoded to its (coordinate,
+level) pair (a message no randomiser sends is counted, not used); the readings they stand
+for (messages / t: a reading sends t); the debiased estimate of the mean
 vector (shuffle.Analyzer: exact rationals, shown as float64), in [0, 1] and in reading units
 (lo_c + (hi_c - lo_c) m_c); the normalised MSE bound of the paper's proof at the k used
 ("mse_bound": `mse_bound_at_k`, with the coordinate-sampling term) and the paper's closed form
 ("mse_bound_paper": valid at its own optimised k only), both at the batch size stored; and
 the privacy the stored batch actually delivered (`shuffle.delivered` at B = the messages
-stored): the configured (epsilon, delta) only when B >= n, a weaker pair or none below it --
-the document never claims the configured guarantee for a batch smaller than n
+stored): the configured (epsilon, delta) only when B >= n t, a weaker pair or none below it
+-- the document never claims the configured guarantee for a batch smaller than n t
 ("guarantee": "configured" / "weaker" / "none").
 
 API: `shuffle_profiles(store)` {fingerprint: ShuffleProfile}, `messages(store, profile)`,
@@ -67,31 +68,32 @@ def report(profile, msgs) -> dict:
     invalid = 0
     for m in msgs:
         try:
-            pairs = S.decode_message(p, m)
+            c, y = S.decode_message(p, m)
         except S.ShuffleError:
             invalid += 1
             continue
-        for c, y in pairs:
-            hist[c, y] += 1
+        hist[c, y] += 1
     batch = len(msgs) - invalid
+    readings = batch // p.t
     means = ana.estimate(hist)
     units = [None if m is None else Fraction(lo) + (Fraction(hi) - Fraction(lo)) * m
              for m, (lo, hi) in zip(means, profile.ranges)]
     got = S.delivered(p, batch) if batch >= 1 else None
-    if batch >= p.n:
+    if readings >= p.n:
         guarantee = "configured"
     elif got is not None:
         guarantee = "weaker"
     else:
         guarantee = "none"
     at = None
-    if batch >= 2:
-        at = S.Params(epsilon=p.epsilon, delta=p.delta, n=batch, d=p.d, k=p.k, t=p.t,
-                      gamma=p.gamma, regime=p.regime, epsilon_formula=p.epsilon_formula)
+    if readings >= 2:
+        at = S.Params(epsilon=p.epsilon, delta=p.delta, n=readings, d=p.d, k=p.k, t=p.t,
+                      gamma=p.gamma, regime=p.regime, epsilon_message=p.epsilon_message)
     return {
         "kind": "shuffle", "fingerprint": profile.fingerprint,
         "d": p.d, "levels": p.k, "t": p.t, "bits": profile.bits,
-        "n_configured": p.n, "messages": batch, "invalid_messages": invalid,
+        "n_configured": p.n, "messages": batch, "readings": readings,
+        "messages_configured": p.n * p.t, "invalid_messages": invalid,
         "gamma": float(p.gamma), "gamma_exact": "%d/%d" % (p.gamma.numerator,
                                                            p.gamma.denominator),
         "epsilon_configured": float(p.epsilon), "delta_configured": float(p.delta),
@@ -124,23 +126,26 @@ def _num(x, spec="%.6g"):
 def format_text(section: list) -> str:
     lines = []
     for r in section:
-        lines.append("shuffle profile %s: d=%d coordinates, levels 0..%d, t=%d per message, "
-                     "%d bits per message" % (r["fingerprint"][:16], r["d"], r["levels"],
-                                              r["t"], r["bits"]))
-        lines.append("  messages stored        %d (configured batch n = %d; %d invalid "
-                     "messages ignored)" % (r["messages"], r["n_configured"],
-                                            r["invalid_messages"]))
+        lines.append("shuffle profile %s: d=%d coordinates, levels 0..%d, t=%d messages per "
+                     "reading, %d bits per message" % (r["fingerprint"][:16], r["d"],
+                                                       r["levels"], r["t"], r["bits"]))
+        lines.append("  messages stored        %d = %d readings (configured batch n = %d "
+                     "readings, %d messages; %d invalid messages ignored)"
+                     % (r["messages"], r["readings"], r["n_configured"],
+                        r["messages_configured"], r["invalid_messages"]))
         if r["guarantee"] == "configured":
-            lines.append("  privacy (shuffled)     (epsilon, delta) = (%s, %s): the configured "
-                         "guarantee (batch >= n)" % (_num(r["epsilon"]), _num(r["delta"])))
+            lines.append("  privacy (shuffled)     (epsilon, delta) = (%s, %s) per reading: the "
+                         "configured guarantee (batch >= n t messages)"
+                         % (_num(r["epsilon"]), _num(r["delta"])))
         elif r["guarantee"] == "weaker":
-            lines.append("  privacy (shuffled)     (epsilon, delta) = (%s, %s) ONLY: the batch "
-                         "is smaller than n = %d, the configured (%s, %s) is NOT delivered"
-                         % (_num(r["epsilon"]), _num(r["delta"]), r["n_configured"],
+            lines.append("  privacy (shuffled)     (epsilon, delta) = (%s, %s) per reading ONLY: "
+                         "the batch is smaller than n t = %d messages, the configured (%s, %s) "
+                         "is NOT delivered"
+                         % (_num(r["epsilon"]), _num(r["delta"]), r["messages_configured"],
                             _num(r["epsilon_configured"]), _num(r["delta_configured"])))
         else:
-            lines.append("  privacy (shuffled)     NONE the paper's formulas can certify: the "
-                         "batch is far smaller than n = %d" % r["n_configured"])
+            lines.append("  privacy (shuffled)     NONE the privacy rule can certify: the batch "
+                         "is far smaller than n t = %d messages" % r["messages_configured"])
         for c in range(r["d"]):
             lo, hi = r["ranges"][c]
             lines.append("  coordinate %-3d mean    %s (reading units; range [%g, %g]), %s in "

@@ -219,7 +219,9 @@ def register(subparsers):
                    help="a file (appended: one hex message a line, a '# batch' line before "
                         "each batch) or a port / URL (frames from the device 'shuffler')")
     p.add_argument("--batch", type=int, required=True, metavar="B",
-                   help="release only batches of at least B reports")
+                   help="release only batches of at least B reports (a shuffle profile's "
+                        "configured guarantee needs B >= n t: its n readings of t messages; "
+                        "zeal profile --shuffle prints n t as batch_messages)")
     p.add_argument("--duration", type=float, metavar="S",
                    help="stop after S seconds (default: until every input has closed)")
     p.add_argument("--messages", type=int, metavar="N",

@@ -287,6 +287,26 @@ def gamma_for(*, epsilon, delta, n, d, k, t=1) -> Params:
     return p
 
 
+def smallest_n(epsilon, delta, d, k, t):
+    """The smallest n for which `gamma_for` finds a gamma < 1, or None (outside the range
+    whatever n). The blanket needed is C/(n - 1) for a C independent of n (both of the
+    rule's blanket terms are), so n - 1 > C up to rounding; then checked with gamma_for."""
+    try:
+        eps, dlt, _, d, k, t = _check_common(epsilon, delta, 2, d, k, t)
+    except ShuffleError:
+        return None
+    eps_m, _ = message_epsilon(eps, dlt, t)
+    big_c = _gamma_real(eps_m, dlt, 2, d, k, t)   # C / (2 - 1) = C
+    start = max(2, int(big_c) - 2)
+    for n in range(start, start + 64):
+        try:
+            gamma_for(epsilon=eps, delta=dlt, n=n, d=d, k=k, t=t)
+            return n
+        except ShuffleError:
+            continue
+    return None
+
+
 def delivered(params: Params, batch: int):
     """The (epsilon, delta) a shuffled batch of `batch` messages gets when every message was
     randomised with `params.gamma`, or None when the rule proves nothing.
@@ -517,14 +537,15 @@ class Analyzer:
 # ---- MSE bounds ---------------------------------------------------------------------------------
 def _inverse_count_moments(n: int, p: float):
     """For c ~ Binomial(n, p): (E[1/c | c >= 1], P[c = 0]) in float64, summed over the pmf
-    in log space on the window mean +- 40 sd (+ 50), where all but < 1e-300 of the mass lies;
+    in log space on the window mean +- 12 sd (+ 50), outside which lies < 1e-30 of the mass
+    (Chernoff), far below float64's resolution of the sum;
     the log pmf by the ratio pmf(c+1)/pmf(c) = (n-c)/(c+1) p/(1-p), so the cost is the
     window's width, not n (n = 10^9 readings take milliseconds)."""
     if p >= 1:
         return 1.0 / n, 0.0
     mean, sd = n * p, math.sqrt(n * p * (1 - p))
-    lo = max(1, int(mean - 40 * sd - 50))
-    hi = min(n, int(mean + 40 * sd + 50))
+    lo = max(1, int(mean - 12 * sd - 50))
+    hi = min(n, int(mean + 12 * sd + 50))
     c = np.arange(lo, hi + 1, dtype=np.float64)
     first = (math.lgamma(n + 1) - math.lgamma(lo + 1) - math.lgamma(n - lo + 1)
              + lo * math.log(p) + (n - lo) * math.log1p(-p))
