@@ -1,4 +1,4 @@
-"""Shuffle profiles ("zeal-shuffle/1"): format, checks and reason codes, the reading map, the
+"""Shuffle profiles ("zeal-shuffle/2"): format, checks and reason codes, the reading map, the
 host reference sampler, the vectors (shared_spec/vectors/shuffle.json) and their freshness.
 
 shared_spec/shuffle.md ("Profile", "Word contract") is the spec.
@@ -61,8 +61,9 @@ def aarhus():
 def test_round_trip_and_canonical_form(aarhus):
     text = aarhus.to_json()
     doc = json.loads(text)
-    assert set(doc) == {"format", "d", "levels", "t", "n", "epsilon", "delta", "gamma_num",
-                        "gamma_den", "ranges", "fingerprint"}
+    assert set(doc) == {"format", "d", "levels", "t", "n", "epsilon", "delta", "message_epsilon",
+                        "gamma_num", "gamma_den", "ranges", "fingerprint"}
+    assert doc["format"] == "zeal-shuffle/2"
     core = {k: v for k, v in doc.items() if k != "fingerprint"}
     canon = json.dumps(core, sort_keys=True, separators=(",", ":")).encode()
     assert doc["fingerprint"] == hashlib.sha256(canon).hexdigest()
@@ -88,15 +89,16 @@ def test_stored_gamma_is_gamma_for_at_the_stored_pair(aarhus):
 
 
 def test_max_file_by_hand():
-    """The widest file: '{' LF, 11 members ' "key": value' joined by ',' LF, LF '}' LF.
-    Keys (62 characters) quoted, with a space before and ': ' after: 11 * 5 + 62 = 117;
-    separators 10 * 2, framing 2 + 3. Values: format 16, epsilon/delta 20 each, fingerprint
-    66, ranges 128 * 18 + 127 + 2, d/t 2 each, levels 2, n/gamma_num/gamma_den 19 each."""
-    keys = ["format", "d", "levels", "t", "n", "epsilon", "delta", "gamma_num", "gamma_den",
-            "ranges", "fingerprint"]
-    assert sum(map(len, keys)) == 62
-    values = 16 + 20 + 20 + 66 + (128 * 18 + 127 + 2) + 2 + 2 + 2 + 3 * 19
-    assert SP.MAX_SHUFFLE_FILE == 11 * 5 + 62 + 10 * 2 + 5 + values == 2760
+    """The widest file: '{' LF, 12 members ' "key": value' joined by ',' LF, LF '}' LF.
+    Keys (77 characters) quoted, with a space before and ': ' after: 12 * 5 + 77 = 137;
+    separators 11 * 2, framing 2 + 3. Values: format 16, epsilon/delta/message_epsilon 20
+    each, fingerprint 66, ranges 128 * 18 + 127 + 2, d/t/levels 2 each, n/gamma_num/gamma_den
+    19 each."""
+    keys = ["format", "d", "levels", "t", "n", "epsilon", "delta", "message_epsilon",
+            "gamma_num", "gamma_den", "ranges", "fingerprint"]
+    assert sum(map(len, keys)) == 77
+    values = 16 + 3 * 20 + 66 + (128 * 18 + 127 + 2) + 2 + 2 + 2 + 3 * 19
+    assert SP.MAX_SHUFFLE_FILE == 12 * 5 + 77 + 11 * 2 + 5 + values == 2802
 
 
 def test_sniff_finds_the_format_in_the_widest_file():
@@ -116,7 +118,7 @@ def test_build_errors_are_one_line():
     cases = [
         dict(epsilon="0.5", delta="1e-6", n=1000, d=10, k=3, t=1),        # no gamma < 1
         dict(epsilon="0.5", delta="1e-6", n=10 ** 12, d=65, k=3, t=1),    # d > 64
-        dict(epsilon="0.5", delta="1e-6", n=10 ** 12, d=64, k=15, t=6),   # 60 bits
+        dict(epsilon="0.5", delta="1e-6", n=10 ** 12, d=8, k=3, t=9),     # t > d
         dict(epsilon="0.5", delta="1e-6", n=10 ** 12, d=8, k=16, t=1),    # levels > 15
         dict(epsilon="7", delta="1e-6", n=10 ** 12, d=8, k=3, t=1),       # epsilon >= 6
         dict(epsilon="0.5", delta="1.5", n=10 ** 12, d=8, k=3, t=1),      # delta >= 1
@@ -142,25 +144,57 @@ def test_check_order_and_reasons(aarhus):
     assert reason(dump(dict(base, extra="x"))) == "unknown"
     assert reason(dump(rehash(dict(base, n="100000")))) == "type"
     assert reason(dump(dict(base, n=100001))) == "fingerprint"
-    # value before derived before privacy: a file failing all three reports value
+    # value before privacy: a file failing both reports value ("derived", a message wider
+    # than 52 bits, cannot happen within the value limits: 6 + 4 bits at most)
     assert reason(dump(rehash(dict(base, levels=16, t=3, gamma_num=1)))) == "value"
-    assert reason(dump(rehash(dict(base, d=64, levels=15, t=6,
-                                   ranges=".".join([base["ranges"].split(".")[0],
-                                                    base["ranges"].split(".")[1]] * 64),
-                                   gamma_num=1)))) == "derived"
+    assert reason(dump(rehash(dict(base, message_epsilon="0x3ff0000000000001")))) == "value"
     assert reason(dump(rehash(dict(base, gamma_num=base["gamma_num"] - 1)))) == "privacy"
+    # the withdrawn linked format: recognised by the sniff, refused by the format check
+    old = dump(rehash(dict(base, format="zeal-shuffle/1")))
+    assert SP.is_shuffle_file(old) and reason(old) == "format"
+    with pytest.raises(ProfileError) as info:
+        SP.loads(old)
+    assert "zeal-shuffle/1" in str(info.value) and "\n" not in str(info.value)
     # gamma just at the required value is accepted; more blanket too
     more = rehash(dict(base, gamma_num=base["gamma_num"] + 1))
     assert SP.loads(dump(more)).gamma > aarhus.gamma
 
 
-def test_device_checks_accept_a_host_only_privacy_failure(aarhus):
-    """The device makes every check but privacy: a file failing only privacy passes
-    device_checks (and its gamma is strictly below gamma_for's)."""
+@pytest.mark.parametrize("change", [
+    "gamma one step", "gamma halved", "n halved", "epsilon smaller", "delta smaller",
+    "message_epsilon above epsilon"])
+def test_device_checks_refuse_every_privacy_tampering(aarhus, change):
+    """The privacy rule is one of the device's checks (device_checks), not host only: every
+    way of making gamma too small for what the file names is refused there, with the
+    fingerprint recomputed so that only the rule can catch it."""
     base = json.loads(aarhus.to_json())
-    doc = rehash(dict(base, gamma_num=base["gamma_num"] - 1))
-    fields = SP.device_checks(doc)
-    assert Fraction(fields["gamma_num"], fields["gamma_den"]) < aarhus.gamma
+    eps = bits_to_float64(int(base["epsilon"][2:], 16))
+    dlt = bits_to_float64(int(base["delta"][2:], 16))
+    hexf = lambda x: "0x%016x" % float64_to_bits(x)  # noqa: E731
+    edits = {
+        "gamma one step": dict(gamma_num=base["gamma_num"] - 1),
+        "gamma halved": dict(gamma_den=base["gamma_den"] * 2),
+        "n halved": dict(n=base["n"] // 2),
+        "epsilon smaller": dict(epsilon=hexf(eps * 0.9), message_epsilon=hexf(eps * 0.9)),
+        "delta smaller": dict(delta=hexf(dlt / 1000)),
+        "message_epsilon above epsilon": dict(message_epsilon=hexf(math.nextafter(eps, 2))),
+    }
+    doc = rehash(dict(base, **edits[change]))
+    with pytest.raises(ProfileError) as info:
+        SP.device_checks(doc)
+    assert info.value.reason == "privacy"
+
+
+def test_two_message_profile_refuses_a_message_epsilon_that_does_not_compose():
+    prof = SP.build_from(epsilon="0.9", delta="1e-6", n=10 ** 7, d=3, k=3, t=2)
+    base = json.loads(prof.to_json())
+    assert prof.params.regime == "basic" and prof.message_epsilon == prof.epsilon / 2
+    up = "0x%016x" % float64_to_bits(math.nextafter(prof.message_epsilon, 2))
+    # gamma kept large enough for the larger eps_m: only the composition step can refuse it
+    doc = rehash(dict(base, message_epsilon=up, gamma_num=base["gamma_num"] * 2))
+    with pytest.raises(ProfileError) as info:
+        SP.device_checks(doc)
+    assert info.value.reason == "privacy" and "compose" in str(info.value)
 
 
 def test_mutated_files_are_refused_with_a_reason_or_load(aarhus):
@@ -215,7 +249,7 @@ def test_sampler_is_randomise_on_the_mapped_tuple(aarhus):
              min(max(Fraction(tup[1]) / 100, 0), 1),
              Fraction(1, 2) if math.isnan(tup[2]) else (Fraction(tup[2]) + 20) / 60]
         pairs = S.randomise(aarhus.params, x, CounterWords(key))
-        assert a == S.encode_message(aarhus.params, pairs)
+        assert a == [S.encode_message(aarhus.params, pair) for pair in pairs]
 
 
 def test_sampler_law_chi_square():
