@@ -28,7 +28,7 @@ def _profile(n=20000):
 
 def _fill(path, prof, readings, key=b"r"):
     sampler = SP.ShuffleSampler(prof, CounterWords(hashlib.sha256(key).digest()))
-    msgs = [sampler.sample(x) for x in readings]
+    msgs = [m for x in readings for m in sampler.sample(x)]
     frames = []
     for i in range(0, len(msgs), 255):
         part = msgs[i:i + 255]
@@ -97,6 +97,20 @@ def test_small_batch_never_claims_the_configured_guarantee(tmp_path):
         (r2,) = A.analyze(st)["shuffle"]
     assert r2["guarantee"] == "none" and r2["epsilon"] is None
     assert "NONE" in A.format_table({"shuffle": [r2]})
+
+
+def test_two_messages_a_reading_need_n_t_messages(tmp_path):
+    """t = 2: n readings are 2n messages. The configured guarantee is claimed for the 2n
+    messages of n readings, and not for one message fewer (a pool of n - 1 readings)."""
+    prof = SP.build_from(epsilon="0.99", delta="1e-6", n=20000, d=3, k=3, t=2, ranges=RANGES)
+    msgs = _fill(str(tmp_path / "s.db"), prof, _readings(prof.n))
+    assert len(msgs) == 2 * prof.n
+    r = R.report(prof, msgs)
+    assert r["messages"] == 2 * prof.n and r["readings"] == prof.n
+    assert r["guarantee"] == "configured" and r["epsilon"] == prof.epsilon
+    r2 = R.report(prof, msgs[:-1])
+    assert r2["guarantee"] == "weaker" and r2["epsilon"] > prof.epsilon
+    assert "per reading" in R.format_text([r]) and "NOT delivered" in R.format_text([r2])
 
 
 def test_invalid_messages_counted_not_used(tmp_path):
