@@ -220,7 +220,7 @@ def plot(grid, by_t, by_k, out, repeats):
     refused = ["(n=%d, d=%d)" % (r["n"], r["d"]) for r in grid if "refused" in r]
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("n, users (one message each)")
+    ax.set_xlabel("n, readings (t = 1: one message each)")
     ax.set_ylabel("normalised MSE, ||mean_hat - mean||^2 (coordinates in [0,1])")
     ax.set_title("(a) against n and d (k=3, t=1)\nno gamma < 1: " + ", ".join(refused),
                  fontsize=9)
@@ -239,7 +239,7 @@ def plot(grid, by_t, by_k, out, repeats):
         ax.plot(x, [r["paper_bound"] for r in ok], "2:", color="k", lw=2, ms=12,
                 label="paper's closed-form bound")
         ax.set_yscale("log")
-        ax.set_xlabel("t, coordinates per message" if key == "t"
+        ax.set_xlabel("t, messages (coordinates) per reading" if key == "t"
                       else "k (levels 0..k, k+1 of them)")
         ax.set_ylabel("normalised MSE")
         ax.set_xticks(x)
