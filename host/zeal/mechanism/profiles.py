@@ -2,7 +2,7 @@
 
 A profile file whose first 503 bytes hold `zeal-multi/1` is a multi-attribute header
 (zeal.mechanism.multi_profile; its attribute files are read beside it, or through `fetch`),
-`zeal-shuffle/1` a shuffle profile, `zeal-table/1` a table profile, anything else a grid
+`zeal-shuffle/` a shuffle profile (version 2; 1 is refused), `zeal-table/1` a table profile, anything else a grid
 profile (zeal.mechanism.profile, which itself dispatches tables). Each kind's loader makes its
 own checks (ProfileError with .reason).
 
