@@ -49,17 +49,18 @@ from fractions import Fraction
 from ..collect import shuffler as SH
 from ..collect.store import Store
 from ..errors import ProfileError, ZealError
+from ..mechanism import shuffle as S
 from ..mechanism import shuffle_profile as SP
 from ..wire import codec, transport
 from ..wire.deframer import Deframer
 from .analyze import analyze
 from .multi_demo import (RANGES, UNITS, aarhus_rows, board_slices, check_arguments,
                          dataset_text, printer)
-from .shuffle_cli import smallest_n
+
 
 COLUMNS = ("light", "humidity", "temperature")
 LEVELS = 3          # the paper's best k
-T = 1               # coordinates per message: the paper's best t
+T = 1               # messages (coordinates) per reading: the paper's best t
 DELTA = 1e-6
 BOARD_BATCH = 64    # reports per DATA frame on each board
 CONTROL_READINGS = 64
@@ -75,9 +76,9 @@ def demo_profile(epsilon, delta, n):
     except ProfileError as exc:
         msg = str(exc)
         if msg.startswith("no blanket probability"):
-            low = smallest_n(Fraction(SP.float_at_most(epsilon, "epsilon")),
-                             Fraction(SP.float_at_most(delta, "delta")), len(COLUMNS),
-                             LEVELS, T)
+            low = S.smallest_n(Fraction(SP.float_at_most(epsilon, "epsilon")),
+                               Fraction(SP.float_at_most(delta, "delta")), len(COLUMNS),
+                               LEVELS, T)
             if low is not None:
                 msg = ("no blanket probability below 1 exists for a batch of %d messages at "
                        "epsilon %g, delta %g: give --count %d or more" % (n, epsilon, delta, low))
@@ -359,7 +360,6 @@ def expected_mse(prof, rows) -> float:
     [0, 1]. What mse_bound bounds from above for any data."""
     from collections import Counter
 
-    from ..mechanism import shuffle as S
 
     p = prof.params
     n = len(rows)
