@@ -360,7 +360,6 @@ def expected_mse(prof, rows) -> float:
     [0, 1]. What mse_bound bounds from above for any data."""
     from collections import Counter
 
-
     p = prof.params
     n = len(rows)
     big_n = n * p.t
