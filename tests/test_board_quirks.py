@@ -431,8 +431,15 @@ def test_replay_file_validation(tmp_path):
     good.write_bytes(b"4044000000000000\r\n\n  42200000 \n+12345678\n-17\n12345\n"
                      b"\t-1234567\n+123456789012345\n")
     text, n = D.check_replay_file(str(good))
-    assert n == 7 and text == ("4044000000000000\n42200000\n+12345678\n-17\n12345\n"
+    # the blank line is kept (a tick of the public value on the board), trimmed to ""
+    assert n == 8 and text == ("4044000000000000\n\n42200000\n+12345678\n-17\n12345\n"
                                "-1234567\n+123456789012345\n")
+    # the final LF (CRLF) ends the last line; only a line after it is one more (blank) line
+    for data, lines in ((b"1\n", ["1"]), (b"1", ["1"]), (b"1\r\n\r", ["1"]),
+                        (b"1\n\n", ["1", ""]), (b"1\n \t", ["1", ""]),
+                        (b"\r\n1\n", ["", "1"])):
+        good.write_bytes(data)
+        assert D.check_replay_file(str(good)) == ("".join(x + "\n" for x in lines), len(lines))
     cases = [
         (b"4044000000000000\n" + b"0" * 38 + b"405\n", 2, "41 characters, the board takes at "
                                                       "most 40"),
@@ -458,11 +465,43 @@ def test_replay_file_validation(tmp_path):
                                         "no calibration"):
         D.check_replay_file(str(raw), calibrated=False)
     empty = tmp_path / "empty.txt"
-    empty.write_text("\n\n")
-    with pytest.raises(ZealError, match="holds no readings"):
-        D.check_replay_file(str(empty))
+    for data in ("", "\n\n"):
+        empty.write_text(data)
+        with pytest.raises(ZealError, match="holds no readings"):
+            D.check_replay_file(str(empty))
     with pytest.raises(ZealError, match="cannot read replay file"):
         D.check_replay_file(str(tmp_path / "missing.txt"))
+
+
+def test_tuple_replay_files_keep_blank_lines(tmp_path):
+    """Multi and shuffle replay files: a blank line is kept (the board's tick with every value
+    invalid), only a wrong field count is refused; a shuffle file goes through the tuple
+    check in the plan, not the single-reading one."""
+    from zeal.mechanism import multi_profile as MP
+    from zeal.mechanism import shuffle_profile as SP
+    from zeal.mechanism.multi import Categorical, Numeric
+
+    multi = MP.build([Numeric("a", 0.0, 1.0), Categorical("b", 3)], 1.0)
+    shuffle = SP.build_from(epsilon="0.99", delta="1e-6", n=100000, d=3, k=3)
+    f = tmp_path / "r.txt"
+    for prof, line, noun in ((multi, "3fe0000000000000, 2", "attributes"),
+                             (shuffle, "3fe0000000000000,00000000,zz", "coordinates")):
+        f.write_bytes(("%s\r\n \r\n\n%s\n" % (line, line)).encode())
+        assert D.check_multi_replay_file(str(f), prof) == ("%s\n\n\n%s\n" % (line, line), 4)
+        f.write_text(line + "\n1\n")
+        with pytest.raises(ZealError, match="line 2: 1 fields, the profile has %d %s"
+                                            % (prof.d, noun)):
+            D.check_multi_replay_file(str(f), prof)
+        f.write_text("\n \n")
+        with pytest.raises(ZealError, match="holds no readings"):
+            D.check_multi_replay_file(str(f), prof)
+    path = tmp_path / "s.json"
+    path.write_text(shuffle.to_json())
+    f.write_text("3fe0000000000000,3fe0000000000000,3fe0000000000000\n\n")
+    steps = D.plan_flash("/dev/ttyACM0", str(path), replay_file=str(f))
+    write = [s for s in steps if s.kind == "write" and s.path.endswith("zeal_replay.txt")][0]
+    assert write.data == "3fe0000000000000,3fe0000000000000,3fe0000000000000\n\n"
+    assert "2 readings" in write.label and "1 of them blank" in write.label
 
 
 def test_replay_file_in_the_plan(tmp_path, prof_file, capsys):
@@ -730,9 +769,12 @@ def test_flash_a_replay_file_and_boot_it(tmp_path, prof_file):
         out = io.StringIO()
         D.flash(board.port, str(prof_file), config=str(conf), replay_file=str(readings),
                 compile=False, out=out, stop_wait=0.05, timeout=240)
-        assert "write zeal_replay.txt: %d readings" % len(values) in out.getvalue()
+        # the last CRLF ends the last reading's line, the CRLF after it is a blank line: a
+        # tick of the public value, copied as an empty line
+        assert ("write zeal_replay.txt: %d readings from %s, 1 of them blank"
+                % (len(values) + 1, readings)) in out.getvalue()
         assert (board.fs / "zeal_replay.txt").read_text() == "".join(
-            struct.pack(">d", x).hex() + "\n" for x in values)
+            struct.pack(">d", x).hex() + "\n" for x in values) + "\n"
         assert json.loads((board.fs / "zeal_config.json").read_text())["sensor"] == {
             "kind": "replay", "file": "zeal_replay.txt"}
         done = subprocess.run([mp, "main.py"], cwd=board.fs, capture_output=True, timeout=120,
@@ -744,5 +786,5 @@ def test_flash_a_replay_file_and_boot_it(tmp_path, prof_file):
     events = wire.Decoder([P.load(str(prof_file))]).feed(done.stdout)
     batches = [e for e in events if isinstance(e, wire.Batch)]
     statuses = [e for e in events if isinstance(e, wire.Status)]
-    assert sum(len(b) for b in batches) == len(values)
+    assert sum(len(b) for b in batches) == len(values) + 1
     assert statuses and statuses[-1].code_name == "STOPPED"

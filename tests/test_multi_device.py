@@ -321,7 +321,7 @@ def _source(prof, lines):
 
 def _lines(prof, n, seed):
     """Replay lines across and beyond every range, with bad fields, NaN, infinities, short
-    lines, categorical values out of range or with a sign."""
+    lines, categorical values out of range or with a sign, tabs around the line."""
     rnd = random.Random(seed)
     out = []
     for i in range(n):
@@ -339,7 +339,10 @@ def _lines(prof, n, seed):
                     "%08x" % struct.unpack("<I", struct.pack("<f", x))[0], "%d" % (i % 50)]))
         if i % 23 == 7:
             fields = fields[:-1]
-        out.append(",".join(fields))
+        line = ",".join(fields)
+        if i % 17 == 4:  # tabs and spaces around the line are ignored, as on the host
+            line = "\t " + line + " \t"
+        out.append(line)
     return out
 
 

@@ -3,13 +3,17 @@ transcript"; DESIGN.md section 5).
 
 The real firmware loop (`zealfw.main.run`) runs in vector mode (a given key, so a run is
 reproducible) on two reading streams that differ in one reading, the second one holding a
-reading that cannot be privatised (NaN, infinity, a bad line, an overlong line, a raw count
-without calibration, a sensor error, a value of the wrong type) or an out-of-range one. The
-two transcripts must be identical in every byte except that one report's m bits (and the
-CRC of its DATA frame, a function of them): the same frames in the same order, the same
-lengths, sequence numbers, HELLO and STATUS bodies, and each frame written at the same
-sampling tick. The loop runs under CPython (importing zealfw, with a recording output) and
+reading that cannot be privatised (NaN, infinity, a bad line, an overlong line, a blank line,
+a raw count without calibration, a sensor error, a value of the wrong type) or an
+out-of-range one. The two transcripts must be identical in every byte except that one
+report's m bits (and the CRC of its DATA frame, a function of them): the same frames in the
+same order, the same lengths, sequence numbers, HELLO and STATUS bodies, and each frame
+written at the same sampling tick. The loop runs under CPython (importing zealfw, with a recording output) and
 under the MicroPython unix port (stdout compared the same way, and equal to CPython's).
+
+A blank replay line, for every profile kind (grid, table, multi, shuffle): one tick like a
+line of invalid values, the two transcripts equal byte for byte, frame by frame at the same
+tick.
 
 Then, exactly (Fractions): the replaced reading's report is the mechanism's report at the
 public midpoint (lo + hi)/2 word for word, so its distribution is the mechanism's there, and
@@ -76,6 +80,8 @@ UNPRIVATISABLE = {
     "bad-line": "zz",
     "overlong": "0" * 38 + "405",        # must not be cut to 40 characters and parsed
     "raw-without-calibration": "1234",
+    "blank": "",                         # a missing reading: a tick like any other
+    "blank-spaces": " \t\r ",
 }
 OUT_OF_RANGE = {"above": f64(1e6), "below": f64(-40.0), "huge": f64(1e300),
                 "long-raw": "0" * 30 + "405"}
@@ -155,7 +161,7 @@ def prof():
 @pytest.mark.parametrize("name", sorted(UNPRIVATISABLE) + sorted(OUT_OF_RANGE))
 def test_cpython_transcripts_differ_only_in_that_report(tmp_path, prof, name):
     lines = base_lines(prof)
-    line = UNPRIVATISABLE.get(name) or OUT_OF_RANGE[name]
+    line = {**UNPRIVATISABLE, **OUT_OF_RANGE}[name]
     a = run_cpython(tmp_path, prof, lines)
     b = run_cpython(tmp_path, prof, variant(lines, AT, line))
     ai, bi = parse_output(a.stream()), parse_output(b.stream())
@@ -231,11 +237,12 @@ def test_a_sensor_error_is_a_replaced_reading(tmp_path, prof, monkeypatch):
         assert_differ_in_one_report(base, parse_output(b"".join(b for _, b in other)), AT)
 
 
-@pytest.mark.parametrize("name", ["nan", "overlong", "raw-without-calibration", "above"])
+@pytest.mark.parametrize("name", ["nan", "overlong", "raw-without-calibration", "blank",
+                                  "above"])
 def test_micropython_transcripts_differ_only_in_that_report(tmp_path, prof, name):
     """The same on the MicroPython unix port, whose bytes also equal CPython's."""
     lines = base_lines(prof)
-    line = UNPRIVATISABLE.get(name) or OUT_OF_RANGE[name]
+    line = {**UNPRIVATISABLE, **OUT_OF_RANGE}[name]
     cfg = {k: v for k, v in CONFIG.items()}
     outs = []
     for ls in (lines, variant(lines, AT, line)):
@@ -291,3 +298,150 @@ def test_replaced_report_law_is_the_mechanism_at_the_midpoint(tmp_path, bits):
             worst = max(worst, law[j] / other[j], other[j] / law[j])
     assert worst <= g.privacy_ratio
     assert g.privacy_ratio <= P.exp_lower_bound(Fraction(prof.epsilon))
+
+
+# ---- every tick makes a report: blank replay lines, every profile kind ------------------------
+# A blank replay line is a missing reading: it makes its tick's report(s) from the public value,
+# exactly as a line of invalid values does (NaN in every field). Were it skipped, every later
+# report and frame would shift and the stream would show where the gaps are. The two files
+# below differ only in those lines, so the device's transcripts must be equal byte for byte
+# (vector mode: a fixed key), each frame written at the same tick.
+KINDS = ["grid", "table", "multi", "shuffle"]
+# line index -> blank form: empty, spaces and tabs, a lone CR (the device ignores CR), and
+# the last line (a blank line after the final reading, not the LF that ends the file)
+BLANKS = {0: "", 6: " \t ", 13: "\r", 14: "", N - 1: "  "}
+
+
+def kind_profile(kind):
+    """A profile of the kind, made by the host API the device tests use."""
+    if kind == "grid":
+        return P.from_bits(*HUMIDITY, 1.0, 4)
+    if kind == "table":
+        from zeal.mechanism import table_profile as TP
+        return TP.build(-1.0, 1.0, 1.0, "pm", 3)
+    if kind == "multi":
+        from zeal.mechanism import multi_profile as MP
+        from zeal.mechanism.multi import Categorical, Numeric
+        return MP.build([Numeric("temp", -10.0, 40.0), Categorical("state", 3),
+                         Numeric("hum", 0.0, 100.0, mechanism="pm")], 2.0, k=2)
+    from zeal.mechanism import shuffle_profile as SP
+    return SP.build_from(epsilon="0.99", delta="1e-6", n=100000, d=3, k=3,
+                         ranges=[(0, 1), (-10, 40), (0, 100)])
+
+
+def kind_lines(kind, prof):
+    """N replay lines of valid readings across the profile's range(s), and the line of
+    invalid values that a blank line must equal (NaN in every field)."""
+    nan = f64(float("nan"))
+    if kind in ("grid", "table"):
+        lo, hi = Fraction(prof.lo), Fraction(prof.hi)
+        return [f64(float(lo + (hi - lo) * ((7 * i) % N) / N)) for i in range(N)], nan
+    if kind == "multi":
+        def field(a, i):
+            if a.kind == "oue":
+                return str(i % a.c)
+            lo, hi = Fraction(a.lo), Fraction(a.hi)
+            return f64(float(lo + (hi - lo) * ((7 * i) % N) / N))
+        rows = [",".join(field(a, i + j) for j, a in enumerate(prof.attributes))
+                for i in range(N)]
+        return rows, ",".join([nan] * prof.d)
+    rows = [",".join(f64(float(Fraction(lo) + (Fraction(hi) - Fraction(lo)) * ((7 * i + j) % N)
+                                / N)) for j, (lo, hi) in enumerate(prof.ranges))
+            for i in range(N)]
+    return rows, ",".join([nan] * prof.d)
+
+
+def write_profile(tmp_path, prof):
+    path = tmp_path / "zeal_profile.json"
+    if hasattr(prof, "write"):  # a multi header and its attribute files beside it
+        prof.write(str(path))
+    else:
+        path.write_text(prof.to_json())
+
+
+def frame_list(out):
+    """(type, DATA count, body length) per frame and the last STATUS's ticks, read without a
+    profile (a multi HELLO says bits = 0); the run must have ended with STATUS STOPPED."""
+    from cobs import cobs
+
+    frames, status = [], None
+    for run in out.split(b"\x00"):
+        if not run:
+            continue
+        body = cobs.decode(run)[:-4]
+        t = body[0] & 0x0F
+        frames.append((t, body[3] if t == 2 else None, len(body)))
+        if t == 3:
+            status = (body[1], struct.unpack_from("<I", body, 2)[0], body[18:])
+    assert status is not None and status[0] == 4, status  # STOPPED, not a refused profile
+    return frames, status[1]
+
+
+def blank_and_invalid(kind, prof, control=True):
+    """The file with blank lines and the same file with those lines of invalid values."""
+    lines, invalid = kind_lines(kind, prof)
+    blank, nan = list(lines), list(lines)
+    for i, form in BLANKS.items():
+        blank[i], nan[i] = form, invalid
+    if control:  # a host's HELLO request between readings, on the serial input only
+        blank.insert(21, "!hello")
+        nan.insert(21, "!hello")
+    return blank, nan
+
+
+def reports_of(frames):
+    return sum(c for t, c, _ in frames if t == 2)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("where", ["input", "file"])
+def test_micropython_blank_lines_make_their_ticks(tmp_path, kind, where):
+    """On the MicroPython unix port, replay on the serial input and from a file on the
+    board: a blank line is one tick, its transcript byte for byte that of an invalid line."""
+    prof = kind_profile(kind)
+    blank, nan = blank_and_invalid(kind, prof, control=where == "input")
+    outs = []
+    for lines in (blank, nan):
+        write_profile(tmp_path, prof)
+        if where == "input":
+            outs.append(run_device(tmp_path, lines, config=CONFIG))
+        else:
+            # "\n".join + "\n": the final LF ends the last (blank) line, no tick after it
+            (tmp_path / "zeal_replay.txt").write_bytes(("\n".join(lines) + "\n").encode())
+            outs.append(run_device(tmp_path, [], config=dict(
+                CONFIG, sensor={"kind": "replay", "file": "zeal_replay.txt"})))
+    fb, ticks_b = frame_list(outs[0])
+    fn, ticks_n = frame_list(outs[1])
+    assert fb == fn and ticks_b == ticks_n
+    assert outs[0] == outs[1]
+    if kind == "shuffle":
+        # (the reports per tick are the shuffle spec's business: compare with a one-line run)
+        one = run_device(tmp_path, [nan[1]], config=CONFIG)
+        per_tick = reports_of(frame_list(one)[0])
+        assert per_tick >= 1 and reports_of(fb) == N * per_tick
+    else:
+        assert ticks_b == N and reports_of(fb) == N
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cpython_blank_lines_keep_every_frame_at_its_tick(tmp_path, kind):
+    """The loop under CPython with the tick of every write recorded: with blank lines every
+    frame is written at the same tick, with the same bytes, as with invalid lines; the
+    MicroPython run's bytes equal CPython's."""
+    prof = kind_profile(kind)
+    blank, nan = blank_and_invalid(kind, prof)
+    runs = []
+    for lines in (blank, nan):
+        write_profile(tmp_path, prof)
+        cfg = dict(CONFIG, profile=str(tmp_path / "zeal_profile.json"),
+                   seed=str(tmp_path / "zeal_seed.bin"))
+        (tmp_path / "zeal_config.json").write_text(json.dumps(cfg))
+        inp = _Input(("\n".join(lines) + "\n").encode())
+        out = _Output(inp)
+        fw_main.run(str(tmp_path / "zeal_config.json"), out=out, inp=inp)
+        runs.append(out)
+    assert runs[0].frames_at() == runs[1].frames_at()
+    frames, ticks = frame_list(runs[0].stream())
+    assert reports_of(frames) >= N and (kind == "shuffle" or ticks == N)
+    write_profile(tmp_path, prof)
+    assert run_device(tmp_path, blank, config=CONFIG) == runs[0].stream()

@@ -30,8 +30,9 @@
 #
 # What leaves the board (shared_spec/mechanism.md, "The whole transcript"): every sampling
 # tick makes exactly one report. A reading that cannot be privatised (NaN, infinity, a sensor
-# error, a raw count without calibration, a bad type, a bad replay line) is replaced by the
-# public value, the midpoint (lo + hi)/2 of the profile, before the mechanism. Frames are
+# error, a raw count without calibration, a bad type, a blank, bad or overlong replay line;
+# the full list per profile kind is in mechanism.md section 8) is replaced by the public
+# value, the midpoint (lo + hi)/2 of the profile, before the mechanism. Frames are
 # written only at the start of a tick (a full batch goes out at the start of the next tick,
 # HELLO and STATUS when due or asked for), so when a frame leaves depends on the tick
 # schedule, not on a reading. Nothing counted about readings leaves the default build.

@@ -6,8 +6,9 @@
 #               `.lo` (so no 64-bit int is made: above 2^62 it would be a heap int)
 # or None when the source is exhausted (replay). A reading is never handed on as a float:
 # on ESP32/RP2040 floats are 32-bit, and the bit pattern is the exact value. A reading that
-# could not be taken raises SourceError; the main loop then replaces it by the profile's
-# public value (it still makes its report: every sampling tick yields exactly one).
+# could not be taken (a sensor error; for replay a blank, bad or overlong line) raises
+# SourceError; the main loop then replaces it by the profile's public value (it still makes
+# its report: every sampling tick yields exactly one).
 #
 # One module per sensor kind, imported only when configured (zealfw.start builds the source
 # from the config's "sensor" object):

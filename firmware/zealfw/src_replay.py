@@ -75,10 +75,14 @@ def parse_line(buf, start, end, src):
 class Source:
     """Readings one per line, from the serial input or from a file on the board: 16 hex
     digits (a float64 bit pattern), 8 hex digits (float32) or a decimal integer (raw count).
-    Blank lines are skipped. On the serial input the control lines are read here too:
-    `!stop` ends the replay, `!hello` asks for a HELLO (`hello_requested`); a file ends at
-    its end. A line longer than LINE_MAX is a bad line (SourceError): it is never cut and
-    parsed. ASCII only, so a replay never contains Ctrl-C (0x03)."""
+    Every line is a tick: a blank one (nothing, or spaces and tabs) is a SourceError like a
+    bad one, so a missing reading still makes its report and its position does not show.
+    A line ends at LF (CR is ignored anywhere); at the end of the input only a line holding
+    a byte counts, so the LF that ends a file's last line makes no extra tick. On the serial
+    input the control lines are read here too: `!stop` ends the replay, `!hello` asks for a
+    HELLO (`hello_requested`); a file ends at its end. A line longer than LINE_MAX is a bad
+    line (SourceError): it is never cut and parsed. ASCII only, so a replay never contains
+    Ctrl-C (0x03)."""
 
     def __init__(self, stream, path=None):
         self._file = None
@@ -135,7 +139,7 @@ class Source:
             while n > start and (line[n - 1] == 32 or line[n - 1] == 9):
                 n -= 1
             if n == start:
-                continue
+                raise SourceError("blank replay line")
             if not self.from_file and line[start] == 33:  # "!": a control line
                 if start == 0 and line_is(self._line, n, b"!stop"):
                     self.stopped = True

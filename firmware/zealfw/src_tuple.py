@@ -8,12 +8,14 @@
 # its low half in .los[c]) and .vals[c]; .kind is 0 (the loop hands the tuple to the
 # sampler's perturb_raw). A value of the wrong type, a bad replay field: that value is
 # invalid (the sampler replaces it: a numeric attribute by its midpoint, a categorical one
-# by 0, a shuffle coordinate by 1/2). A tuple or line with the wrong number of values: every
-# value invalid. An exception of the callable is a SourceError (the loop replaces the whole
-# tuple). Each field of a replay line is in the single replay syntax (zealfw.src_replay:
-# 16 hex digits a float64 pattern, 8 a float32 pattern, else a decimal integer; a categorical
-# attribute's field: digits only, below c); spaces around a field and spaces and tabs around
-# the line are ignored; a line is at most 24 d + 8 bytes (a longer one: every value invalid).
+# by 0, a shuffle coordinate by 1/2). A tuple or line with the wrong number of values, and a
+# blank line (nothing, or spaces and tabs: still a tick, so a gap's position never shows):
+# every value invalid. An exception of the callable is a SourceError (the loop replaces the
+# whole tuple). Lines end as in zealfw.src_replay (LF; CR ignored). Each field of a replay
+# line is in the single replay syntax (zealfw.src_replay: 16 hex digits a float64 pattern,
+# 8 a float32 pattern, else a decimal integer; a categorical attribute's field: digits only,
+# below c); spaces around a field and spaces and tabs around the line are ignored; a line is
+# at most 24 d + 8 bytes (a longer one: every value invalid).
 # The host reads the same lines with zeal.mechanism.multi_profile.parse_line.
 from .src_replay import parse_line
 from .sources import SourceError, line_is
@@ -89,8 +91,8 @@ class Source:
                 s += 1
             while n > s and (line[n - 1] == 32 or line[n - 1] == 9):
                 n -= 1
-            if s == n:
-                continue  # a blank line
+            if s == n:  # a blank line: a tick like any other, every value invalid
+                return self._bad()
             if self._file is None and line[0] == 33:  # "!": a control line
                 if line_is(line, n, b"!stop"):
                     self.stopped = True
@@ -98,18 +100,17 @@ class Source:
                 if line_is(line, n, b"!hello"):
                     self.hello_requested = True
                     continue
-            return self._fields(line, n)
+            return self._fields(line, s, n)
 
-    def _fields(self, line, n):
+    def _fields(self, line, s, n):
         kinds = self.kinds
         d = len(kinds)
         commas = 0
-        for i in range(n):
+        for i in range(s, n):
             if line[i] == 44:
                 commas += 1
         if commas != d - 1:
             return self._bad()
-        s = 0
         for c in range(d):
             e = s
             while e < n and line[e] != 44:

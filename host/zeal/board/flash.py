@@ -353,34 +353,54 @@ def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None
 
 
 # ---- replay readings from a file on the board ------------------------------------------------
-def check_replay_file(path, calibrated=True):
-    """A --replay-file: (normalised text to copy to the board, number of readings).
-
-    One reading per line, as the device's replay source reads it (zealfw/sources.py): 16 hex
-    digits (a float64 bit pattern), 8 hex digits (a float32 bit pattern), or otherwise a
-    decimal integer (a raw count, e.g. "+12345678" for a count of eight digits). Blank lines
-    are skipped as on the board; a line longer than REPLAY_LINE_MAX characters, anything else,
-    and raw counts under a profile without a calibration are refused with the line number.
-    The copy has "\n" line ends and no blank lines."""
+def _replay_lines(path):
+    """(line number, bytes, text) of every line of a replay file as the board reads it: lines
+    end at LF, CR is dropped anywhere, the LF ending the last line starts no further line;
+    text is trimmed of spaces and tabs only, as on the device (a blank line's is "")."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         raise ZealError("cannot read replay file %s: %s" % (path, exc.strerror or exc)) from None
+    lines = data.replace(b"\r", b"").split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the final LF ends the last line: no line after it
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            yield lineno, raw, raw.decode("ascii").strip(" \t")
+        except UnicodeDecodeError:
+            raise ZealError("replay file %s line %d: not ASCII" % (path, lineno)) from None
+
+
+def _replay_copy(path, out):
+    """The text to copy and its number of lines; a file with no reading at all is refused
+    (blank lines alone are almost surely the wrong file)."""
+    if not any(out):
+        raise ZealError("replay file %s holds no readings%s"
+                        % (path, " (only blank lines)" if out else ""))
+    return "\n".join(out) + "\n", len(out)
+
+
+def check_replay_file(path, calibrated=True):
+    """A --replay-file: (normalised text to copy to the board, number of lines = ticks).
+
+    One reading per line, as the device's replay source reads it (zealfw/src_replay.py): 16 hex
+    digits (a float64 bit pattern), 8 hex digits (a float32 bit pattern), or otherwise a
+    decimal integer (a raw count, e.g. "+12345678" for a count of eight digits). A blank line
+    is kept: the board makes its tick from the public value, as for any missing reading (a
+    skipped line would shift every later report and show where the gaps are). A line longer
+    than REPLAY_LINE_MAX characters, anything else, and raw counts under a profile without a
+    calibration are refused with the line number. The copy has "\n" line ends, each line
+    trimmed (a blank line empty)."""
     out = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        line = raw.replace(b"\r", b"")  # the device skips CR anywhere
+    for lineno, line, text in _replay_lines(path):
         where = "replay file %s line %d" % (path, lineno)
         if len(line) > REPLAY_LINE_MAX:
             raise ZealError("%s: %d characters, the board takes at most %d"
                             % (where, len(line), REPLAY_LINE_MAX))
-        try:
-            text = line.decode("ascii").strip(" \t")  # the device trims spaces and tabs only
-        except UnicodeDecodeError:
-            raise ZealError("%s: not ASCII" % where) from None
         if not text:
-            continue
-        if len(text) in (8, 16) and re.fullmatch(r"[0-9a-fA-F]+", text):
+            pass  # a missing reading: replaced on the board, never skipped
+        elif len(text) in (8, 16) and re.fullmatch(r"[0-9a-fA-F]+", text):
             pass  # a bit pattern (so is "12345678": write a raw count of 8 digits as +N)
         elif not re.fullmatch(r"[-+]?[0-9]+", text):
             raise ZealError("%s: %r is not a reading (%s)" % (where, text, (
@@ -392,35 +412,22 @@ def check_replay_file(path, calibrated=True):
             raise ZealError("%s: %r is a raw count, and the profile has no calibration"
                             % (where, text))
         out.append(text)
-    if not out:
-        raise ZealError("replay file %s holds no readings" % path)
-    return "\n".join(out) + "\n", len(out)
+    return _replay_copy(path, out)
 
 
 def check_multi_replay_file(path, profile):
-    """A --replay-file for a multi profile: (text to copy, number of lines). Each non-blank
-    line must hold d comma-separated fields (multi.md, "Replay lines"); a field the board will
-    find invalid is replaced there by the public value, so only the field count is refused."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ZealError("cannot read replay file %s: %s" % (path, exc.strerror or exc)) from None
+    """A --replay-file for a multi or shuffle profile: (text to copy, number of lines = ticks).
+    Each line holds d comma-separated fields (multi.md, "Replay lines"), or is blank (kept:
+    the board makes its tick with every value invalid); a field the board will find invalid
+    is replaced there by the public value, so only the field count is refused."""
     out = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        try:
-            text = raw.replace(b"\r", b"").decode("ascii").strip(" \t")
-        except UnicodeDecodeError:
-            raise ZealError("replay file %s line %d: not ASCII" % (path, lineno)) from None
-        if not text:
-            continue
-        if text.count(",") + 1 != profile.d:
-            raise ZealError("replay file %s line %d: %d fields, the profile has %d attributes"
-                            % (path, lineno, text.count(",") + 1, profile.d))
+    for lineno, _, text in _replay_lines(path):
+        if text and text.count(",") + 1 != profile.d:
+            raise ZealError("replay file %s line %d: %d fields, the profile has %d %s"
+                            % (path, lineno, text.count(",") + 1, profile.d,
+                               "attributes" if profile.kind == "multi" else "coordinates"))
         out.append(text)
-    if not out:
-        raise ZealError("replay file %s holds no readings" % path)
-    return "\n".join(out) + "\n", len(out)
+    return _replay_copy(path, out)
 
 
 # ---- the plan --------------------------------------------------------------------------------
@@ -509,7 +516,9 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     ca = read_ca(mqtt["ca_file"]) if mqtt and mqtt.get("ca_file") else None
     replay = None
     if replay_file is not None:
-        replay = (check_multi_replay_file(replay_file, prof) if multi else
+        # a shuffle board reads tuple lines too (zealfw.src_tuple), as a multi board does
+        replay = (check_multi_replay_file(replay_file, prof)
+                  if getattr(prof, "kind", None) in ("multi", "shuffle") else
                   check_replay_file(replay_file, calibrated=prof.calibration is not None))
     if not port:
         raise ZealError("give the board's serial port with --port (see `zeal devices`)")
@@ -592,8 +601,11 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
             root_files.append((os.path.join(stage, name), name))
     if replay is not None:
         stage_replay = os.path.join(stage, BOARD_REPLAY)
-        steps.append(Step("write", "write %s: %d readings from %s" % (
-            BOARD_REPLAY, replay[1], replay_file), path=stage_replay, data=replay[0]))
+        blank = replay[0].split("\n")[:-1].count("")
+        steps.append(Step("write", "write %s: %d readings from %s%s" % (
+            BOARD_REPLAY, replay[1], replay_file,
+            ", %d of them blank (the public value on the board)" % blank if blank else ""),
+            path=stage_replay, data=replay[0]))
         root_files.append((stage_replay, BOARD_REPLAY))
     if ca is not None:
         stage_ca = os.path.join(stage, BOARD_CA)
