@@ -116,6 +116,160 @@ def test_perturb_and_aggregate_near_the_top_of_float64(tmp_path):
         assert_one_line_error(agg, "overflows float64")
 
 
+# ---- extreme numbers: multi-attribute profiles (issue 17) ---------------------------------------
+# A numeric attribute's worst variance is about (hi - lo)^2: past float64 for ranges wider
+# than about 1e154, with hi - lo itself finite (2e300; 1.6e308 just under the top).
+WIDE_ATTRIBUTES = [
+    "b:-1e300:1e300:pm:3",                        # the issue's command
+    "b:-1e300:1e300",                             # the window grid
+    "b:-8e307:8e307:duchi",                       # hi - lo = 1.6e308, still finite
+    "b:1e308:1.7976931348623157e308:hm",          # the top of float64
+    "b:-1.7976931348623157e308:-1e308:pm-sub:2",  # and the bottom
+    "b:-1e160:1e160:three-outputs",               # a designed table
+]
+
+
+def _wide_specs(spec):
+    from zeal.analysis.multi_demo import parse_attribute
+    from zeal.mechanism.multi import Categorical
+
+    return [parse_attribute("t:-40:85"), parse_attribute(spec), Categorical("s", 3)]
+
+
+@pytest.mark.parametrize("spec", WIDE_ATTRIBUTES)
+def test_multi_profile_with_a_range_near_float64s_limits(tmp_path, spec):
+    """`zeal profile --attributes` with such a range: exit 0, the exact worst variance (null as
+    a float64 where float64 cannot hold it, and as p/q), the files written load as a device
+    loads them (it used to end in an OverflowError traceback)."""
+    from fractions import Fraction
+
+    from zeal.mechanism import multi_profile as MP
+
+    args = ("profile", "--attributes", "--attribute", "t:-40:85", "--attribute", spec,
+            "--categorical", "s:3", "--epsilon", "2")
+    out = tmp_path / "m.json"
+    done = zeal(*args, "--json", "-o", out)
+    assert done.returncode == 0, done.stderr.decode()
+    assert not done.stderr
+    doc = strict_json(done.stdout)
+    prof = MP.load(str(out))
+    assert doc["fingerprint"] == prof.fingerprint
+    assert prof == MP.build(_wide_specs(spec), 2.0)
+    m = prof.multi()
+    for j, a in enumerate(doc["attributes"]):
+        want = m.worst_variance_bounds(j)[1]
+        assert Fraction(a["worst_variance_rational"]) == want
+        try:
+            f = float(want)
+        except OverflowError:
+            f = None
+        assert a["worst_variance"] == f
+    b = doc["attributes"][1]
+    assert (b["lo"], b["hi"]) == (prof.attributes[1].lo, prof.attributes[1].hi)
+    if abs(float(spec.split(":")[2]) - float(spec.split(":")[1])) > 1e155:
+        assert b["worst_variance"] is None
+    # the text: the same figure, from the exact value ("5.79528e+600", not inf)
+    text = zeal(*args)
+    assert text.returncode == 0 and not text.stderr, text.stderr.decode()
+    line = next(ln for ln in text.stdout.decode().splitlines() if ln.startswith("attribute b "))
+    shown = Fraction(line.split("worst variance ")[1].split()[0])
+    assert abs(shown / m.worst_variance_bounds(1)[1] - 1) < Fraction(1, 10 ** 5), line
+
+
+def test_multi_profile_range_too_wide_for_float64_is_one_line_naming_the_attribute():
+    done = zeal("profile", "--attributes", "--attribute", "t:-40:85", "--attribute",
+                "b:-1e308:1e308:pm:3", "--epsilon", "2")
+    assert_one_line_error(done, "attribute b: range")
+    assert "too wide for float64" in done.stderr.decode()
+
+
+def _wide_store(path, spec, rows):
+    from zeal import wire
+    from zeal.analysis import multi_demo
+    from zeal.collect.store import FrameRecord, Store
+    from zeal.mechanism import multi_profile as MP
+    from zeal.mechanism.words import CounterWords
+
+    prof = MP.build(_wide_specs(spec), 2.0, k=2)
+    b = prof.attributes[1]
+    data = [(float(i % 120 - 40), (b.lo, b.hi, b.lo / 2 + b.hi / 2)[i % 3], i % 3)
+            for i in range(rows)]
+    stream = multi_demo.reference_stream(prof, data, device_id=b"dev00001",
+                                         words=CounterWords(b"k" * 32), nonce=b"n" * 8)
+    frames = [FrameRecord.from_batch(e) for e in wire.Decoder([prof]).feed(stream)
+              if isinstance(e, wire.Batch)]
+    with Store(str(path)) as st:
+        st.add_profile(prof)
+        st.write(frames=frames)
+    return prof
+
+
+@pytest.mark.parametrize("spec,rows", [
+    ("b:-1e300:1e300:pm:3", 300),                  # every figure fits: finite, correct
+    ("b:-8e307:8e307:duchi", 300),
+    ("b:1e308:1.7976931348623157e308:hm", 300),
+    ("b:1e308:1.7976931348623157e308:hm", 4),      # the interval's ends are past float64
+])
+def test_analyze_multi_reports_with_a_range_near_float64s_limits(tmp_path, spec, rows):
+    """`zeal analyze` of multi reports under such a profile: exit 0, strict JSON; the mean and
+    the Bernstein interval are MultiEstimator's exact mean and the half-width computed without
+    overflowing on the way (V ~ (hi - lo)^2 is past float64), null only where the figure
+    itself is (it used to end in an OverflowError traceback)."""
+    import numpy as np
+
+    from zeal.mechanism import multi, multi_profile as MP
+    from zeal.collect.store import Store
+
+    db = tmp_path / "m.db"
+    prof = _wide_store(db, spec, rows)
+    done = zeal("analyze", "--db", db, "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    doc = strict_json(done.stdout)
+    b = doc["attributes"][1]
+    with Store(str(db)) as st:
+        frames = list(st.frames())
+    reps = [r for f in frames for r in MP.unpack_multi(prof, f[5], f[4])]
+    idx = np.array([[j for j, _ in r] for r in reps])
+    val = np.array([[y for _, y in r] for r in reps])
+    est = multi.MultiEstimator(prof.multi())
+    mean = est.mean_exact(1, idx, val)
+    assert b["n"] == rows and b["mean_calibrated"] == float(mean)
+    hw = multi.bernstein_halfwidth(rows, est.var[1], est.dev[1])
+    lo, hi = b["ci99"]
+    if rows > 100:                      # the half-width fits in float64: a finite interval
+        assert lo is not None and hi is not None
+        assert lo == float(mean) - hw and hi == float(mean) + hw
+        assert lo < float(mean) < hi
+    else:                               # hw > 1.8e308: both ends are past float64
+        assert hw == float("inf") and lo is None and hi is None
+    text = zeal("analyze", "--db", db)
+    assert text.returncode == 0 and not text.stderr, text.stderr.decode()
+    out = text.stdout.decode()
+    assert ("n/a" in out) == (rows <= 100)
+    assert "inf" not in out and "nan" not in out
+
+
+@pytest.mark.parametrize("mechanism", ["pm", "grid"])
+def test_aggregate_of_a_wide_range_prints_no_nan_and_no_warning(tmp_path, mechanism):
+    """`zeal aggregate` under a profile 2e300 wide: the normal-approximation interval of a
+    table profile is a number, not [nan, nan] (the float64 sums of its outputs overflowed to
+    inf - inf), and numpy's overflow warnings do not reach stderr."""
+    prof = tmp_path / "wide.json"
+    assert zeal("profile", "--range", "-1e300", "1e300", "--epsilon", "1", "--mechanism",
+                mechanism, "-o", prof).returncode == 0
+    reps = zeal("perturb", "--profile", prof, "--seed", "1",
+                stdin=b"0\n1e300\n-1e300\n5e299\n")
+    assert reps.returncode == 0, reps.stderr
+    done = zeal("aggregate", "--profile", prof, stdin=reps.stdout)
+    assert done.returncode == 0 and not done.stderr, done.stderr.decode()
+    line = next(ln for ln in done.stdout.decode().splitlines() if ln.startswith("99%"))
+    assert "nan" not in line, line
+    clt = line.split("normal approx. [")[1].rstrip("])").split(", ")
+    assert float(clt[0]) < float(clt[1]) and "inf" not in clt[1], line
+    doc = strict_json(zeal("aggregate", "--profile", prof, "--json", stdin=reps.stdout).stdout)
+    assert doc["ci99_clt"][0] < doc["mean_calibrated"] < doc["ci99_clt"][1]
+
+
 # ---- broken files -----------------------------------------------------------------------------
 BAD_PROFILES = {
     "nested": b"[" * 100000 + b"]" * 100000,

@@ -202,3 +202,102 @@ def test_sniff_and_grid_table_unchanged():
     with pytest.raises(ProfileError) as info:
         loads_any(_load(PROFILES["m-aarhus"]).to_json())   # no attribute files
     assert info.value.reason == "attr0:missing"
+
+
+# ---- ranges near float64's limits (issue 17) --------------------------------------------------
+def test_bernstein_halfwidth_does_not_overflow_on_the_way():
+    """V ~ (hi - lo)^2 is past float64 for ranges wider than ~1e154; the half-width is
+    homogeneous (V -> 4^e V, M -> 2^e M gives 2^e lam), so it is computed on scaled inputs:
+    the float64 formula's value where that one is finite, 2^e times it beyond, inf only where
+    lam itself is past float64."""
+    import math
+
+    for n, v, m in ((300, F(12443), F(250)), (1, F(7, 3), F(1, 5)),
+                    (10 ** 6, F(1, 10 ** 9), F(3))):
+        big_l = math.log(2 / (1 - 0.99))
+        b = big_l * float(m) / 3
+        plain = (b + math.sqrt(b * b + 2 * n * big_l * float(v))) / n
+        assert multi.bernstein_halfwidth(n, v, m) == plain
+        for e in (600, 1000, -600):
+            assert multi.bernstein_halfwidth(n, v * F(4) ** e, m * F(2) ** e) \
+                == math.ldexp(plain, e)
+    assert multi.bernstein_halfwidth(4, F(10) ** 620, F(10) ** 309) == math.inf
+    assert multi.bernstein_halfwidth(5, F(0), F(0)) == 0.0
+
+
+def _wide(spec, k=2):
+    from zeal.analysis.multi_demo import parse_attribute
+
+    return MP.build([parse_attribute("t:-40:85"), parse_attribute(spec), Categorical("s", 3)],
+                    2.0, k=k)
+
+
+@pytest.mark.parametrize("spec", ["b:-8e307:8e307:pm", "b:-1e300:1e300:hm:3",
+                                  "b:0:5e-324:duchi"])
+def test_bulk_sampler_on_a_range_near_float64s_limits(spec):
+    """The statistical-mode table sampler places a reading at (x - lo) R / (hi - lo): for
+    hi - lo = 1.6e308, (x - lo) R overflowed to inf (an IndexError, or garbage rows). Readings
+    at lo and hi draw from the first and the last anchor row's law only."""
+    import numpy as np
+
+    prof = _wide(spec)
+    m = prof.multi()
+    part = m.parts[1]
+    tab = part.table
+    lo, hi = float(part.lo), float(part.hi)
+    rng = np.random.default_rng(5)
+    for x, row in ((lo, 0), (hi, tab.anchors)):
+        cells = part.sample_bulk(np.full(400, x), rng)
+        support = {j for j, w in enumerate(tab.weights[row]) if w}
+        assert set(cells.tolist()) <= support and len(set(cells.tolist())) > 1, (x, row)
+    rows = np.array([[1.0, v, 1] for v in (lo, hi, lo / 2 + hi / 2)] * 50)
+    idx, val = multi.sample_bulk(m, rows, rng)
+    assert idx.shape == val.shape == (150, 2)
+    limits = np.array([MP._value_limit(a) for a in prof.attributes])
+    assert ((val >= 0) & (val < limits[idx])).all()
+
+
+def test_estimates_of_a_range_near_the_top_of_float64():
+    """MultiEstimator: the exact mean as a float64, or None where float64 cannot hold it;
+    each interval end likewise (it used to raise OverflowError)."""
+    import numpy as np
+
+    prof = _wide("b:1e308:1.7976931348623157e308:hm")
+    est = multi.MultiEstimator(prof.multi())
+    seen = set()
+    for cell in range(prof.attributes[1].n_cells):
+        idx, val = np.array([[0, 1]] * 3), np.array([[3, cell]] * 3)
+        b = est.summarize(idx, val)[1]
+        try:
+            mean = float(est.mean_exact(1, idx, val))
+        except OverflowError:
+            mean = None
+        assert b.mean == mean
+        assert b.ci99 == (None, None)     # the half-width at n = 3 is past float64
+        seen.add(b.mean is None)
+        json.dumps(b.as_dict(), allow_nan=False)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("spec", ["b:-1e300:1e300:pm:3", "b:-8e307:8e307:duchi",
+                                  "b:1e308:1.7976931348623157e308:hm", "b:-1e160:1e160"])
+def test_a_wide_multi_profile_loads_on_the_device(tmp_path, spec):
+    """What the host writes for such a range, the device's loader (zealfw.mprofile) accepts
+    with the host's fingerprint, under CPython and on the MicroPython unix port."""
+    import sys
+
+    from mp_unix import marked, run_mp
+
+    fw = os.path.join(ROOT, "firmware")
+    if fw not in sys.path:
+        sys.path.insert(0, fw)
+    from zealfw import mprofile as FM
+
+    prof = _wide(spec)
+    files = {i: t.encode() for i, t in prof.attribute_files().items()}
+    fields = FM.loads(prof.to_json().encode(), lambda i: files.get(i))
+    assert fields[-1] == prof.fingerprint
+    prof.write(str(tmp_path / "p.json"))
+    script = ("from zealfw import mprofile\n"
+              "print('@@\"%s\"' % mprofile.load('p.json')[-1])\n")
+    assert marked(run_mp(script, str(tmp_path))) == [prof.fingerprint]

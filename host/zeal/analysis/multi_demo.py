@@ -21,6 +21,7 @@ progress on stderr (`printer`), the Aarhus rows (`aarhus_rows`) and how the demo
 (`dataset_text`), and the rows split among the boards with their ids and seeded keys
 (`board_slices`).
 """
+import decimal
 import hashlib
 import os
 import sys
@@ -32,7 +33,7 @@ from .. import wire
 from ..collect.store import FrameRecord, Store
 from ..errors import ProfileError, ZealError
 from ..mechanism import multi_profile as MP
-from ..mechanism.multi import Categorical, Numeric
+from ..mechanism.multi import Categorical, Numeric, float_or_none
 from ..mechanism.words import CounterWords, system_words
 from ..wire.codec import device_name, encode_data_payload
 from . import datasets
@@ -125,14 +126,33 @@ def parse_categorical(text: str):
     return Categorical(name, int(c))
 
 
+def sci(value, digits: int = 6) -> str:
+    """A rational in "%.<digits>g" style: its float64's where float64 holds it, else from the
+    exact value (a variance of 1e600 prints as 1e+600, not inf)."""
+    value = Fraction(value)
+    f = float_or_none(value)
+    if f is not None and (value == 0 or abs(f) >= sys.float_info.min):   # not subnormal
+        return "%.*g" % (digits, f)
+    with decimal.localcontext() as ctx:
+        ctx.prec = digits
+        q = decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator)
+    return format(q.normalize(), ".%dg" % digits)   # normalize: no trailing zeros, as %g
+
+
 def profile_figures(prof) -> dict:
-    """What `zeal profile --attributes` prints: the header, each attribute, the report size."""
+    """What `zeal profile --attributes` prints: the header, each attribute, the report size.
+    worst_variance: the worst-case variance of one report's estimate of the attribute
+    (multi.worst_variance_bounds' upper end: the exact maximum, or for a grid of more than
+    EXACT_STEPS window positions an exact upper bound of it) as a float64, null where float64
+    cannot hold it (a numeric attribute's is about (hi - lo)^2: past 1.8e308 for ranges wider
+    than about 1e154); worst_variance_rational: the same figure exactly, as "p/q"."""
     m = prof.multi()
     atts = []
     for j, (name, a) in enumerate(zip(prof.names, prof.attributes)):
         var = m.worst_variance_bounds(j)[1]
         doc = {"name": name, "kind": "categorical" if a.kind == "oue" else a.kind,
-               "value_bits": prof.value_bits(j), "worst_variance": float(var)}
+               "value_bits": prof.value_bits(j), "worst_variance": float_or_none(var),
+               "worst_variance_rational": "%d/%d" % (var.numerator, var.denominator)}
         if a.kind == "oue":
             doc.update(values=a.c, ratio=a.ratio_num / (1 << 32))
         else:
@@ -166,8 +186,9 @@ def cmd_profile_attributes(args) -> int:
                     "max_batch", "privacy_ratio"):
             print("%-16s %s%s" % (key, doc[key], " bits" if key.endswith("bits") else ""))
         for a in doc["attributes"]:
-            print("attribute %-16s %-11s %2d bits  worst variance %.6g%s"
-                  % (a["name"], a["kind"], a["value_bits"], a["worst_variance"],
+            print("attribute %-16s %-11s %2d bits  worst variance %s%s"
+                  % (a["name"], a["kind"], a["value_bits"],
+                     sci(Fraction(a["worst_variance_rational"])),
                      " (frequency^2)" if a["kind"] == "categorical" else " (unit^2)"))
         for path in doc.get("files", []):
             print("written to %s" % path)

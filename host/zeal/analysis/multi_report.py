@@ -7,7 +7,8 @@
                    report_bits_mean, payload_bits_per_report, wire_bits_per_report}],
      "devices": [{device, name, n}], "overall": {n, frames, devices, private, debug_reports}}
 Each numeric attribute: {name, kind "numeric", n (reports), carried (reports that held it),
-mean_calibrated, ci99 [low, high]} (Bernstein, valid at every n: multi.MultiEstimator);
+mean_calibrated, ci99 [low, high]} (Bernstein, valid at every n: multi.MultiEstimator; a
+figure past float64, for a range near the top of float64, is None);
 each categorical one: {name, kind "categorical", n, carried, frequencies {value: {estimate,
 ci99}}} (per value, not simultaneous). wire_bits_per_report counts every DATA frame's bytes on
 the wire (COBS, CRC, header, delimiter: exact, re-encoded from the stored frame) per report.
@@ -96,11 +97,20 @@ def analyze_doc(store, include_vector: bool = False) -> dict:
                         "private": debug == 0}}
 
 
+def _num(value) -> str:
+    """A numeric figure: four decimals, 6 significant digits from 1e15 on (a range near
+    1e300 would print 300 digits), n/a where the document holds None (past float64)."""
+    if value is None:
+        return "n/a"
+    return "%.4f" % value if abs(value) < 1e15 else "%.6g" % value
+
+
 def format_text(doc: dict, units=None) -> str:
     """One line per attribute (numeric: mean and interval; categorical: one line per value),
     per profile; then devices and the wire cost."""
     units = units or {}
     lines = []
+    past = False
     for p in doc["profiles"]:
         lines.append("multi profile %s: d = %d attributes, k = %d per report, epsilon %g; %d "
                      "reports in %d frames from %d device(s)"
@@ -115,10 +125,12 @@ def format_text(doc: dict, units=None) -> str:
             unit = units.get(a["name"], "")
             if a["kind"] == "numeric":
                 tm = a.get("true_mean")
-                lines.append("%-16s %8d %14.4f [%12.4f, %12.4f]%s %s"
-                             % (a["name"], a["carried"], a["mean_calibrated"], a["ci99"][0],
-                                a["ci99"][1], " %14.4f" % tm if tm is not None else
+                lines.append("%-16s %8d %14s [%12s, %12s]%s %s"
+                             % (a["name"], a["carried"], _num(a["mean_calibrated"]),
+                                _num(a["ci99"][0]), _num(a["ci99"][1]),
+                                " %14s" % _num(tm) if tm is not None else
                                 (" %14s" % "" if truth else ""), unit))
+                past = past or None in (a["mean_calibrated"],) + tuple(a["ci99"])
             else:
                 for v, f in a["frequencies"].items():
                     lines.append("%-16s %8d %14.4f [%12.4f, %12.4f]  (frequency of value %s)"
@@ -129,6 +141,9 @@ def format_text(doc: dict, units=None) -> str:
                      "(bound k (ceil(log2 d) + m) = %d bits)"
                      % (p["wire_bits_per_report"], p["payload_bits_per_report"],
                         p["report_bits_mean"], p["report_bits_bound"]))
+    if past:
+        lines.append("n/a: past float64 (about 1.8e308): the attribute's range is too wide for "
+                     "this figure")
     o = doc["overall"]
     if not o["private"]:
         lines.append("WARNING: %d reports came from a DEBUG build: NOT private" % o["debug_reports"])

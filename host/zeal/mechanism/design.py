@@ -120,7 +120,8 @@ def _norm_data(data, lo, hi):
     u = np.asarray(list(data), dtype=float)
     if u.size == 0 or not np.all(np.isfinite(u)):
         raise ProfileError("the data must be a non-empty list of finite readings")
-    mid, half = (float(lo) + float(hi)) / 2, (float(hi) - float(lo)) / 2
+    # lo/2 + hi/2: the same float64 as (lo + hi)/2, which overflows for a range near 1.8e308
+    mid, half = float(lo) / 2 + float(hi) / 2, (float(hi) - float(lo)) / 2
     return np.clip((u - mid) / half, -1.0, 1.0)
 
 

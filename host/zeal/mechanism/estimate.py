@@ -111,7 +111,11 @@ class Estimator:
 
     def avg_star_naive(self, offsets: np.ndarray) -> float:
         from .reports import floats_from_offsets
-        return float(np.mean(floats_from_offsets(self.profile, offsets))) - abar_float(self.profile)
+        # near the top of float64 the naive sum overflows to inf: that is the figure (it shows
+        # how the naive estimator fails), not a warning for stderr
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.mean(floats_from_offsets(self.profile, offsets))) \
+                - abar_float(self.profile)
 
     # -- intervals ---------------------------------------------------------------------------------
     def bernstein_halfwidth(self, n: int) -> float:
@@ -216,12 +220,21 @@ class TableEstimator:
         if n < 2:
             return math.inf
         counts = self._counts(j).astype(np.float64)
-        g = self._g_float
-        centre = float(np.dot(counts, g)) / n
-        d = g - centre
-        var = max(float(np.dot(counts, d * d)) / (n - 1), 0.0)
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
-        return z * math.sqrt(var / n)
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = self._g_float
+            centre = float(np.dot(counts, g)) / n
+            d = g - centre
+            var = max(float(np.dot(counts, d * d)) / (n - 1), 0.0)
+            out = z * math.sqrt(var / n)
+            if math.isfinite(out):
+                return out
+            # outputs near +-1e300: the sums overflowed (inf - inf is NaN); the same figure
+            # in units of hi - lo (g_j - lo = (hi - lo) a_j / Q), scaled back at the end
+            u = np.array(self.values, dtype=np.float64) / self.den
+            d = u - float(np.dot(counts, u)) / n
+            var = max(float(np.dot(counts, d * d)) / (n - 1), 0.0)
+            return z * math.sqrt(var / n) * float(self.hi - self.lo)
 
     def summarize(self, offsets) -> Summary:
         j = np.asarray(offsets, dtype=np.int64).ravel()

@@ -269,9 +269,14 @@ class _NumericPart:
         # STATISTICAL MODE, float64: the row choice compares a float uniform with the float
         # fraction f, the cell draw a float uniform with the row's float64 cumulative law (the
         # integer weights can exceed 64 bits); exact in law up to float64 rounding.
+        # x - lo <= hi - lo is finite (pfile.parameters refuses a wider range), but times R
+        # it may not be: a wide range's both sides are scaled by 2^-e (exact), e the binary
+        # exponent of hi - lo
         tab = self.table
-        pos = (np.clip(x, float(self.lo), float(self.hi)) - float(self.lo)) \
-            * tab.anchors / float(self.hi - self.lo)
+        span = float(self.hi - self.lo)
+        scale = math.ldexp(1.0, -max(math.frexp(span)[1], 0))
+        pos = ((np.clip(x, float(self.lo), float(self.hi)) - float(self.lo)) * scale) \
+            * tab.anchors / (span * scale)
         b = np.minimum(np.floor(pos).astype(np.int64), tab.anchors - 1)
         row = b + (rng.random(x.shape) < pos - b)
         out = np.empty(x.shape, dtype=np.int64)
@@ -566,8 +571,8 @@ class AttributeSummary:
     kind: str
     n: int                 # reports
     carried: int           # reports that carried this attribute
-    mean: float = None     # numeric: the calibrated mean, reading units
-    ci99: tuple = None     # numeric: Bernstein 99% interval
+    mean: float = None     # numeric: the calibrated mean, reading units (None: past float64)
+    ci99: tuple = None     # numeric: Bernstein 99% interval (an end past float64: None)
     frequencies: dict = None   # categorical: {value: (estimate, (lo, hi))}, Bernstein 99%
 
     def as_dict(self) -> dict:
@@ -580,11 +585,45 @@ class AttributeSummary:
         return doc
 
 
+def _log2_floor(x: Fraction) -> int:
+    """floor(log2 x) for a positive rational, exactly."""
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    return e if Fraction(2) ** e <= x else e - 1
+
+
 def bernstein_halfwidth(n: int, var: Fraction, dev: Fraction, confidence=CONFIDENCE) -> float:
-    """lam with 2 exp(-n lam^2 / (2 (V + M lam/3))) = 1 - confidence (float64)."""
+    """lam with 2 exp(-n lam^2 / (2 (V + M lam/3))) = 1 - confidence (float64); math.inf
+    when lam itself is beyond float64.
+
+    V and M are exact and may be past float64 (V is about (hi - lo)^2: a range 1e154 wide
+    overflows it). lam is homogeneous (V -> s^2 V, M -> s M gives lam -> s lam), so it is
+    computed on V / 4^e and M / 2^e, e the binary exponent of max(M, sqrt V), and multiplied by
+    2^e at the end: power-of-two scalings are exact, so the result is the float64 formula's
+    wherever that neither overflows nor underflows, and finite wherever lam fits in a
+    float64."""
+    var, dev = Fraction(var), Fraction(dev)
     big_l = math.log(2 / (1 - float(confidence)))
-    b = big_l * float(dev) / 3
-    return (b + math.sqrt(b * b + 2 * n * big_l * float(var))) / n
+    if var <= 0 and dev <= 0:
+        return 0.0
+    e = max(_log2_floor(dev) if dev > 0 else -10 ** 9,
+            (_log2_floor(var) // 2) if var > 0 else -10 ** 9)
+    v = float(var / Fraction(4) ** e) if e >= 0 else float(var * Fraction(4) ** -e)
+    m = float(dev / Fraction(2) ** e) if e >= 0 else float(dev * Fraction(2) ** -e)
+    b = big_l * m / 3
+    scaled = (b + math.sqrt(b * b + 2 * n * big_l * v)) / n
+    try:
+        return math.ldexp(scaled, e)
+    except OverflowError:
+        return math.inf
+
+
+def float_or_none(value):
+    """float(value), or None where float64 cannot hold it (JSON has no inf or NaN)."""
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 class MultiEstimator:
@@ -630,9 +669,13 @@ class MultiEstimator:
             hw = bernstein_halfwidth(n, self.var[j], self.dev[j])
             carried = int((idx == j).sum())
             if isinstance(part, _NumericPart):
-                mean = float(self.mean_exact(j, idx, val))
+                # None where float64 cannot hold the figure: a mean past +-1.8e308 (a range
+                # near the top of float64), an interval end past it (a half-width that is)
+                mean = float_or_none(self.mean_exact(j, idx, val))
+                ci = ((None, None) if mean is None
+                      else (float_or_none(mean - hw), float_or_none(mean + hw)))
                 out.append(AttributeSummary(part.attr.name, "numeric", n, carried, mean=mean,
-                                            ci99=(mean - hw, mean + hw)))
+                                            ci99=ci))
             else:
                 freqs = {v: (float(f), (float(f) - hw, float(f) + hw))
                          for v, f in zip(part.domain, self.frequencies_exact(j, idx, val))}
