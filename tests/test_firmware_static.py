@@ -33,8 +33,8 @@ PKG = os.path.join(FIRMWARE, "zealfw")
 # every module holding reading or profile arithmetic (the float ban applies to each)
 PERTURBATION_PATH = ("mechanism.py", "exact.py", "reference.py", "words.py", "seed.py", "profile.py",
                      "src_replay.py", "build.py", "pfile.py", "tprofile.py", "tsample.py",
-                     "callwords.py", "mprofile.py", "msample.py", "sprofile.py", "srand.py",
-                     "mstart.py")
+                     "callwords.py", "mprofile.py", "msample.py", "sprofile.py", "sgamma.py",
+                     "srand.py", "mstart.py")
 
 
 # ---- (a) no floats ---------------------------------------------------------------------------

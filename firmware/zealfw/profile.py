@@ -231,13 +231,14 @@ def numbers(path):
     BAD_PROFILE (2); or None for a table profile, which zealfw.main then loads with
     zealfw.tprofile.numbers once this module is freed (the two loaders are never in memory
     together); or 1 for a multi-attribute header, 2 for a shuffle profile (the sniff rule:
-    "zeal-multi/1", "zeal-shuffle/1" within the first 503 bytes), which zealfw.mstart
+    "zeal-multi/1", "zeal-shuffle/" (either version: zealfw.sprofile refuses a withdrawn
+    "zeal-shuffle/1" with reason format) within the first 503 bytes), which zealfw.mstart
     loads."""
     try:
         buf, n = read(path, _MAX_FILE + 1)
         if buf.find(b"zeal-multi/1", 0, n) >= 0:
             return 1
-        if buf.find(b"zeal-shuffle/1", 0, n) >= 0:
+        if buf.find(b"zeal-shuffle/", 0, n) >= 0:
             return 2
         if buf.find(b"zeal-table/1", 0, n) >= 0:
             return None

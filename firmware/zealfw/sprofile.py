@@ -1,25 +1,32 @@
-"""Load and check a shuffle profile, "zeal-shuffle/1", on the device (shared_spec/shuffle.md,
+"""Load and check a shuffle profile, "zeal-shuffle/2", on the device (shared_spec/shuffle.md,
 the profile section; host: host/zeal/mechanism/shuffle_profile.py, `device_checks`).
 
 The file grammar, the character set, the float64 hex patterns and the fingerprint rule are
 the grid profile's (zealfw.pfile). Checks, in the host's order, with its reason codes:
-  size         longer than _MAX_SHUFFLE_FILE (2760) bytes (the host's MAX_SHUFFLE_FILE)
+  size         longer than _MAX_SHUFFLE_FILE (2802) bytes (the host's MAX_SHUFFLE_FILE)
   json, type   the grammar and the value kinds (zealfw.pfile.parse)
-  format       "format" is not "zeal-shuffle/1"
+  format       "format" is not "zeal-shuffle/2" ("zeal-shuffle/1", t pairs linked in one
+               message, with its own message: withdrawn, see shuffle.md "Messages")
   missing      a required key is absent
   unknown      a key the schema does not know
-  type         d, levels, t, n, gamma_num, gamma_den not ints; epsilon, delta not "0x" + 16
-               lowercase hex digits; the fingerprint not 64; ranges not a string of
-               [0-9a-fx.]
+  type         d, levels, t, n, gamma_num, gamma_den not ints; epsilon, delta,
+               message_epsilon not "0x" + 16 lowercase hex digits; the fingerprint not 64;
+               ranges not a string of [0-9a-fx.]
   fingerprint  SHA-256 of the canonical bytes differs
-  value        epsilon not in (0, 6), delta not in (0, 1), d not in [1, 64], levels not in
-               [1, 15], t not in [1, d], n not in [2, 2^63), not 0 < gamma_num < gamma_den
-               < 2^63, ranges not 2d patterns "0x" + 16 lowercase hex joined by ".", a bound
-               not finite, lo_c >= hi_c (in that order)
-  derived      t (ceil(log2 d) + ceil(log2(levels + 1))) > 52: a message is one wire report
+  value        epsilon not in (0, 6), delta not in (0, 1), message_epsilon not in (0, 1],
+               d not in [1, 64], levels not in [1, 15], t not in [1, d], n not in
+               [2, 2^63), not 0 < gamma_num < gamma_den < 2^63, ranges not 2d patterns
+               "0x" + 16 lowercase hex joined by ".", a bound not finite, lo_c >= hi_c (in
+               that order)
+  derived      ceil(log2 d) + ceil(log2(levels + 1)) > 52 (cannot happen within the value
+               limits: at most 10 bits; kept as the host keeps it)
+  privacy      the integer privacy rule refuses (zealfw.sgamma, the twin of the host's
+               shuffle_rule: gamma, message_epsilon, n, d, levels and t must prove
+               (epsilon, delta)); the message is the host's
   missing_file, io   as zealfw.profile
-The host also checks that gamma is at least what (epsilon, delta, n, d, levels, t) need
-(logarithms: host only); the device samples with the stored gamma.
+Every check is the host's too, the privacy rule included: the device refuses exactly the
+files the host refuses. zealfw.sgamma is imported only here, at the end of the checks;
+zealfw.mstart frees it with this module before sampling.
 Integers only (the AST float ban covers this module).
 """
 import hashlib
@@ -33,7 +40,7 @@ except ImportError:  # CPython: the conformance runner and the tests run here to
     def const(x):
         return x
 
-_MAX_SHUFFLE_FILE = const(2760)
+_MAX_SHUFFLE_FILE = const(2802)
 _D_MAX = const(64)
 _LEVELS_MAX = const(15)
 _INT_LIMIT = const(1 << 63)
@@ -51,7 +58,8 @@ def load(path):
 def loads(text, n=None):
     """The fields of a checked shuffle profile from the file's bytes (or its first n):
     (d, levels, t, gamma_num, gamma_den, ranges [(lo, hi) exact (num, den) pairs], bits,
-    fingerprint)."""
+    fingerprint); bits is one message's (one wire report's), P = ceil(log2 d) +
+    ceil(log2(levels + 1)): a reading sends t of them."""
     if isinstance(text, str):
         text = text.encode()
     if n is None:
@@ -72,13 +80,17 @@ def numbers(path):
 
 def from_doc(doc):
     ints = ("d", "levels", "t", "n", "gamma_num", "gamma_den")
-    required = ("format", "d", "levels", "t", "n", "epsilon", "delta", "gamma_num",
-                "gamma_den", "ranges", "fingerprint")
+    required = ("format", "d", "levels", "t", "n", "epsilon", "delta", "message_epsilon",
+                "gamma_num", "gamma_den", "ranges", "fingerprint")
     if type(doc) is not dict:
         raise ProfileError("type", "a profile is a JSON object")
-    if doc.get("format") != "zeal-shuffle/1":
+    if doc.get("format") == "zeal-shuffle/1":
+        raise ProfileError("format", "a zeal-shuffle/1 profile (t pairs linked in one message, "
+                                     "whose gamma did not give the claimed (epsilon, delta) for "
+                                     "t >= 2) is no longer accepted: make a new one")
+    if doc.get("format") != "zeal-shuffle/2":
         raise ProfileError("format", "unsupported profile format (this firmware reads "
-                                     "zeal-shuffle/1)")
+                                     "zeal-shuffle/2)")
     for key in required:
         if key not in doc:
             raise ProfileError("missing", "shuffle profile is missing %s" % key)
@@ -90,6 +102,7 @@ def from_doc(doc):
             raise ProfileError("type", "%s must be an integer" % key)
     _check_hex("epsilon", doc["epsilon"], 16)
     _check_hex("delta", doc["delta"], 16)
+    _check_hex("message_epsilon", doc["message_epsilon"], 16)
     _check_hex("fingerprint", doc["fingerprint"], 64)
     text = doc["ranges"]
     _check_string("ranges", text)
@@ -115,22 +128,26 @@ def from_doc(doc):
     digest = hexlify(h.digest()).decode()
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
-    a, b = _f64(doc["epsilon"])
-    if not 0 < a < _EPS_MAX * b:
+    eps = _f64(doc["epsilon"])
+    if not 0 < eps[0] < _EPS_MAX * eps[1]:
         raise ProfileError("value", "epsilon must be in (0, 6)")
-    a, b = _f64(doc["delta"])
-    if not 0 < a < b:
+    delta = _f64(doc["delta"])
+    if not 0 < delta[0] < delta[1]:
         raise ProfileError("value", "delta must be in (0, 1)")
+    e_m = _f64(doc["message_epsilon"])
+    if not 0 < e_m[0] <= e_m[1]:
+        raise ProfileError("value", "message_epsilon must be in (0, 1]")
     d = doc["d"]
     k = doc["levels"]
     t = doc["t"]
+    n = doc["n"]
     if not 1 <= d <= _D_MAX:
         raise ProfileError("value", "d must be in [1, 64]")
     if not 1 <= k <= _LEVELS_MAX:
         raise ProfileError("value", "levels must be in [1, 15]")
     if not 1 <= t <= d:
         raise ProfileError("value", "t must be in [1, d]")
-    if not 2 <= doc["n"] < _INT_LIMIT:
+    if not 2 <= n < _INT_LIMIT:
         raise ProfileError("value", "n must be in [2, 2^63)")
     gn = doc["gamma_num"]
     gd = doc["gamma_den"]
@@ -154,7 +171,13 @@ def from_doc(doc):
                 raise ProfileError("value", "every range needs lo < hi")
             ranges.append((lo, v))
             lo = None
-    bits = t * (_bit_length(d - 1) + _bit_length(k))
+    bits = _bit_length(d - 1) + _bit_length(k)  # one message: a coordinate and a level
     if bits > _BITS_MAX:
         raise ProfileError("derived", "a message needs more than 52 bits")
+    doc = text = None  # the rule's big ints need the room more than the parsed file
+    from .sgamma import refusal
+
+    why = refusal(eps, delta, e_m, n, d, k, t, (gn, gd))
+    if why is not None:
+        raise ProfileError("privacy", "shuffle profile: " + why)
     return d, k, t, gn, gd, ranges, bits, digest
