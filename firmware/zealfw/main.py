@@ -3,7 +3,8 @@
 # Configuration lives in zeal_config.json on the device (all keys optional; a key of the wrong
 # type, or an unknown key, stops the board with STATUS CONFIG):
 #   period_ms     1000   time between sampling ticks (0: as fast as the source gives readings)
-#   batch         64     reports per DATA frame (1..255)
+#   batch         64     reports per DATA frame (1..255; for a shuffle profile rounded down
+#                        to a multiple of t, at least t: a tick's t messages share a frame)
 #   hello_every   16     DATA frames between HELLOs (0..65535; 0: only at boot and on request)
 #   status_every  64     DATA frames between STATUS heartbeats (0: none)
 #   max_reports   0      stop after this many sampling ticks (0: never)
@@ -42,6 +43,9 @@
 # `zeal stop`), or reset the board and press Ctrl-C within start_delay_ms. With a watchdog
 # running (it cannot be stopped) "!stop" writes the hold file zeal_hold and resets the board;
 # boot() finds the file, removes it and stays in the REPL.
+#
+# A shuffle profile's tick makes t reports, its t messages (shared_spec/shuffle.md, "Wire"),
+# all in the one DATA frame: one reading, t reports, whatever the reading.
 #
 # Per report the loop allocates nothing of its own (no tuples, no bytes, no closures): the
 # sources hand over an int and set .kind (a float64 as two 32-bit halves), the perturbation
@@ -180,6 +184,10 @@ def _loop(st):
     debug = cfg["debug"]
     p_raw, p_f32, p_f64 = mech.perturb_raw, mech.perturb_float32, mech.perturb_f64
     pub_f64, pub_a, pub_b = public
+    # reports a tick: 1, or a shuffle profile's t messages, which low(k) holds as one int,
+    # message l at bit l * sender.bits (zealfw.mstart made the batch a multiple of it, so a
+    # tick's reports share one DATA frame and frames still leave only at tick starts)
+    per, bits, mask = mech.reports, sender.bits, sender._mask
     ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
     cfg = None           # the config's dict is not needed while sampling: free it
@@ -253,7 +261,13 @@ def _loop(st):
                     k = p_f64(pub_a, pub_b)
                 else:
                     k = mech.perturb(pub_a, pub_b)
-            full = sender.add(mech.low(k))
+            k = mech.low(k)
+            i = per
+            while i > 1:  # all but the last report of the tick, the low bits first
+                sender.add(k & mask)
+                k >>= bits
+                i -= 1
+            full = sender.add(k)
             ticks += 1
             if wdt is not None:
                 wdt.feed()

@@ -227,6 +227,8 @@ class Zeal:
     words and returns the same bit.
     """
 
+    reports = 1  # wire reports a sampling tick (zealfw.main's loop; srand.Zeal: t)
+
     def __init__(self, profile, words):
         # the per-profile constants above are made by zealfw.exact.init_zeal: set-up code,
         # not needed while sampling (zealfw.build frees that module)

@@ -33,6 +33,8 @@ class Zeal:
     when the source failed: every value invalid); low(r) is the sampler itself, which the
     Sender reads (sel, val: the report's pairs; _w: the value widths; _ib)."""
 
+    reports = 1  # wire reports a sampling tick (zealfw.main's loop)
+
     def __init__(self, profile, words):
         d, k, ib, attrs, bits, fp = profile.fields
         if not hasattr(words, "advance"):  # a callable (zealfw.callwords)

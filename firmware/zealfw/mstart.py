@@ -1,10 +1,16 @@
 # The start of a board whose profile reads a tuple (zealfw.build's counterpart): a
 # multi-attribute header "zeal-multi/1" (kind 1: zealfw.mprofile, the sampler
-# zealfw.msample) or a shuffle profile "zeal-shuffle/1" (kind 2: zealfw.sprofile, the
-# randomiser zealfw.srand), as zealfw.profile.numbers' sniff found it. zealfw.main.run calls
-# make() with this module alone loaded after the start's first stage, frees it after, and
-# runs the one loop (zealfw.main._loop) with what it returns: the loop builds the sampler
-# from prof.table (the sampler's class) and hands it the tuple source's readings.
+# zealfw.msample) or a shuffle profile "zeal-shuffle/2" (kind 2: zealfw.sprofile with its
+# privacy rule zealfw.sgamma, the randomiser zealfw.srand), as zealfw.profile.numbers' sniff
+# found it ("zeal-shuffle/" of either version; sprofile refuses a withdrawn
+# "zeal-shuffle/1"). zealfw.main.run calls make() with this module alone loaded after the
+# start's first stage, frees it after, and runs the one loop (zealfw.main._loop) with what
+# it returns: the loop builds the sampler from prof.table (the sampler's class) and hands it
+# the tuple source's readings.
+#
+# A shuffle board sends t reports a tick (its t messages, bits = P each: HELLO announces P);
+# its Sender's batch is the config's rounded down to a multiple of t, at least t, so a
+# tick's reports share one DATA frame and every frame's size depends on the tick count only.
 #
 # Order as for every profile: a bad profile ends the start with a HELLO without a profile
 # and one STATUS before the seed file is touched. A tuple board reads its values from a
@@ -37,7 +43,7 @@ def make(st, kind):
         from .sprofile import numbers
     fields, err = numbers(cfg["profile"])
     numbers = None
-    for name in ("mprofile", "sprofile", "profile", "tprofile", "pfile"):
+    for name in ("mprofile", "sprofile", "sgamma", "profile", "tprofile", "pfile"):
         _forget(name)
     if err is None:
         from .build import _boot_key
@@ -61,13 +67,17 @@ def make(st, kind):
     try:
         from .framing import nonce_of
 
-        args = (out, fields[-2], cfg["batch"], dev, prof.fingerprint, boot, nonce_of(key),
-                cfg["hello_every"], vector, debug, cfg["write_timeout_ms"])
+        batch = cfg["batch"]
         if kind == 1:
             from .msample import Sender, Zeal
         else:
             from .frames import Sender
             from .srand import Zeal
+
+            t = fields[2]  # a tick's t reports in one frame: a multiple of t, at least t
+            batch = t if batch < t else batch - batch % t
+        args = (out, fields[-2], batch, dev, prof.fingerprint, boot, nonce_of(key),
+                cfg["hello_every"], vector, debug, cfg["write_timeout_ms"])
         prof.table = Zeal
         sender = Sender(args[0], args[1], batch=args[2], device_id=args[3],
                         fingerprint=args[4], boot=args[5], nonce=args[6],

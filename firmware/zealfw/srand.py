@@ -1,16 +1,22 @@
-"""The shuffle-mode randomiser on the device (shared_spec/shuffle.md, `randomise`): integers
-only, word for word the host reference (host/zeal/mechanism/shuffle.py `randomise` with the
-reading mapping of shuffle_profile.py).
+"""The shuffle-mode randomiser on the device (shared_spec/shuffle.md, "Word contract"):
+integers only, word for word the host reference (host/zeal/mechanism/shuffle.py `randomise`
+with the reading mapping of shuffle_profile.py).
 
-Per message, for the reading tuple a tuple source hands over (zealfw.src_tuple):
+A reading sends t messages, each one (coordinate, level) pair of P = ceil(log2 d) +
+ceil(log2(k + 1)) bits, drawn independently, message by message, for the reading tuple a
+tuple source hands over (zealfw.src_tuple):
 
-    a = [0, 1, ..., d-1]
-    for l in 0..t-1: u = UNIFORM(d - l); swap a[l], a[l + u]; c_l = a[l]
     for l in 0..t-1:
-        if BERNOULLI(gamma_num, gamma_den): y_l = UNIFORM(k + 1)
+        c_l = UNIFORM(d)                                  (with replacement)
+        if BERNOULLI(gamma_num, gamma_den): y_l = UNIFORM(k + 1)        (the blanket)
         else: y_l = b + BERNOULLI(r, q), with x k = b + r/q, x = (v - lo_c)/(hi_c - lo_c)
               clamped to [0, 1] (an invalid reading: x = 1/2)
-    message = sum over l of (c_l | y_l << ceil(log2 d)) << (l P)
+    result = sum over l of (c_l | y_l << ceil(log2 d)) << (l P)
+
+The result is one int, message l at bit l P; zealfw.main's loop sends it as `reports` (= t)
+wire reports of P bits (the Sender's bits, HELLO announces P), message 0 first, and
+zealfw.mstart makes the Sender's batch a multiple of t, so a tick's t reports are in one
+DATA frame and frames leave only at tick starts.
 
 The randomised rounding is zealfw.mechanism.Zeal's position with steps = k (the exact long
 division of the grid, its clamping and its BERNOULLI of the fraction): this class is a
@@ -30,7 +36,8 @@ class _F:
 class Zeal(mechanism.Zeal):
     """A shuffle profile's randomiser. `profile.fields`: zealfw.sprofile.loads' fields.
     zealfw.main's loop calls perturb_raw(source) with the tuple source (or perturb(None,
-    None) when the source failed: every coordinate invalid) and sends low(message)."""
+    None) when the source failed: every coordinate invalid) and sends low(result) as
+    `reports` reports of the Sender's bits, the low ones first."""
 
     def __init__(self, profile, words):
         from .exact import init_zeal
@@ -51,42 +58,38 @@ class Zeal(mechanism.Zeal):
             init_zeal(self, f, words)
             consts.append((self._lo, self._div))
         self._c = consts
-        us = []
-        for i in range(t):
-            us.append(mechanism._Uniform(d - i))
-        # the message's constants: (t, k, gamma_num, gamma_den, UNIFORMs of d - l,
-        # UNIFORM(k + 1), coordinate bits, pair bits)
         cb = 0
         while (d - 1) >> cb:
             cb += 1
-        pb = cb
-        while k >> (pb - cb):
-            pb += 1
-        self._m = (t, k, gn, gd, us, mechanism._Uniform(k + 1), cb, pb)
-        self._a = bytearray(range(d))
-        self._mask = (1 << bits) - 1
+        # the message's constants: (t, gamma_num, gamma_den, UNIFORM(d), UNIFORM(k + 1), k,
+        # coordinate bits, message bits P)
+        self._m = (t, gn, gd, mechanism._Uniform(d), mechanism._Uniform(k + 1), k, cb, bits)
+
+    @property
+    def reports(self):
+        """Wire reports a tick: the t messages (mechanism.Zeal's is 1)."""
+        return self._m[0]
 
     def _finish(self, base, r, low, f, q):
         # randomised rounding: the position's floor plus BERNOULLI of its fraction
         return base + mechanism._bernoulli_frac(r, low, f, q, self.words)
 
+    def low(self, k):
+        # the t messages travel whole (t P bits): no mask
+        return k
+
     def perturb(self, n, d):
         return self.perturb_raw(None)
 
     def perturb_raw(self, src):
-        """One message for the tuple source src (None: every reading invalid)."""
+        """The t messages for the tuple source src (None: every reading invalid), message l
+        at bit l P."""
         words = self.words
-        t, k, gn, gd, us, lev, cb, pb = self._m
-        a = self._a
-        for i in range(t):
-            j = i + us[i].draw(words)
-            c = a[j]
-            a[j] = a[i]
-            a[i] = c
+        t, gn, gd, coord, lev, k, cb, pb = self._m
         out = 0
         sh = 0
         for i in range(t):
-            c = a[i]
+            c = coord.draw(words)
             if mechanism._bernoulli_frac(gn, 0, 0, gd, words):
                 y = lev.draw(words)
             else:
@@ -105,6 +108,4 @@ class Zeal(mechanism.Zeal):
                     y = self._finish(k >> 1, k & 1, 0, 0, 2)
             out |= (c | (y << cb)) << sh
             sh += pb
-        for i in range(len(a)):  # a = [0, ..., d-1] again for the next message
-            a[i] = i
         return out
