@@ -4,9 +4,11 @@
 # builds it: kind "profile" with the exact file text, or kind "randomise" with the profile's
 # file text, reading tuples (float64 patterns as 16 hex digits) and a generator key or an
 # explicit word list. The file is read by the device's sniff rule (zealfw.profile.numbers:
-# "zeal-shuffle/1" within the first 503 bytes -> zealfw.sprofile, else the grid/table
-# loader); the randomiser is zealfw.srand.Zeal fed through a tuple source's fields, as
-# zealfw.main's loop feeds it.
+# "zeal-shuffle/" within the first 503 bytes -> zealfw.sprofile, its every check including
+# the privacy rule zealfw.sgamma; else the grid/table loader); the randomiser is
+# zealfw.srand.Zeal fed through a tuple source's fields, as zealfw.main's loop feeds it, and
+# its one int is split into the t messages (P bits each, message 0 lowest) as the loop
+# splits it into t wire reports.
 from binascii import unhexlify
 
 from zealfw import profile
@@ -26,7 +28,7 @@ class _Tuple:
 
 def _load(text):
     buf = text.encode()
-    if buf.find(b"zeal-shuffle/1", 0, 503) >= 0:
+    if buf.find(b"zeal-shuffle/", 0, 503) >= 0:
         return sprofile.loads(buf)
     profile.loads(buf)
     return None
@@ -49,6 +51,8 @@ def handle(request):
         source = _ListWords([int(w, 16) for w in request.get("words", ())])
     z = srand.Zeal(f, source)
     d = fields[0]
+    bits = fields[6]
+    mask = (1 << bits) - 1
     out = []
     for item in request["inputs"]:
         src = _Tuple()
@@ -63,6 +67,10 @@ def handle(request):
                     src.vals[c] = int(v[:8], 16)
                     src.los[c] = int(v[8:], 16)
         before = source.used()
-        m = z.perturb_raw(src)
-        out.append({"message": m, "words_used": source.used() - before})
+        m = z.low(z.perturb_raw(src))
+        msgs = []
+        for i in range(z.reports):
+            msgs.append(m & mask)
+            m >>= bits
+        out.append({"messages": msgs, "words_used": source.used() - before})
     return True, {"outputs": out}

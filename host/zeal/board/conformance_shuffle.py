@@ -1,16 +1,18 @@
 """The "shuffle" conformance suite (shared_spec/vectors/shuffle.json): shuffle profiles
-("zeal-shuffle/1") and the shuffle-mode randomiser through every implementation.
+("zeal-shuffle/2") and the shuffle-mode randomiser through every implementation.
 
 Cases of kind "profile" send the exact file text; a device reads it by the sniff rule
-(zealfw.sprofile for "zeal-shuffle/1" within the first 503 bytes, else its grid/table
-loader) and answers the fingerprint and the message bits, or the reason code of the shuffle
-check list. Cases marked host_only (the "privacy" check: gamma against the formula, which
-needs logarithms) are not sent to a device. Cases of kind "randomise" send the named
-profile's file text, the reading tuples (float64 patterns, 16 hex digits; a tuple of the
-wrong length makes every coordinate invalid) and a generator key or an explicit word list;
-the answer per tuple is the message (the integer wire report) and the words consumed. The
-expected values stay here. The firmware side is firmware/conformance/conformance_shuffle.py;
-`handle` below is the host side (zeal.mechanism.shuffle_profile) for target "cpython".
+(zealfw.sprofile for "zeal-shuffle/" within the first 503 bytes, else its grid/table loader)
+and answers the fingerprint and the message bits P, or the reason code of the shuffle check
+list. Every check is the device's, the privacy rule included (zealfw.sgamma, the twin of
+zeal.mechanism.shuffle_rule): every case goes to every target, and a device must refuse each
+tampered file with the host's reason. Cases of kind "randomise" send the named profile's
+file text, the reading tuples (float64 patterns, 16 hex digits; a tuple of the wrong length
+makes every coordinate invalid) and a generator key or an explicit word list; the answer
+per tuple is its t messages (the t integer wire reports, message 0 first) and the words
+consumed. The expected values stay here. The firmware side is
+firmware/conformance/conformance_shuffle.py; `handle` below is the host side
+(zeal.mechanism.shuffle_profile) for target "cpython".
 """
 import os
 
@@ -19,11 +21,6 @@ from .conformance_cases import (fields_differ, file_request, outputs_differ, rea
 from .firmware import ROOT
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "shuffle.json")
-
-
-def device_cases(doc):
-    """The cases a device answers: all but the host-only rejections."""
-    return [c for c in doc["cases"] if not c.get("host_only")]
 
 
 def request(case):
@@ -42,8 +39,9 @@ def check(case, resp):
         differ = fields_differ(got, case, keys)
         return (False, differ) if differ else (True, "accepted: %s"
                                                % (", ".join(sorted(keys)) or "valid"))
-    differ = outputs_differ(got, case, ("message", "words_used"))
-    return (False, differ) if differ else (True, "%d messages bit-exact" % len(got["outputs"]))
+    differ = outputs_differ(got, case, ("messages", "words_used"))
+    return (False, differ) if differ else (True, "%d readings' messages bit-exact"
+                                           % len(got["outputs"]))
 
 
 def handle(req):
@@ -69,6 +67,6 @@ def handle(req):
     for item in case["inputs"]:
         rec = Recorder(source)
         values = [bits_to_float64(int(v, 16)) for v in item]
-        outs.append({"message": SP.ShuffleSampler(prof, rec).sample(values),
+        outs.append({"messages": SP.ShuffleSampler(prof, rec).sample(values),
                      "words_used": len(rec.used)})
     return True, {"outputs": outs}
