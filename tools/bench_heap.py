@@ -29,7 +29,8 @@ product above 2^30 is a heap int.
 
 Profiles: the grid vectors PROFILES, the table profiles TABLES (the designer's 4-bit
 table, and the largest table the format allows, (R + 1) N = 320) and the tuple boards TUPLES
-(a d = 4 multi-attribute profile, two shuffle profiles; a replay of float64 fields).
+(a d = 4 multi-attribute profile, three shuffle profiles; a replay of float64 fields; for
+a shuffle profile a tick makes t reports, its messages, and the figures are per tick).
 
 The MQTT board: the same loop (hum-e1-m4, float32 replay, batch 64) with the config's output
 {"kind": "mqtt"} publishing at QoS 1 to a throw-away Mosquitto on a loopback port
@@ -71,8 +72,9 @@ PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
 TABLES = ("t-optimal-4bit", "max-320")
 # tuple boards (issue 11): a d = 4 multi-attribute profile (three grids, one of them 8 bits,
 # and a categorical attribute of 5 values; k = 2 at eps = 2) and shuffle profiles of
-# shared_spec/vectors/shuffle.json (d = 3, t = 1: the Aarhus columns; d = 64, t = 5)
-TUPLES = ("multi-d4", "s-aarhus", "s-d64-t5")
+# shared_spec/vectors/shuffle.json (d = 3, t = 1: the Aarhus columns; d = 4, t = 3; d = 64,
+# t = 5: a tick makes t reports, and "B/report" is per tick)
+TUPLES = ("multi-d4", "s-aarhus", "s-d4-t3", "s-d64-t5")
 HEAP_LO_K, HEAP_HI_K = 16, 256
 
 DRIVER = """
@@ -121,7 +123,8 @@ MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.pfile", "zealfw.prof
            "zealfw.tsample", "zealfw.words", "zealfw.sources", "zealfw.src_replay",
            "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.frames",
            "zealfw.framing", "zealfw.build", "zealfw.mstart", "zealfw.mprofile",
-           "zealfw.msample", "zealfw.sprofile", "zealfw.srand", "zealfw.src_tuple")
+           "zealfw.msample", "zealfw.sprofile", "zealfw.sgamma", "zealfw.srand",
+           "zealfw.src_tuple")
 
 IMPORTS = """
 import gc
