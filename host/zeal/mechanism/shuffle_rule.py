@@ -35,7 +35,9 @@ def exp_at_least(a_num, a_den, x_num, x_den):
     q = (a_num << FRAC_BITS) // a_den
     m = q >> FRAC_BITS
     f = q - (m << FRAC_BITS)
-    if x_num <= (x_den << m):             # 2^m >= x, and e > 2 (keeps E_LO^m small)
+    # 2^m >= x, and e > 2 (keeps E_LO^m small; the first test keeps 2^m from being built
+    # when m is huge: a gamma far above the minimum at a large n)
+    if m >= x_num.bit_length() or x_num <= (x_den << m):
         return True
     # sum_{i=0}^{N} f^i / (2^(32 i) i!) = s / (2^(32 N) N!), s = sum f^i 2^(32 (N-i)) N!/i!
     s = 0
