@@ -412,3 +412,12 @@ def test_zeal_shuffle_to_file_writes_no_identity(tmp_path, capsys):
     assert "0707070707" not in text
     err = capsys.readouterr()
     assert '"reports_written": %d' % len(msgs) in err.out
+
+
+def test_rule_accepts_a_generous_gamma_at_a_huge_n_quickly():
+    # gamma = 1/2 at n = 2^62, d = k = t = 1, eps_m = 1: e^A with A ~ 2^62 / 112. The rule
+    # must answer from the bit length of x (2/delta = 4) without building 2^A (which took
+    # gigabytes and ended in MemoryError before the shortcut).
+    from zeal.mechanism import shuffle_rule as R
+    assert R.refusal((1, 1), (1, 2), (1, 1), 1 << 62, 1, 1, 1, (1, 2)) is None
+    assert R.exp_at_least(1 << 70, 1, 3, 1) and not R.exp_at_least(1, 1, 3, 1)
