@@ -70,7 +70,7 @@ def _max_file() -> int:
     return len(json.dumps(doc, sort_keys=True, indent=1) + "\n")
 
 
-MAX_SHUFFLE_FILE = _max_file()    # 2801 bytes (shuffle.md)
+MAX_SHUFFLE_FILE = _max_file()    # 2802 bytes (shuffle.md)
 
 
 def is_shuffle_file(data: bytes) -> bool:
