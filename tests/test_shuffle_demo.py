@@ -402,3 +402,41 @@ def test_vector_frames_kept_apart_and_forwarded_flagged():
     assert hello.vector and bytes(hello.device_id) == SH.SHUFFLER_ID
     data = frames[1].open(hello.session)
     assert data.vector and list(codec.unpack_reports(data.payload, data.count, bits)) == [3, 1, 2]
+
+
+def test_two_messages_a_reading_end_to_end(tmp_path):
+    """zeal demo --shuffle --t 2 (epsilon 2, 5000 readings): every board sends 2 one-pair
+    reports a reading (the real firmware under the unix port), the shuffler releases one batch
+    of 2 n messages, the store holds exactly those, the analysis claims the configured
+    guarantee for them, and each estimate is within Z sd of the truth (the per-message
+    variance bound V over the messages on the coordinate, plus coordinate sampling over the
+    N = 2n (reading, message) slots; Z two-sided for 1e-6/3 per coordinate: false-failure
+    rate <= 1e-6 for the fixed seed)."""
+    db = str(tmp_path / "t2.db")
+    count = 5000
+    doc = D.run_shuffle_demo(db=db, count=count, devices=2, epsilon=2.0, seed=SEED, t=2,
+                             progress=False)
+    prof = _stored_profile(db)
+    assert prof.t == 2 and prof.n == count and prof.bits == 4
+    with Store(db) as st:
+        frames = st.frames(fingerprint=prof.fingerprint, vector=True)
+    msgs = [int(v) for f in frames for v in codec.unpack_reports(bytes(f[5]), f[4], prof.bits)]
+    assert len(msgs) == 2 * count and doc["shuffle"]["readings"] == count
+    assert doc["guarantee"] == "configured" and doc["epsilon"] == prof.epsilon
+    assert doc["demo"]["batch_messages"] == 2 * count
+    g = float(prof.gamma)
+    v = ((1 - g) / 36 + g * 7 / 18 - g * g / 4) / (1 - g) ** 2
+    z = _quantile(lambda x: _chi2_sf(x * x, 1), 1e-6 / 3)
+    big_n = 2 * count
+    for c, coord in enumerate(doc["coordinates"]):
+        cnt = coord["pairs"]
+        sd = math.sqrt(v / cnt + 0.25 * (big_n - cnt) / ((big_n - 1) * cnt))
+        assert abs(coord["estimate01"] - coord["true_mean01"]) < z * sd
+    assert doc["identities_stored"] == 0
+
+
+def test_demo_t_outside_the_columns_is_one_line(capsys):
+    rc, _, err = _main(["demo", "--shuffle", "--t", "4"], capsys)
+    assert rc == 1 and err.count("\n") == 1 and "--t must be 1 to 3" in err
+    rc, _, err = _main(["demo", "--t", "2"], capsys)
+    assert rc == 1 and "--t needs --shuffle" in err

@@ -60,21 +60,27 @@ def add_demo_arguments(p) -> None:
     """`zeal demo`'s shuffle options (the run itself: analysis.shuffle_demo)."""
     p.add_argument("--shuffle", action="store_true",
                    help="shuffle mode: boards read Aarhus light, humidity and temperature, "
-                        "send one randomised message each reading (t = 1), a shuffler strips "
-                        "their identities and permutes a batch of all --count messages, the "
+                        "send t randomised messages each reading (--t, default 1), a shuffler "
+                        "strips their identities and permutes a batch of all their messages, "
+                        "the "
                         "collector stores it, the analysis debiases the mean vector (JSON: "
                         "normalized_mse, mse_bound, epsilon, delta, identities_stored, "
                         "coordinates)")
     p.add_argument("--delta", type=float, default=None, metavar="DELTA",
                    help="with --shuffle: the guarantee's delta (default 1e-6)")
+    p.add_argument("--t", type=int, default=None, metavar="T",
+                   help="with --shuffle: messages per reading, 1 to 3 (default 1); each "
+                        "reading then sends T one-coordinate messages and the batch is "
+                        "--count T messages")
 
 
 def demo_wants_shuffle(args) -> bool:
-    """True for `zeal demo --shuffle`; --delta without it is a ZealError."""
+    """True for `zeal demo --shuffle`; --delta or --t without it is a ZealError."""
     if getattr(args, "shuffle", False):
         return True
-    if getattr(args, "delta", None) is not None:
-        raise ZealError("--delta needs --shuffle")
+    for opt in ("delta", "t"):
+        if getattr(args, opt, None) is not None:
+            raise ZealError("--%s needs --shuffle" % opt)
     return False
 
 

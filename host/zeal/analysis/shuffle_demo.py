@@ -68,20 +68,22 @@ TIMEOUT = 120.0
 
 
 # ---- the profile --------------------------------------------------------------------------------
-def demo_profile(epsilon, delta, n):
-    """The demo's shuffle profile (d = 3 columns, levels 0..3, t = 1, batch n)."""
+def demo_profile(epsilon, delta, n, t=T):
+    """The demo's shuffle profile (d = 3 columns, levels 0..3, t messages a reading, batch
+    of n readings)."""
     try:
-        return SP.build_from(epsilon=epsilon, delta=delta, n=n, d=len(COLUMNS), k=LEVELS, t=T,
+        return SP.build_from(epsilon=epsilon, delta=delta, n=n, d=len(COLUMNS), k=LEVELS, t=t,
                              ranges=[RANGES[c] for c in COLUMNS])
     except ProfileError as exc:
         msg = str(exc)
         if msg.startswith("no blanket probability"):
             low = S.smallest_n(Fraction(SP.float_at_most(epsilon, "epsilon")),
                                Fraction(SP.float_at_most(delta, "delta")), len(COLUMNS),
-                               LEVELS, T)
+                               LEVELS, t)
             if low is not None:
-                msg = ("no blanket probability below 1 exists for a batch of %d messages at "
-                       "epsilon %g, delta %g: give --count %d or more" % (n, epsilon, delta, low))
+                msg = ("no blanket probability below 1 exists for a batch of %d readings at "
+                       "epsilon %g, delta %g, t = %d: give --count %d or more"
+                       % (n, epsilon, delta, t, low))
         raise ZealError(msg) from None
 
 
@@ -189,7 +191,7 @@ def _run_pipeline(prof, slices, ids, keys, path, tmp, say, progress):
     from ..collect.virtual import Pty, VirtualDevice
 
     vector = keys[0] is not None
-    n = sum(len(s) for s in slices)
+    n = sum(len(s) for s in slices) * prof.t   # messages: t a reading
     boards, inputs = [], {}
     out_pty = None
     witness = _Witness()
@@ -296,11 +298,12 @@ def identity_control(prof, tmp, key=None) -> dict:
 
             th = threading.Thread(target=start, daemon=True)
             th.start()
-            pr = col.run(reports=CONTROL_READINGS, duration=30)
+            want = CONTROL_READINGS * prof.t   # t reports a reading
+            pr = col.run(reports=want, duration=30)
             th.join()
-            if pr.reports != CONTROL_READINGS:
+            if pr.reports != want:
                 raise ZealError("identity control: stored %d of %d reports"
-                                % (pr.reports, CONTROL_READINGS))
+                                % (pr.reports, want))
             # the board's nonce, as the plain collector keeps it in each frame's key (which is
             # the point of the control)
             nonces = [bytes(v) for (v,) in store.db.execute("SELECT DISTINCT nonce FROM frames")]
@@ -315,14 +318,18 @@ def identity_control(prof, tmp, key=None) -> dict:
 
 
 def run_shuffle_demo(*, db=None, epsilon=1.0, delta=None, count=5000, devices=4,
-                     progress=True, seed=None) -> dict:
+                     progress=True, seed=None, t=None) -> dict:
     """Run the shuffle demo and return its document (module docstring); print the explained
     figures on stdout (progress on stderr) unless progress=False."""
     delta = DELTA if delta is None else delta
+    t = T if t is None else t
     check_arguments(count, devices, db)
+    if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= len(COLUMNS):
+        raise ZealError("--t must be 1 to %d (the demo's %d columns), got %r"
+                        % (len(COLUMNS), len(COLUMNS), t))
     say = printer(progress)
     rows = aarhus_rows(COLUMNS, count)
-    prof = demo_profile(epsilon, delta, count)
+    prof = demo_profile(epsilon, delta, count, t)
     say("shuffle profile %s: %s, epsilon %g, delta %g, n = %d, levels 0..%d, t = %d, gamma %.4f, "
         "%d bits per message" % (prof.fingerprint[:16], ", ".join(COLUMNS), prof.epsilon,
                                  prof.delta, prof.n, prof.levels, prof.t, float(prof.gamma),
@@ -404,7 +411,8 @@ def explain(doc, prof, rows, summary, seen, hits, control, seconds, boards) -> d
         "coordinates": coords,
         "shuffle": r,
         "demo": {"dataset": dataset_text(COLUMNS, len(rows)),
-                 "boards": boards, "batch": prof.n, "seconds": seconds,
+                 "boards": boards, "batch": prof.n, "batch_messages": prof.n * prof.t,
+                 "messages_per_reading": prof.t, "seconds": seconds,
                  "gamma": float(prof.gamma), "bits_per_message": prof.bits,
                  "shuffler": summary},
     }
@@ -418,9 +426,12 @@ def format_demo(doc) -> str:
     r, d = doc["shuffle"], doc["demo"]
     lines = ["shuffle mode: %d boards -> shuffler -> collector -> analysis; %s"
              % (d["boards"], d["dataset"]),
-             "messages stored             %d (one batch of n = %d, released by the shuffler in "
-             "a CSPRNG order; %d bits per message, gamma = %.4f)"
-             % (r["messages"], d["batch"], d["bits_per_message"], d["gamma"])]
+             "messages stored             %d (one batch: n = %d readings, t = %d message%s "
+             "each, released by the shuffler in a CSPRNG order; %d bits per message, "
+             "gamma = %.4f)"
+             % (r["messages"], d["batch"], d["messages_per_reading"],
+                "" if d["messages_per_reading"] == 1 else "s", d["bits_per_message"],
+                d["gamma"])]
     lines.append("%-12s %-8s %14s %14s %12s %12s %7s" % ("coordinate", "unit", "estimate",
                                                          "true mean", "est. [0,1]",
                                                          "true [0,1]", "pairs"))
@@ -438,9 +449,9 @@ def format_demo(doc) -> str:
                  "run may exceed it); the paper's closed form %s"
                  % (r["levels"], _g(doc["mse_bound"]), _g(doc["mse_bound_paper"])))
     if doc["guarantee"] == "configured":
-        lines.append("privacy (shuffled batch)    (epsilon, delta) = (%s, %s) per reading: the "
-                     "configured guarantee, for the batch of %d messages as a whole (not per "
-                     "report)"
+        lines.append("privacy (shuffled batch)    (epsilon, delta) = (%s, %s) per reading (all "
+                     "3 coordinates; it holds for any t): the configured guarantee, for the "
+                     "batch of %d messages as a whole (not per report)"
                      % (_g(doc["epsilon"]), _g(doc["delta"]), r["messages"]))
     else:
         lines.append("privacy (shuffled batch)    %s: the configured (%s, %s) is NOT delivered"
@@ -464,7 +475,8 @@ def cmd_demo_shuffle(args) -> int:
         if getattr(args, opt, default) != default:
             raise ZealError("--%s does not apply to the shuffle demo" % opt)
     doc = run_shuffle_demo(db=args.db, epsilon=args.epsilon, delta=args.delta,
-                           count=args.count, devices=args.devices, progress=not args.json)
+                           count=args.count, devices=args.devices, progress=not args.json,
+                           t=getattr(args, "t", None))
     if args.json:
         print(json.dumps(doc, indent=1))
     return 0
