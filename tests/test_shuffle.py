@@ -421,3 +421,23 @@ def test_rule_accepts_a_generous_gamma_at_a_huge_n_quickly():
     from zeal.mechanism import shuffle_rule as R
     assert R.refusal((1, 1), (1, 2), (1, 1), 1 << 62, 1, 1, 1, (1, 2)) is None
     assert R.exp_at_least(1 << 70, 1, 3, 1) and not R.exp_at_least(1, 1, 3, 1)
+
+
+def test_mse_bound_at_a_billion_readings_sums_a_window_only():
+    # n = 10^9 readings, t = 8, d = 8: c ~ Binomial(8 10^9, 1/8), mean mu = 10^9. The old sum
+    # over every c (arrays of n entries) needed tens of GB; the window of +- 12 sd holds all
+    # but < 1e-30 of the mass. E[1/c] = (1/mu)(1 + (1 - p)/mu + O(mu^-2)) (delta method).
+    p = S.gamma_for(epsilon=3, delta=Fraction(1, 10 ** 6), n=10 ** 9, d=8, k=3, t=8)
+    inv, p0 = S._inverse_count_moments(8 * 10 ** 9, 1 / 8)
+    mu = 10 ** 9
+    assert p0 == 0.0
+    assert inv == pytest.approx((1 + (7 / 8) / mu) / mu, rel=1e-9)
+    b = S.mse_bound_at_k(p)
+    v = float(S.Analyzer(p).pair_variance_max())
+    assert b["noise"] == pytest.approx(8 * v / mu, rel=1e-6)
+    # small n: the window covers [1, n] and the sum is the plain one
+    inv, p0 = S._inverse_count_moments(20, 0.3)
+    pmf = [math.comb(20, c) * 0.3 ** c * 0.7 ** (20 - c) for c in range(21)]
+    assert p0 == pytest.approx(pmf[0], rel=1e-12)
+    assert inv == pytest.approx(sum(q / c for c, q in enumerate(pmf) if c) / (1 - pmf[0]),
+                                rel=1e-12)
