@@ -25,6 +25,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_firmware.py
 	$(BIN)/python tools/bench_heap.py
 	$(BIN)/python tools/bench_collect.py
+	$(BIN)/python tools/bench_collect_overload.py
 	$(BIN)/python tools/bench_decode.py
 	$(BIN)/python tools/bench_compress.py
 	$(BIN)/python tools/bench_design.py

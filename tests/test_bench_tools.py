@@ -65,3 +65,28 @@ def test_tiny_run_accounts_for_every_report():
     ratio = doc["ratio_board_cpu_per_report_to_flat_out"]
     assert ratio is None or ratio > 0  # None: the baseline's CPU under the clock's 10 ms tick
     assert doc["stopped"].startswith("reached --max")
+
+
+OVERLOAD = os.path.join(ROOT, "tools", "bench_collect_overload.py")
+
+
+def test_overload_bench_tiny_run():
+    """tools/bench_collect_overload.py at its smallest (2 ptys, 1 s of input): it runs, every
+    frame read is stored, and the collector's load figures are in its JSON."""
+    done = subprocess.run([sys.executable, OVERLOAD, "--ports", "2", "--seconds", "1",
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    for run in (doc["baseline"], doc["main"]):
+        assert run["frames_stored"] >= run["frames_committed_at_end_of_input"] > 0
+        assert run["lost_frames"] == 0
+        assert run["commits"] > 0 and run["commit_latency_p99_s"] > 0
+        assert run["peak_memory_bytes"] > 0
+    assert doc["main"]["ports"] == 2 and doc["ratios"]["reports_per_s"] > 0
+
+
+def test_overload_bench_bad_argument_is_one_line():
+    done = subprocess.run([sys.executable, OVERLOAD, "--ports", "0"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("zeal: ")

@@ -76,6 +76,8 @@ def test_a_reader_that_fails_is_reported_and_retried(tmp_path, monkeypatch):
         t, out = background(lambda: Collector([line.port], Store(db), profiles=[PROF],
                                               log=said.append),
                             until_stopped=True, duration=30)
+        wait_for(lambda: count(db, "SELECT COUNT(*) FROM links") == 1)
+        line.write(b"\x00")  # something to read (an idle line is not read, only watched)
         wait_for(lambda: count(db, "SELECT COUNT(*) FROM links") == 2)  # reopened
         line.write(hello(1) + data(1, 0) + data(1, 1) + STOP)
         t.join()

@@ -7,6 +7,26 @@ is queued every FLUSH seconds, one transaction per port (frames, events, unresol
 the link's byte count together). A frame counts as stored only once that transaction has
 committed: every figure in `Progress` is of committed data.
 
+Load (nothing read that the host cannot commit in time; memory set by configuration, not by
+the input). The queue between the readers and the writer is bounded (`queue_bytes`, an
+estimate of its memory: the bytes read plus RECORD_BYTES per record decoded from them). A
+reader waits for its line to have bytes, then for a decoding turn (DECODERS readers at a
+time), then, while the writer is at the store or the queue is more than half full, reads
+nothing: the data stays where it came from (the OS's serial or pty buffer, then the board,
+whose bounded write timeout drops frames it counts itself: STATUS frames_dropped, and a gap
+the collector stores). Nothing read is ever dropped. Each round of the writer: wait until
+FLUSH seconds after the previous commit or until the queue is full (a reader waits for
+room), whichever comes first; then, the readers held, take what is queued (one batch, at
+most queue_bytes) and commit it. The queue is never waited on to be empty, so under
+sustained input a commit still follows every FLUSH seconds (plus one bounded batch's commit
+time). Why the readers are held and take turns: decoding holds the GIL, and with many busy
+readers every statement's release of it (sqlite3 releases it around each step) would cost
+the writer a turn behind all of them -- at 190 ports that starved the commits as surely as a
+drain loop. So the collector holds at most about queue_bytes of read data and records, plus
+the reads being decoded. Progress says how long the readers waited for room
+(`reader_wait`), the queue's high-water mark (`queue_peak`) and the commit latency (from a
+frame's reading to its commit: `latency`).
+
 Attach (nothing lost when the collector starts or restarts while a board streams): on every
 open of a port the collector writes `wire.HELLO_REQUEST` (`!hello`), and the board answers with
 a HELLO at its next sampling tick. DATA that arrives before a HELLO of its session (or that
@@ -45,12 +65,13 @@ VECTOR frames (made with a given test key) are refused, and counted as rejects o
 unless asked.
 """
 import argparse
+import contextlib
 import queue
 import signal
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -62,7 +83,12 @@ from ..wire import transport
 from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, open_store
 
 FLUSH = 0.2    # seconds between commits
+# Memory between reading and committing, estimated as the bytes read plus RECORD_BYTES for
+# each record decoded from them (a FrameRecord and its bytes objects take ~0.4-0.8 KB).
+RECORD_BYTES = 512
+QUEUE_BYTES = 4 << 20  # what the readers may have queued for the writer: one batch at most
 MAX_BACKLOG = 65_536  # unresolved DATA a reader keeps per port (the store's cap too)
+DECODERS = 2   # readers that decode at once (the others wait for their turn)
 RETRY = 1.0    # seconds between attempts to reopen a lost port
 # Rejects that are not damage on the line, shown apart: test-key frames, DATA under a profile
 # the host lacks.
@@ -94,6 +120,10 @@ class Progress:
     failed_devices: list = field(default_factory=list)  # (port, device hex, code, message)
     never_opened: list = field(default_factory=list)  # ports absent for the whole run
     reason: str = ""          # why the run ended ("" while running)
+    commits: int = 0          # rounds of commits (one transaction per port with news)
+    queue_peak: int = 0       # most bytes the readers had queued for the writer at once
+    reader_wait: float = 0.0  # seconds readers waited for room in the queue (back-pressure)
+    latency: "Latency" = field(default_factory=lambda: Latency())  # reading -> commit
 
     @property
     def rate(self) -> float:
@@ -115,6 +145,135 @@ class Progress:
         if self.unresolved:
             text += "  unresolved %d" % self.unresolved
         return text
+
+
+class Latency:
+    """Commit latency of frames (seconds from a frame's reading to the commit that stored
+    it): a histogram of bounded size (1 ms buckets up to 10 s, 1 s buckets up to an hour,
+    longer ones in the last), so its memory does not grow with the run."""
+
+    def __init__(self):
+        self.counts = Counter()
+        self.n = 0
+        self.max = 0.0
+
+    @staticmethod
+    def _bucket(seconds: float) -> int:
+        ms = int(seconds * 1000.0) if seconds > 0 else 0
+        return ms if ms < 10_000 else 10_000 + min(int(seconds) - 10, 3590)
+
+    @staticmethod
+    def _upper(bucket: int) -> float:
+        return (bucket + 1) / 1000.0 if bucket < 10_000 else float(bucket - 10_000 + 11)
+
+    def add(self, seconds: float, n: int = 1) -> None:
+        self.counts[self._bucket(seconds)] += n
+        self.n += n
+        self.max = max(self.max, seconds)
+
+    def quantile(self, q: float) -> float:
+        """The upper end of the bucket holding quantile q (0 without data)."""
+        if not self.n:
+            return 0.0
+        want, seen = q * self.n, 0
+        for bucket in sorted(self.counts):
+            seen += self.counts[bucket]
+            if seen >= want:
+                return min(self._upper(bucket), self.max)
+        return self.max
+
+
+class _Backlog:
+    """The readers' queue to the writer, bounded by `limit` (bytes: the estimated memory
+    of what is queued, see RECORD_BYTES).
+
+    admit() (a reader about to read) waits while the queue is more than half full; put(item,
+    size) waits while size does not fit (an item of size 0, a connect or a disconnect, never
+    waits: at most a few per port and second); an item larger than the whole limit (a read
+    of MAX_CHUNK bytes that decoded into very many records) waits for an empty queue and
+    counts as the limit. So `size` never exceeds `limit`. Either wait wakes a writer in
+    wait_full(deadline), and is added to `waited` (seconds). take(budget, timeout) returns
+    (items, size): the items queued (waiting up to timeout for the first), oldest first, up
+    to `budget` (at least one item), and wakes the readers waiting for room."""
+
+    def __init__(self, limit: int):
+        self.limit = max(int(limit), 2 * transport.MAX_CHUNK)
+        self.size = 0
+        self.peak = 0
+        self.waited = 0.0
+        self.full = False  # a reader found no room since the writer last took
+        self._items = deque()
+        self._lock = threading.Lock()
+        self._not_empty = threading.Condition(self._lock)
+        self._not_full = threading.Condition(self._lock)
+        self._full = threading.Condition(self._lock)
+
+    def put(self, item, size: int = 0) -> None:
+        size = min(size, self.limit)
+        with self._lock:
+            if size and self.size + size > self.limit:
+                started = time.monotonic()
+                self.full = True
+                self._full.notify()  # a writer in wait_full: the queue is full
+                while self.size + size > self.limit:
+                    self._not_full.wait()
+                self.waited += time.monotonic() - started
+            self._items.append((item, size))
+            self.size += size
+            if self.size > self.peak:
+                self.peak = self.size
+            self._not_empty.notify()
+
+    def admit(self) -> None:
+        """A reader is about to read: wait while the queue is more than half full (so that
+        what it reads goes in at once, rather than waiting here, read, for room)."""
+        with self._lock:
+            if self.size > self.limit // 2:
+                started = time.monotonic()
+                self.full = True
+                self._full.notify()  # a writer in wait_full: the queue is full
+                while self.size > self.limit // 2:
+                    self._not_full.wait()
+                self.waited += time.monotonic() - started
+
+    def wait_full(self, deadline: float) -> None:
+        """Wait until `deadline` (monotonic) or until a reader finds no room."""
+        with self._lock:
+            while not self.full:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    break
+                self._full.wait(wait)
+
+    def take(self, budget: int, timeout: float = 0.0) -> tuple:
+        with self._lock:
+            if not self._items and timeout > 0:
+                self._not_empty.wait(timeout)
+            out, taken = [], 0
+            while self._items and (not out or taken + self._items[0][1] <= budget):
+                item, size = self._items.popleft()
+                out.append(item)
+                taken += size
+            if taken:
+                self.size -= taken
+                self.full = False
+                self._not_full.notify_all()
+            return out, taken
+
+    def get_nowait(self):
+        """One item (queue.Queue's interface, for Collector._drain)."""
+        with self._lock:
+            if not self._items:
+                raise queue.Empty
+            item, size = self._items.popleft()
+            if size:
+                self.size -= size
+                self.full = False
+                self._not_full.notify_all()
+            return item
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def _session_hex(hello) -> str:
@@ -170,6 +329,7 @@ class _Port:
         self.error_status = None      # (code name, message) of an error STATUS
         self.frames_seen = 0          # DATA frames of this port committed (new or duplicate)
         self.resolved_frames = 0      # pending frames that came out of resolve
+        self.reads = []               # (arrival, frames) of the pending frames' reads
         self.logged_failures = 0      # reader failures taken by the writer
 
     @property
@@ -190,11 +350,17 @@ class Collector:
     verbose: log the periodic STATUS OK heartbeats too.
     wait_for_ports: a port absent at the start is waited for (tried every RETRY seconds,
     with a line through `log`) instead of raising PortNotFound.
+    queue_bytes: what the readers may have queued for the writer (default QUEUE_BYTES; at
+    least 2 transport.MAX_CHUNK), in bytes: the estimated memory, the bytes read plus
+    RECORD_BYTES per record decoded from them. A reader stops reading while the queue is
+    more than half full. One round's batch is what is queued: a full queue is committed at
+    once.
     """
 
     def __init__(self, ports, store: Store, *, profiles=(), keep_vector: bool = False,
                  on_progress=None, baudrate: int = transport.DEFAULT_BAUD, log=None,
-                 verbose: bool = False, wait_for_ports: bool = True):
+                 verbose: bool = False, wait_for_ports: bool = True,
+                 queue_bytes: Optional[int] = None):
         urls = [ports] if isinstance(ports, str) else list(ports)
         if not urls:
             raise ZealError("no port to collect from")
@@ -222,7 +388,15 @@ class Collector:
                          for row_id, body, crc, arrival, _reason in store.unresolved(p.url)]
             p.stored_unresolved = len(p.backlog)
         self.progress = Progress(unresolved=sum(p.stored_unresolved for p in self.ports))
-        self._queue = queue.Queue()
+        self._queue = _Backlog(QUEUE_BYTES if queue_bytes is None else queue_bytes)
+        self._gate = threading.Event()  # readers read while it is set (not during commits)
+        self._gate.set()
+        self._writers = 0               # depth of _writing()
+        self._committed_at = 0.0        # monotonic time of the last round's commit
+        # Decoding holds the GIL: DECODERS readers at a time read and decode as fast as all
+        # of them would, and the others wait off the GIL (their bytes still in their lines),
+        # so the writer gets the GIL back at once.
+        self._decoding = threading.Semaphore(DECODERS)
         self._stop = threading.Event()
         self._threads = []
         self._closed_bytes = 0
@@ -237,6 +411,7 @@ class Collector:
     # ---- reader threads -----------------------------------------------------------------------
     def _reader(self, p: _Port) -> None:
         while not self._stop.is_set():
+            self._gate.wait()  # closed while the writer commits
             try:
                 if p.serial is None:
                     if self._stop.wait(RETRY):
@@ -247,14 +422,25 @@ class Collector:
                         continue  # still unplugged: try again in RETRY seconds
                     self._connected(p)
                     continue
-                try:
-                    data = transport.read_chunk(p.serial)
-                except (serial.SerialException, OSError) as exc:
-                    self._disconnected(p, str(exc) or type(exc).__name__)
+                # Wait for data without a decoding turn, then read and decode it in one turn:
+                # what is read is decoded at once, and a line waiting for its turn keeps
+                # its bytes (back-pressure) instead of holding them here.
+                if not transport.wait_readable(p.serial, transport.READ_TIMEOUT):
                     continue
-                if data:
-                    p.nbytes += len(data)
-                    self._decode(p, data)
+                with self._decoding:
+                    self._gate.wait()    # not while the writer is at the store
+                    self._queue.admit()  # no room: read nothing (the line keeps its bytes)
+                    try:
+                        data = transport.read_chunk(p.serial)
+                    except (serial.SerialException, OSError) as exc:
+                        data, why = None, str(exc) or type(exc).__name__
+                    if data:
+                        p.nbytes += len(data)
+                        item = self._decoded(p, data)
+                if data is None:
+                    self._disconnected(p, why)
+                elif data:
+                    self._queue.put(*item)  # waits for room: back-pressure
             except Exception as exc:  # never let a port go unread silently: report, retry
                 self._failed(p, exc)
         if p.serial is not None:
@@ -298,6 +484,10 @@ class Collector:
         """Feed the decoder frame by frame (each piece ends at a delimiter), so that every
         record and event is placed exactly in the line's order: a HELLO resolves only what
         came before it, and events get keys that do not depend on how reads cut the stream."""
+        self._queue.put(*self._decoded(p, data))  # waits for room: back-pressure
+
+    def _decoded(self, p: _Port, data: bytes) -> tuple:
+        """_decode's work: (the queue item, its size)."""
         now = time.time()
         recs = []
         start, n = 0, len(data)
@@ -306,7 +496,7 @@ class Collector:
             end = n if z < 0 else z + 1
             self._feed(p, data[start:end] if start or end < n else data, now, recs)
             start = end
-        self._queue.put(("data", p, (recs, p.nbytes)))
+        return ("data", p, (recs, p.nbytes)), len(data) + RECORD_BYTES * len(recs)
 
     def _feed(self, p: _Port, piece: bytes, now: float, recs: list) -> None:
         dec = p.decoder
@@ -405,9 +595,15 @@ class Collector:
         kind, p, arg = item
         if kind == "data":
             recs, nbytes = arg
+            fresh, late, arrival = 0, False, None
             for what, rec in recs:
                 if what == "frame":
                     p.frames.append(rec)
+                    if late:  # read earlier, opened by this HELLO: not this read's latency
+                        late = False
+                    else:
+                        fresh += 1
+                        arrival = rec.arrival
                 elif what == "unresolved":
                     p.unresolved.append(rec)
                 elif what == "resolved":
@@ -417,6 +613,7 @@ class Collector:
                     else:  # still pending: never stored
                         p.unresolved = [u for u in p.unresolved if u is not item]
                     p.resolved_frames += opened
+                    late = opened  # its frame follows
                 elif what == "event":
                     p.events.append(rec)
                 elif what == "hello":
@@ -424,9 +621,12 @@ class Collector:
                 elif what == "status":
                     self._on_status(p, *rec)
             p.link_bytes = nbytes
+            if fresh:
+                p.reads.append((arrival, fresh))
         elif kind == "connect":
-            self._commit(p)
-            p.link = self.store.open_link(p.url)
+            with self._writing():
+                self._commit(p)
+                p.link = self.store.open_link(p.url)
             p.link_bytes = p.committed_bytes = 0
             p.events.append(EventRecord("connect", device_id=p.writer_device, port=p.url,
                                         time=time.time()))
@@ -437,8 +637,9 @@ class Collector:
             if why:  # "" when the run ends: a close, not a disconnect
                 p.events.append(EventRecord("disconnect", why, device_id=p.writer_device,
                                             port=p.url, time=time.time()))
-            self._commit(p)
-            self.store.close_link(p.link, p.link_bytes)
+            with self._writing():
+                self._commit(p)
+                self.store.close_link(p.link, p.link_bytes)
             self._closed_bytes += p.link_bytes
             p.link, p.link_bytes, p.committed_bytes = None, 0, 0
             self.progress.connected -= 1
@@ -506,6 +707,7 @@ class Collector:
         for item, row_id in zip(p.unresolved, self.store.last_unresolved_ids):
             item.id = row_id
         pr = self.progress
+        self._note_latency(p)
         pr.reports += self.store.last_new_reports  # frames stored before are not counted
         pr.frames += new
         pr.duplicates += len(p.frames) - new
@@ -534,6 +736,65 @@ class Collector:
         p.stop_pending = False
         p.committed_bytes = p.link_bytes
 
+    def _fill(self, deadline: float) -> int:
+        """Take what the readers queue until `deadline` (monotonic), or, past it, what is
+        queued already: at most one queue's worth (never waits for the queue to be empty:
+        under sustained input it never is). Returns the bytes taken."""
+        taken, budget = 0, self._queue.limit
+        while taken < budget:
+            wait = deadline - time.monotonic()
+            items, size = self._queue.take(budget - taken, wait)
+            if not items:
+                if wait <= 0 or self._stop.is_set():
+                    break
+                continue
+            for item in items:
+                self._take(item)
+            taken += size
+        return taken
+
+    def _round(self, started: float, deadline: float) -> None:
+        """One round: wait (the readers read) until `deadline` or a full queue; then, the
+        readers held at their gate, take what they have queued and commit it."""
+        self._queue.wait_full(deadline)
+        with self._writing():
+            self._fill(0.0)
+            self._committed_at = time.monotonic()
+            self._commit_all(started)
+
+    def _wind_down(self, started: float) -> None:
+        """The run ends (stop is set): take and commit, every FLUSH seconds as before, what
+        the readers still queue until each has closed its port (a reader waiting for room
+        gets it), then what is left."""
+        next_commit = time.monotonic() + FLUSH
+        while True:
+            alive = any(t.is_alive() for t in self._threads)
+            self._fill(next_commit if alive else 0.0)
+            if not alive and not len(self._queue):
+                break
+            if time.monotonic() >= next_commit:
+                next_commit = time.monotonic() + FLUSH
+                self._commit_all(started, notify=False)
+        for t in self._threads:
+            t.join()
+
+    def _abandon(self) -> None:
+        """The writer failed (the store refused a write, a second Ctrl-C): let the readers
+        end, taking nothing more (a reader waiting for room gets it, and sees stop)."""
+        self._stop.set()
+        while any(t.is_alive() for t in self._threads):
+            self._queue.take(1 << 62, 0.05)
+        for t in self._threads:
+            t.join()
+
+    def _note_latency(self, p: _Port) -> None:
+        """The frames of p's reads are committed: their latency (reading -> now)."""
+        if p.reads:
+            done = time.time()
+            for arrival, n in p.reads:
+                self.progress.latency.add(done - arrival, n)
+            p.reads = []
+
     def _drain(self) -> None:
         while True:
             try:
@@ -541,9 +802,28 @@ class Collector:
             except queue.Empty:
                 return
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """The writer is at the store: the readers wait (see _commit_all)."""
+        self._writers += 1
+        self._gate.clear()
+        try:
+            yield
+        finally:
+            self._writers -= 1
+            if not self._writers:
+                self._gate.set()
+
     def _commit_all(self, started: float, notify: bool = True) -> None:
-        for p in self.ports:
-            self._commit(p)
+        # The readers wait while the writer commits (each after the read it is decoding):
+        # with many busy readers, every statement's release of the GIL would otherwise cost
+        # the writer a turn behind all of them, and the commit would starve.
+        with self._writing():
+            for p in self.ports:
+                self._commit(p)
+        self.progress.commits += 1
+        self.progress.queue_peak, self.progress.reader_wait = (self._queue.peak,
+                                                               self._queue.waited)
         self.progress.bytes = self._closed_bytes + sum(p.link_bytes for p in self.ports
                                                        if p.link is not None)
         self.progress.elapsed = time.monotonic() - started
@@ -605,22 +885,17 @@ class Collector:
         started = time.monotonic()
         self._threads = [threading.Thread(target=self._reader, args=(p,), daemon=True,
                                           name="zeal-read %s" % p.url) for p in self.ports]
-        for t in self._threads:
-            t.start()
+        with self._writing():  # no reader competes with the next one's start
+            for t in self._threads:
+                t.start()
         reason = "stopped"
         try:
             next_commit = started + FLUSH
             while not self._stop.is_set():
-                wait = next_commit - time.monotonic()
-                if wait > 0:
-                    try:
-                        self._take(self._queue.get(timeout=min(wait, FLUSH)))
-                    except queue.Empty:
-                        pass
-                    continue
-                self._drain()
-                self._commit_all(started)
-                next_commit = time.monotonic() + FLUSH
+                self._round(started, next_commit)
+                # the next round's time is counted from this round's commit: a commit that
+                # takes long is followed by one bounded batch, then a commit, at once
+                next_commit = self._committed_at + FLUSH
                 if duration is not None and self.progress.elapsed >= duration:
                     reason = "duration reached"
                 elif reports is not None and self.progress.reports >= reports:
@@ -632,13 +907,14 @@ class Collector:
                 break
             if self._interrupted:
                 reason = "interrupted"
-        finally:
             self._stop.set()
-            for t in self._threads:
-                t.join()
+            self._wind_down(started)  # includes each reader's final close
+        except BaseException:
+            self._abandon()
+            raise
+        finally:
             for sig, old in handlers.items():
                 signal.signal(sig, old)
-        self._drain()  # includes each reader's final close
         self._commit_all(started, notify=False)
         pr = self.progress
         pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
@@ -795,6 +1071,9 @@ def summary_lines(pr: Progress) -> list:
     lines.append("rejected frames: %s" % rej)
     lines.append("lost frames (gaps): %d; reboots: %d; disconnects: %d; bytes read: %d"
                  % (pr.gaps, pr.reboots, pr.disconnects, pr.bytes))
+    if pr.reader_wait >= 0.05:
+        lines.append("back-pressure: the readers waited %.1f s for the writer (the boards "
+                     "held their data meanwhile; nothing read was dropped)" % pr.reader_wait)
     if pr.rejects["unknown_profile"]:
         lines.append("note: a device announced a profile this database does not know; "
                      "pass its file with --profile")
@@ -829,6 +1108,10 @@ def summary_doc(pr: Progress) -> dict:
                            for port, dev, code, message in pr.failed_devices],
         "never_opened": list(pr.never_opened),
         "exit_status": exit_status(pr),
+        "commits": pr.commits,
+        "commit_latency_p99_s": round(pr.latency.quantile(0.99), 3),
+        "commit_latency_max_s": round(pr.latency.max, 3),
+        "queue_peak_bytes": pr.queue_peak, "reader_wait_s": round(pr.reader_wait, 3),
     }
 
 

@@ -358,6 +358,7 @@ class MqttCollector(Collector):
                 p.frames, p.link_bytes = [], p.nbytes
                 self._commit(p)  # no frames left: the bookkeeping of the rest, no write
         self._send_acks(acks)
+        self.progress.commits += 1
         self.progress.bytes = self._payload_bytes
         self.progress.elapsed = time.monotonic() - started
         if notify and self.on_progress is not None:
@@ -375,6 +376,7 @@ class MqttCollector(Collector):
     def _commit(self, p) -> None:
         """The serial collector's bookkeeping of a port once its records are stored (this
         collector's frames and unresolved rows are written by _commit_all)."""
+        self._note_latency(p)
         pr = self.progress
         pr.resolved += p.resolved_frames
         p.stored_unresolved -= len(p.resolved_ids)
@@ -632,7 +634,10 @@ class _Direct:
     the item at once; nothing ever waits in it."""
 
     def __init__(self, take):
-        self.put = take
+        self._take = take
+
+    def put(self, item, size: int = 0) -> None:  # size: Collector's back-pressure, not here
+        self._take(item)
 
     @staticmethod
     def get_nowait():

@@ -6,6 +6,7 @@ Nothing here decodes: `open_port` returns a plain `serial.Serial`-like object an
 """
 import errno
 import os
+import select
 
 import serial
 
@@ -121,6 +122,21 @@ def read_chunk(port) -> bytes:
     gone (a pty whose master closed, an unplugged USB adapter, a closed socket)."""
     waiting = port.in_waiting
     return port.read(min(waiting, MAX_CHUNK) if waiting > 1 else MAX_CHUNK)
+
+
+def wait_readable(port, timeout: float) -> bool:
+    """Wait up to `timeout` s for `port` to have bytes to read (or for its line to be gone:
+    the read then says so). False if nothing came. A port select() cannot watch (no file
+    descriptor: loop://; Windows) counts as readable at once: its read waits by itself."""
+    try:
+        fd = port.fileno()
+    except Exception:  # io.UnsupportedOperation, a closed port, no such method
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    except (OSError, ValueError):  # the read reports what is wrong
+        return True
+    return bool(ready)
 
 
 def send_line(port, line: bytes) -> bool:
