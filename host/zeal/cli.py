@@ -6,6 +6,7 @@ import sys
 
 from . import __version__
 from .errors import InputError, ReportError, ZealError
+from .text import shown
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -735,8 +736,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ZealError as exc:
-        print("zeal: %s" % exc, file=sys.stderr)
+    except ZealError as exc:  # may quote a device's or a file's text: escaped
+        print("zeal: %s" % shown(str(exc)), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("zeal: interrupted", file=sys.stderr)

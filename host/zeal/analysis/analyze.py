@@ -28,6 +28,7 @@ import numpy as np
 from .. import wire
 from ..collect.store import Store, open_existing, open_store  # noqa: F401 (tests)
 from ..errors import ZealError
+from ..text import shown
 from ..mechanism.estimate import Estimator, estimator, is_table
 from ..mechanism.profile import Profile
 from ..paper import formulas as paper
@@ -333,8 +334,11 @@ def format_events(rows: list) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["time"]))
         who = e["device"] or "-"
         count = " x%d" % e["count"] if e["count"] != 1 else ""
-        lines.append("%s  %-16s  %-14s %s%s%s" % (when, who, e["kind"], e["detail"], count,
-                                                  ("  [%s]" % e["port"]) if e["port"] else ""))
+        # every text here is the database's (a file may come from anyone): escaped
+        lines.append("%s  %-16s  %-14s %s%s%s" % (when, shown(who), shown(e["kind"]),
+                                                  shown(e["detail"]), count,
+                                                  ("  [%s]" % shown(e["port"])) if e["port"]
+                                                  else ""))
     return "\n".join(lines)
 
 
@@ -417,9 +421,9 @@ def format_table(doc: dict, footer: bool = True) -> str:
         lines.append("%d profiles: overall = n-weighted mean of the per-profile calibrated "
                      "means; interval by a union bound" % len(o["bits"]))
     for d in doc["devices"]:
-        if d.get("errors"):
-            lines.append("device %s reported errors: %s"
-                         % (d.get("name", d["device"]), "; ".join(d["errors"])))
+        if d.get("errors"):  # the devices' STATUS messages: escaped
+            lines.append(shown("device %s reported errors: %s"
+                               % (d.get("name", d["device"]), "; ".join(d["errors"]))))
     for d in doc["devices"]:
         if not d.get("private", True):
             lines.append("device %s runs a DEBUG build: its %d reports are NOT PRIVATE "

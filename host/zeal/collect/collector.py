@@ -79,6 +79,7 @@ import serial
 
 from .. import wire
 from ..errors import ZealError
+from ..text import shown
 from ..wire import transport
 from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, open_store
 
@@ -406,7 +407,7 @@ class Collector:
 
     @staticmethod
     def _stderr(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+        print(shown(text), file=sys.stderr, flush=True)  # device text: escaped (zeal.text)
 
     # ---- reader threads -----------------------------------------------------------------------
     def _reader(self, p: _Port) -> None:
@@ -693,7 +694,8 @@ class Collector:
         if st.code != wire.OK or self.verbose:
             who = ("device %s" % wire.device_name(device)) if device is not None else p.url
             self.log("%s %s %s%s" % (time.strftime("%H:%M:%S", time.localtime(now)), who,
-                                     st.code_name, (": " + st.message) if st.message else ""))
+                                     st.code_name,
+                                     (": " + shown(st.message)) if st.message else ""))
 
     def _commit(self, p: _Port) -> None:
         if not (p.frames or p.events or p.unresolved or p.resolved_ids
@@ -1043,6 +1045,7 @@ class _ProgressLine:
         self.stream.flush()
 
     def say(self, line: str) -> None:
+        line = shown(line)  # device- or file-supplied text never drives the terminal
         if self.tty and self.width:
             self.stream.write("\r" + line.ljust(self.width) + "\n" + self.text)
         else:
@@ -1090,7 +1093,7 @@ def summary_lines(pr: Progress) -> list:
                      % (dev or "?", port, code, (": " + message) if message else ""))
     for port in pr.never_opened:
         lines.append("error: %s was absent for the whole run" % port)
-    return lines
+    return [shown(line) for line in lines]  # a STATUS message is the device's text
 
 
 def summary_doc(pr: Progress) -> dict:
