@@ -168,6 +168,85 @@ _COLUMNS = {1: _COLUMNS_1, 2: dict(_COLUMNS_1, frames=_COLUMNS_1["frames"] | {"n
                                    unresolved={"id", "port", "arrival", "body", "crc", "reason"})}
 
 
+# Schema 1 as zeal created it (before schema 2): what a schema-1 file must look like to be
+# migrated (nothing else in it, see _shape).
+_SCHEMA_1 = [
+    "CREATE TABLE profiles (fingerprint TEXT PRIMARY KEY, doc TEXT NOT NULL)",
+    "CREATE TABLE devices (id INTEGER PRIMARY KEY, device_id BLOB NOT NULL UNIQUE, "
+    "first_seen REAL NOT NULL, last_seen REAL NOT NULL)",
+    "CREATE TABLE frames (id INTEGER PRIMARY KEY, device INTEGER NOT NULL REFERENCES "
+    "devices(id), boot INTEGER NOT NULL, seq INTEGER NOT NULL, crc INTEGER NOT NULL, "
+    "fingerprint TEXT NOT NULL REFERENCES profiles(fingerprint), count INTEGER NOT NULL, "
+    "payload BLOB NOT NULL, arrival REAL NOT NULL, vector INTEGER NOT NULL DEFAULT 0, "
+    "UNIQUE (device, boot, seq, crc))",
+    "CREATE TABLE events (id INTEGER PRIMARY KEY, device INTEGER REFERENCES devices(id), "
+    "port TEXT, time REAL NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', "
+    "count INTEGER NOT NULL DEFAULT 1)",
+    "CREATE TABLE links (id INTEGER PRIMARY KEY, port TEXT NOT NULL, opened REAL NOT NULL, "
+    "closed REAL, bytes INTEGER NOT NULL DEFAULT 0)",
+    "CREATE INDEX frames_by_profile ON frames (fingerprint, vector)",
+]
+
+
+def _words(sql) -> set:
+    """The words of a CREATE statement (lower case), comments and string literals left out."""
+    sql = re.sub(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", " ", sql or "", flags=re.S)
+    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_$]*", sql)}
+
+
+def _shape(db) -> dict:
+    """What a file holds besides SQLite's own objects (sqlite_%), as
+    {(type, name): what it is}: a table by its columns (name, type, NOT NULL, default,
+    primary key, hidden), foreign keys, every index on it (autoindexes of UNIQUE included:
+    unique, origin, partial, columns with order and collation) and the words of its CREATE
+    statement that zeal's tables do not use (CHECK, COLLATE, GENERATED, ON CONFLICT...:
+    constraints the pragmas do not show); a named index by its table; a trigger or view by
+    its table. Reads only (pragma functions, no PRAGMA statement)."""
+    out = {}
+    rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                      "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name")
+    for kind, name, table, sql in rows.fetchall():
+        if kind != "table":
+            out[(kind, name)] = table
+            continue
+        cols = tuple((n, (t or "").upper(), nn, d, pk, hid) for _cid, n, t, nn, d, pk, hid
+                     in db.execute("SELECT * FROM pragma_table_xinfo(?)", (name,)))
+        fks = tuple(sorted(tuple(r[2:]) for r in db.execute(
+            "SELECT * FROM pragma_foreign_key_list(?)", (name,))))
+        idx = []
+        for _seq, iname, unique, origin, partial in db.execute(
+                "SELECT * FROM pragma_index_list(?)", (name,)).fetchall():
+            keys = tuple((n, desc, coll) for _s, _c, n, desc, coll, key in db.execute(
+                "SELECT * FROM pragma_index_xinfo(?)", (iname,)) if key)
+            idx.append((unique, origin, partial, keys, iname if origin == "c" else None))
+        out[(kind, name)] = (cols, fks, tuple(sorted(idx, key=repr)),
+                             frozenset(_words(sql) - _ZEAL_WORDS))
+    return out
+
+
+def _zeal_shapes() -> dict:
+    """version -> _shape of a file zeal creates at that version."""
+    shapes = {}
+    for version, statements in ((1, _SCHEMA_1), (2, _SCHEMA + _SCHEMA_TAIL)):
+        db = sqlite3.connect(":memory:")
+        try:
+            for sql in statements:
+                db.execute(sql)
+            shapes[version] = _shape(db)
+        finally:
+            db.close()
+    return shapes
+
+
+_WHY_NOT = {"trigger": "a write would run it",
+            "index": "an index can make a write skip rows",
+            "view": "zeal makes no views",
+            "table": "zeal makes no such table"}
+_ZEAL_WORDS = frozenset().union(*(_words(sql) for sql in _SCHEMA_1 + _SCHEMA + _SCHEMA_TAIL
+                                   if sql.startswith("CREATE TABLE")))
+_ZEAL_SHAPES = _zeal_shapes()
+
+
 def _v1_nonce(crc):
     """Schema 1 frames have no session nonce: their CRC stands in (4 bytes, never 8)."""
     if not isinstance(crc, int) or not 0 <= crc < 1 << 32:
@@ -247,6 +326,11 @@ class Store:
     max_events = MAX_EVENTS
     max_unresolved_per_port = MAX_UNRESOLVED_PER_PORT
     backend = "sqlite"
+    # what the last write() held: device ids it has rows of, and the frames and events it
+    # did not store because their device would exceed max_devices (the event devices_dropped)
+    last_devices = frozenset()
+    last_devices_dropped = 0
+    _cookie = None          # the schema cookie (PRAGMA schema_version) last checked
 
     def __init__(self, path, *, timeout: float = 5.0, readonly: bool = False):
         self.path = str(path)
@@ -297,6 +381,49 @@ class Store:
                              "database (user_version %d without zeal's tables)"
                              % (self.path, version))
 
+    def _refuse_strangers(self, version: int) -> None:
+        """A writer refuses a file holding anything zeal did not create there: a trigger would
+        run inside every write (deleting or changing what is stored, or growing the file,
+        silently), an index or constraint added to a table could make INSERT OR IGNORE skip
+        rows, and zeal has no use for views or tables of its own name's. The file must hold
+        exactly the tables and indexes zeal makes at its version (_ZEAL_SHAPES; a file of
+        version 0 only what an older zeal's interrupted creation can have left, which is
+        dropped). Reading such a file runs nothing it defines (no trigger fires on a read; a
+        view cannot take a table's name), so readers (open_existing) do not ask this."""
+        expected = _ZEAL_SHAPES[version or 1]
+        found = _shape(self.db)
+        for (kind, name), what in sorted(found.items()):
+            if (kind, name) not in expected:
+                on = (" on %s" % what) if kind != "table" and what != name else ""
+                raise StoreError(
+                    "database %s holds %s \"%s\"%s, which zeal did not create: refused (%s); "
+                    "zeal writes only to a database holding its own tables and indexes, and "
+                    "reading it (analyze, export, events) is safe"
+                    % (self.path, "an index" if kind == "index" else "a " + kind, name, on,
+                       _WHY_NOT.get(kind, "zeal makes no such object")))
+        if not version:
+            return  # an interrupted creation's tables: dropped and made again
+        missing = sorted("%s %s" % kn for kn in set(expected) - set(found))
+        if missing:
+            raise StoreError("database %s lacks zeal's %s: refused (changed by another "
+                             "program); reading it (analyze, export, events) is safe"
+                             % (self.path, ", ".join(missing)))
+        for (kind, name), what in sorted(found.items()):
+            if what != expected[(kind, name)]:
+                raise StoreError(
+                    "database %s: %s %s is not as zeal creates it (its columns, constraints "
+                    "or indexes were changed): refused; zeal writes only to a database "
+                    "holding its own tables and indexes, and reading it (analyze, export, "
+                    "events) is safe" % (self.path, kind, name))
+
+    def _guard(self) -> None:
+        """Before a write: if the schema changed since it was checked (SQLite's schema
+        cookie), check it again (a trigger added while a collector runs is refused too)."""
+        cookie = self.db.execute("PRAGMA schema_version").fetchone()[0]
+        if cookie != self._cookie:
+            self._refuse_strangers(self.schema)
+            self._cookie = cookie
+
     def _half_made(self, tables: dict) -> bool:
         """Empty zeal tables without a user_version: an older zeal killed while creating the
         file (it committed table by table). Nothing in them to lose."""
@@ -310,16 +437,20 @@ class Store:
     def _open_writable(self) -> int:
         version, tables = self._look()
         self._refuse_foreign(version, tables)      # before anything is written to the file
+        self._refuse_strangers(version)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable commits
         self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA trusted_schema=OFF")  # nothing in the file calls our functions
         if version == SCHEMA_VERSION:
+            self._cookie = self.db.execute("PRAGMA schema_version").fetchone()[0]
             return version
         self.db.create_function("zeal_v1_nonce", 1, _v1_nonce, deterministic=True)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             version, tables = self._look()         # again, under the write lock
             self._refuse_foreign(version, tables)
+            self._refuse_strangers(version)
             if version == 0:
                 for name in tables:                # _half_made: empty tables of an older zeal
                     self.db.execute('DROP TABLE "%s"' % name)
@@ -330,6 +461,8 @@ class Store:
                 statements = []                    # another process did it meanwhile
             for sql in statements:
                 self.db.execute(sql)
+            self._refuse_strangers(SCHEMA_VERSION)  # what the migration made is zeal's
+            self._cookie = self.db.execute("PRAGMA schema_version").fetchone()[0]
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
@@ -409,8 +542,15 @@ class Store:
                                       "VALUES (?, ?, ?)", (device_id, now, now)).lastrowid
             else:
                 row = found[0]
-            self._devices[device_id] = row
+            self._cache_device(device_id, row)
         return row
+
+    def _cache_device(self, device_id: bytes, row: int) -> None:
+        """Remember a device's row id: at most max_devices of them (the cap; a file can hold
+        more rows than that), the oldest forgotten first (looked up again if needed)."""
+        while self._devices and len(self._devices) >= self.max_devices:
+            del self._devices[next(iter(self._devices))]
+        self._devices[device_id] = row
 
     def _count(self, kind: str, detail: str, n: int, now: float, port=None) -> None:
         """Add n to the store's counter row `kind` (per port if given); never capped."""
@@ -431,6 +571,7 @@ class Store:
             rows += [(a.fingerprint, text) for a, text in
                      ((profile.attributes[i], t) for i, t in profile.attribute_files().items())]
         try:
+            self._guard()
             self.db.executemany("INSERT OR IGNORE INTO profiles (fingerprint, doc) VALUES (?, ?)",
                                 rows)
         except sqlite3.Error as exc:
@@ -447,9 +588,11 @@ class Store:
         self._writable()
         now = time.time()
         new = reports = conflicts = 0
+        held = set()      # device ids of this write the store has a row of
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                self._guard()
                 no_device = 0
                 touched = set()
                 stored_events = []
@@ -458,6 +601,7 @@ class Store:
                     if dev is None:
                         no_device += 1
                         continue
+                    held.add(bytes(f.device_id))
                     key = (dev, int(f.boot), bytes(f.nonce), int(f.seq))
                     cur = self.db.execute(
                         "INSERT OR IGNORE INTO frames (device, boot, nonce, seq, crc, "
@@ -491,6 +635,7 @@ class Store:
                         if dev is None:
                             no_device += 1
                             continue
+                        held.add(bytes(e.device_id))
                     stored_events.append((dev, e.port, float(e.time or now), str(e.kind),
                                           str(e.detail), int(e.count), e.key))
                 self._insert_events(stored_events, now)
@@ -509,6 +654,7 @@ class Store:
         self.last_new_reports = reports
         self.last_conflicts = conflicts
         self.last_unresolved_ids = ids
+        self.last_devices, self.last_devices_dropped = held, no_device
         return new
 
     def _insert_events(self, rows: list, now: float) -> None:
@@ -552,6 +698,7 @@ class Store:
     def open_link(self, port: str) -> int:
         self._writable()
         try:
+            self._guard()
             cur = self.db.execute("INSERT INTO links (port, opened) VALUES (?, ?)",
                                   (port, time.time()))
             return cur.lastrowid
@@ -561,6 +708,7 @@ class Store:
     def close_link(self, link_id: int, nbytes: int) -> None:
         self._writable()
         try:
+            self._guard()
             self.db.execute("UPDATE links SET closed = ?, bytes = ? WHERE id = ?",
                             (time.time(), nbytes, link_id))
         except sqlite3.Error as exc:
@@ -943,6 +1091,8 @@ class PgStore(Store):
     def _open(self, create: bool) -> int:
         version = self._check(*self._look())
         if version == SCHEMA_VERSION:
+            if not self.readonly:
+                self._refuse_strangers(version)
             return version
         if not create:
             raise StoreError("%s is not a zeal database (no zeal tables in it)" % self.path)
@@ -951,7 +1101,35 @@ class PgStore(Store):
             version = self._check(*self._look())    # again, under the lock
             for sql in _PG_MIGRATIONS.get(version, []):
                 self.conn.execute(sql)
+        self._refuse_strangers(SCHEMA_VERSION)
         return SCHEMA_VERSION
+
+    _TABLES = ("profiles", "devices", "frames", "events", "links", "unresolved", "zeal_schema")
+
+    def _refuse_strangers(self, version: int) -> None:
+        """A writer refuses zeal's tables (in the schema it uses, current_schema()) with a
+        trigger or a rule zeal did not create (either runs inside every write: it could
+        delete or change what is stored, silently), or with row-level security (rows a
+        policy hides). One catalog query when the store opens; a trigger added while a
+        collector runs is not seen by it. Other changes to the tables (a CHECK, another
+        unique index) make a write fail with PostgreSQL's error rather than skip rows (every
+        insert names its conflict target), so they are not looked for."""
+        rows = self.conn.execute(
+            "WITH ours AS (SELECT c.oid, c.relname, c.relrowsecurity FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
+            "AND c.relname = ANY(%s)) "
+            "SELECT o.relname, 'a trigger \"' || t.tgname || '\"' FROM pg_trigger t "
+            "JOIN ours o ON o.oid = t.tgrelid WHERE NOT t.tgisinternal "
+            "UNION ALL SELECT o.relname, 'a rule \"' || r.rulename || '\"' FROM pg_rewrite r "
+            "JOIN ours o ON o.oid = r.ev_class "
+            "UNION ALL SELECT relname, 'row-level security' FROM ours WHERE relrowsecurity "
+            "ORDER BY 1, 2", (list(self._TABLES),)).fetchall()
+        if rows:
+            table, what = rows[0]
+            raise StoreError("database %s: table %s has %s, which zeal did not create: "
+                             "refused (a write could run it); zeal writes only to its own "
+                             "tables as it made them, and reading them (analyze, export, "
+                             "events) is safe" % (self.path, table, what))
 
     def close(self) -> None:
         if self.conn is not None:
@@ -1047,7 +1225,7 @@ class PgStore(Store):
                     found = self.conn.execute("SELECT id FROM devices WHERE device_id = %s",
                                               (device_id,)).fetchone()
             row = found[0]
-            self._devices[device_id] = row
+            self._cache_device(device_id, row)
         return row
 
     def _count(self, kind: str, detail: str, n: int, now: float, port=None) -> None:
@@ -1081,7 +1259,8 @@ class PgStore(Store):
         unresolved, resolved = list(unresolved), [int(i) for i in resolved]
         result = self._retrying(lambda: self._write(frames, events, link, unresolved,
                                                     resolved))
-        new, self.last_new_reports, self.last_conflicts, self.last_unresolved_ids = result
+        (new, self.last_new_reports, self.last_conflicts, self.last_unresolved_ids,
+         self.last_devices, self.last_devices_dropped) = result
         return new
 
     def _write(self, frames, events, link, unresolved, resolved):
@@ -1095,11 +1274,14 @@ class PgStore(Store):
         # other orders can deadlock, and are retried
         wanted = sorted({bytes(f.device_id) for f in frames}
                         | {bytes(e.device_id) for e in events if e.device_id is not None})
+        rows_of = {}                   # this write's devices -> row id (the cache is bounded)
         for dev_id in wanted:
-            self._device(dev_id, now)
+            row = self._device(dev_id, now)
+            if row is not None:
+                rows_of[dev_id] = row
         rows = []                      # (position, the frame's row) of the known devices
         for i, f in enumerate(frames):
-            dev = self._devices.get(bytes(f.device_id))
+            dev = rows_of.get(bytes(f.device_id))
             if dev is None:
                 no_device += 1
                 continue
@@ -1142,7 +1324,7 @@ class PgStore(Store):
         for e in events:
             dev = None
             if e.device_id is not None:
-                dev = self._devices.get(bytes(e.device_id))
+                dev = rows_of.get(bytes(e.device_id))
                 if dev is None:
                     no_device += 1
                     continue
@@ -1154,7 +1336,7 @@ class PgStore(Store):
         ids = self._unresolved(unresolved, resolved, now)
         if link is not None:
             self.conn.execute("UPDATE links SET bytes = %s WHERE id = %s", (link[1], link[0]))
-        return new, reports, conflicts, ids
+        return new, reports, conflicts, ids, set(rows_of), no_device
 
     # the frames columns a write gives, with their COPY types (zeal_stage is made of them)
     _STAGE = (("device", "int8"), ("boot", "int8"), ("nonce", "bytea"), ("seq", "int8"),
