@@ -220,7 +220,8 @@ PG_HOSTILE = {
         "CREATE FUNCTION zap() RETURNS trigger LANGUAGE plpgsql AS "
         "$$ BEGIN DELETE FROM frames; RETURN NULL; END $$",
         "CREATE TRIGGER zap AFTER INSERT ON frames FOR EACH ROW EXECUTE FUNCTION zap()"]),
-    "rule": ("a rule \"nothing\"", ["CREATE RULE nothing AS ON INSERT TO frames DO INSTEAD NOTHING"]),
+    "rule": ("a rule \"nothing\"",
+             ["CREATE RULE nothing AS ON INSERT TO frames DO INSTEAD NOTHING"]),
     "row-level security": ("row-level security", [
         "ALTER TABLE frames ENABLE ROW LEVEL SECURITY",
         "ALTER TABLE frames FORCE ROW LEVEL SECURITY"]),

@@ -81,7 +81,8 @@ from .. import wire
 from ..errors import ZealError
 from ..text import shown
 from ..wire import transport
-from .store import EventRecord, FrameRecord, Store, UnresolvedRecord, open_store
+from .store import (MAX_DEVICES, EventRecord, FrameRecord, Store, UnresolvedRecord,
+                    open_store)
 
 FLUSH = 0.2    # seconds between commits
 # Memory between reading and committing, estimated as the bytes read plus RECORD_BYTES for
@@ -91,6 +92,13 @@ QUEUE_BYTES = 4 << 20  # what the readers may have queued for the writer: one ba
 MAX_BACKLOG = 65_536  # unresolved DATA a reader keeps per port (the store's cap too)
 DECODERS = 2   # readers that decode at once (the others wait for their turn)
 RETRY = 1.0    # seconds between attempts to reopen a lost port
+# STATUS lines on stderr (every STATUS is stored all the same): at most STATUS_LINES a port
+# and STATUS_LINES_ALL in all every STATUS_WINDOW seconds; the rest are counted, and said
+# in one line when the window ends.
+STATUS_LINES = 10
+STATUS_LINES_ALL = 100
+STATUS_WINDOW = 10.0
+MAX_WARNED = 4096  # device-id pairs whose duplicate_id warning a run remembers
 # Rejects that are not damage on the line, shown apart: test-key frames, DATA under a profile
 # the host lacks.
 NOT_ERRORS = ("vector", "unknown_profile")
@@ -114,6 +122,9 @@ class Progress:
     disconnects: int = 0
     reader_errors: int = 0    # readers that failed with an unexpected exception (retried)
     duplicate_ids: int = 0    # device ids seen on two ports at once
+    devices_dropped: int = 0  # frames and events not stored: their device would exceed the
+                              # store's cap on devices (its event devices_dropped)
+    status_suppressed: int = 0  # STATUS lines not shown (rate limit; every STATUS is stored)
     bytes: int = 0            # bytes read on every link
     devices: set = field(default_factory=set)
     connected: int = 0        # ports open now
@@ -146,6 +157,69 @@ class Progress:
         if self.unresolved:
             text += "  unresolved %d" % self.unresolved
         return text
+
+
+class _Devices(set):
+    """Progress.devices: the ids of the devices whose frames or events this run stored. An id
+    the store did not take (a device beyond its cap, store.max_devices, whose frames and
+    events it counts in devices_dropped) is not kept, and never more than the cap's number:
+    the memory is bounded by the store's configuration, not by how many ids the input
+    names (each new id grew it by ~150 bytes before, past the cap too). Filled after each
+    write, from the store's last_devices."""
+
+    def __init__(self, store):
+        super().__init__()
+        self._store = store
+
+    def add(self, device_id) -> None:
+        held = getattr(self._store, "last_devices", None)
+        if device_id is None or device_id in self or (held is not None
+                                                      and device_id not in held):
+            return
+        if len(self) < getattr(self._store, "max_devices", MAX_DEVICES):
+            set.add(self, device_id)
+
+    def update(self, *others) -> None:
+        for other in others:
+            for device_id in other:
+                self.add(device_id)
+
+
+class _StatusLines:
+    """The rate limit of STATUS lines: `say(key, text)` passes text to `log` unless `key`
+    (a port) had `per_key` lines, or all keys `per_all`, in the current window of `window`
+    seconds; then it counts it and returns False. `roll()` (called on every say, after each
+    commit, and with final=True at the end) ends a window that is over: one line says how
+    many were suppressed in it. Memory: a count per port heard in the window."""
+
+    def __init__(self, log, per_key: int = STATUS_LINES, per_all: int = STATUS_LINES_ALL,
+                 window: float = STATUS_WINDOW):
+        self.log, self.per_key, self.per_all, self.window = log, per_key, per_all, window
+        self.start = time.monotonic()
+        self.shown = Counter()
+        self.held = 0        # suppressed in the current window
+        self.held_ports = 0
+
+    def say(self, key, text: str) -> bool:
+        self.roll()
+        if self.shown[key] >= self.per_key or sum(self.shown.values()) >= self.per_all:
+            self.held += 1
+            return False
+        self.shown[key] += 1
+        self.log(text)
+        return True
+
+    def roll(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.start < self.window:
+            return
+        if self.held:
+            self.log("zeal: %d more STATUS line(s) suppressed in the last %.0f s (at most %d "
+                     "a port and %d in all every %g s); every STATUS is stored: zeal events "
+                     "--kind status" % (self.held, max(now - self.start, 1.0), self.per_key,
+                                        self.per_all, self.window))
+        self.start, self.held = now, 0
+        self.shown = Counter()
 
 
 class Latency:
@@ -404,6 +478,8 @@ class Collector:
         self._interrupted = False
         self._owner = {}              # device id -> port (url) whose latest HELLO named it
         self._warned = set()          # (device id, port, port) pairs already reported
+        self.progress.devices = _Devices(store)  # bounded by the store's cap on devices
+        self._status_lines = _StatusLines(lambda text: self.log(text))
 
     @staticmethod
     def _stderr(text: str) -> None:
@@ -665,6 +741,8 @@ class Collector:
         if other is not None and other != p.url:
             pair = (dev, min(other, p.url), max(other, p.url))
             if pair not in self._warned:
+                if len(self._warned) >= MAX_WARNED:  # bounded: a pair may be told again
+                    self._warned.pop()
                 self._warned.add(pair)
                 self.progress.duplicate_ids += 1
                 p.events.append(EventRecord("duplicate_id", "also on %s" % other,
@@ -693,9 +771,19 @@ class Collector:
             p.stop_pending = True
         if st.code != wire.OK or self.verbose:
             who = ("device %s" % wire.device_name(device)) if device is not None else p.url
-            self.log("%s %s %s%s" % (time.strftime("%H:%M:%S", time.localtime(now)), who,
-                                     st.code_name,
-                                     (": " + shown(st.message)) if st.message else ""))
+            self._status_line(p, "%s %s %s%s" % (
+                time.strftime("%H:%M:%S", time.localtime(now)), who, st.code_name,
+                (": " + shown(st.message)) if st.message else ""))
+
+    def _status_line(self, p: _Port, text: str) -> None:
+        """A STATUS line through `log`, rate-limited (_StatusLines): the suppressed ones are
+        counted in Progress.status_suppressed; the event is stored either way."""
+        if not self._status_lines.say(p.url, text):
+            self.progress.status_suppressed += 1
+
+    def flush_status_lines(self) -> None:
+        """Say how many STATUS lines the current window suppressed (the run ended)."""
+        self._status_lines.roll(final=True)
 
     def _commit(self, p: _Port) -> None:
         if not (p.frames or p.events or p.unresolved or p.resolved_ids
@@ -714,6 +802,7 @@ class Collector:
         pr.frames += new
         pr.duplicates += len(p.frames) - new
         pr.devices.update(f.device_id for f in p.frames)
+        pr.devices_dropped += getattr(self.store, "last_devices_dropped", 0)
         pr.resolved += p.resolved_frames
         change = len(p.unresolved) - len(p.resolved_ids)
         p.stored_unresolved += change
@@ -823,6 +912,7 @@ class Collector:
         with self._writing():
             for p in self.ports:
                 self._commit(p)
+        self._status_lines.roll()
         self.progress.commits += 1
         self.progress.queue_peak, self.progress.reader_wait = (self._queue.peak,
                                                                self._queue.waited)
@@ -918,6 +1008,7 @@ class Collector:
             for sig, old in handlers.items():
                 signal.signal(sig, old)
         self._commit_all(started, notify=False)
+        self.flush_status_lines()
         pr = self.progress
         pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
         pr.never_opened = [p.url for p in self.ports if not p.opened]
@@ -1074,6 +1165,13 @@ def summary_lines(pr: Progress) -> list:
     lines.append("rejected frames: %s" % rej)
     lines.append("lost frames (gaps): %d; reboots: %d; disconnects: %d; bytes read: %d"
                  % (pr.gaps, pr.reboots, pr.disconnects, pr.bytes))
+    if pr.devices_dropped:
+        lines.append("not stored: %d frames and events of devices beyond the database's cap "
+                     "on devices (zeal events --kind devices_dropped)" % pr.devices_dropped)
+    if pr.status_suppressed:
+        lines.append("STATUS lines not shown: %d (at most %d a port every %g s; every STATUS "
+                     "is stored: zeal events --kind status)"
+                     % (pr.status_suppressed, STATUS_LINES, STATUS_WINDOW))
     if pr.reader_wait >= 0.05:
         lines.append("back-pressure: the readers waited %.1f s for the writer (the boards "
                      "held their data meanwhile; nothing read was dropped)" % pr.reader_wait)
@@ -1107,6 +1205,7 @@ def summary_doc(pr: Progress) -> dict:
         "rejected_frames": dict(sorted(pr.rejects.items())), "lost_frames": pr.gaps,
         "reboots": pr.reboots, "disconnects": pr.disconnects, "bytes_read": pr.bytes,
         "duplicate_ids": pr.duplicate_ids, "reader_errors": pr.reader_errors,
+        "devices_dropped": pr.devices_dropped, "status_lines_suppressed": pr.status_suppressed,
         "failed_devices": [{"port": port, "device": dev, "code": code, "message": message}
                            for port, dev, code, message in pr.failed_devices],
         "never_opened": list(pr.never_opened),
@@ -1165,6 +1264,7 @@ def run_command(args, make, extra=None) -> int:
         try:
             pr = c.run(duration=args.duration, reports=args.reports,
                        until_stopped=args.until_stopped)
+            c.flush_status_lines()  # (an MQTT collector's run ends without it)
         finally:
             show.end()
     finally:
