@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""The emulated board: MicroPython's QEMU port for MPS2-AN385 (a Cortex-M3) with Zeal's board
+definition (firmware/boards/qemu: littlefs, boot.py/main.py, os.urandom, machine.reset()
+rebooting, machine.unique_id, Ctrl-C), built once from a MicroPython source snapshot and
+started with its UART on a local TCP port or a pseudo-terminal, which pyserial, mpremote and
+every `zeal ... --port` command reach like a board's serial line.
+
+The source is ZEAL_MICROPYTHON_SRC (or --src): a MicroPython source tree or a .tar.gz of one,
+as for tools/build_micropython.py, whose cache this shares: the firmware is built under
+<cache>/micropython-<snapshot>/qemu-<board hash>/ (the hash covers the board definition's
+files, so an edited board is rebuilt), with mpy-cross built beside it; nothing is written
+in the repository or in a given source tree. The build needs make, Debian's
+gcc-arm-none-eabi and libnewlib-arm-none-eabi; running it needs qemu-system-arm (.ci/run
+installs them). About a minute on 2 cores, once.
+
+    python tools/qemu_board.py build [--src PATH]   # prints the firmware's path
+    python tools/qemu_board.py run [--pty]          # prints the port; serves until Ctrl-C
+
+From Python (the tests' emulated board, tests/board_plugin.py):
+
+    fw = build()                          # BuildError (one line) without source or tools
+    with QemuBoard(fw) as board:          # a fresh board: empty filesystem
+        board.port                        # "socket://127.0.0.1:PORT" (or "/dev/pts/N")
+
+The board's filesystem lives in the emulated memory: it survives machine.reset() and
+Ctrl-D, and is empty at every start of QEMU. Its os.urandom is not a secure generator (the
+port's LCG, the same sequence at every boot): the emulated board is for tests only.
+"""
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from build_micropython import (ENV_SRC, BuildError, cache_root,  # noqa: E402
+                               source_path, source_tree)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOARD_DIR = os.path.join(ROOT, "firmware", "boards", "qemu")
+BOARD = "ZEAL_QEMU"
+MACHINE = "mps2-an385"
+QEMU = "qemu-system-arm"
+NO_FS_KNOB = (0x21600000, 0x2F4E4F46)  # (address, word): _boot.py then mounts nothing
+APT_PACKAGES = ("gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "qemu-system-arm")
+HOW = ("set %s to a MicroPython source tree or its .tar.gz (tools/qemu_board.py builds the "
+       "emulated board from it once, about a minute; it needs %s)"
+       % (ENV_SRC, ", ".join(APT_PACKAGES)))
+
+
+def board_hash():
+    """12 hex digits of SHA-256 over the board definition's files (not its README)."""
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(BOARD_DIR)):
+        path = os.path.join(BOARD_DIR, name)
+        if name.endswith(".md") or not os.path.isfile(path):
+            continue
+        with open(path, "rb") as fh:
+            h.update(name.encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def firmware_path(src=None):
+    """Where the emulated board's firmware of this snapshot and board is (or will be)."""
+    return os.path.join(cache_root(src), "qemu-" + board_hash(), "firmware.elf")
+
+
+def missing_tools():
+    """The Debian packages missing for building and running the board ([] when none)."""
+    missing = []
+    gcc = shutil.which("arm-none-eabi-gcc")
+    if gcc is None:
+        missing.append("gcc-arm-none-eabi")
+    else:
+        done = subprocess.run([gcc, "-print-file-name=libc.a"], capture_output=True, text=True)
+        if not os.path.isabs(done.stdout.strip()):
+            missing.append("libnewlib-arm-none-eabi")
+    if shutil.which(QEMU) is None:
+        missing.append("qemu-system-arm")
+    if shutil.which("make") is None:
+        missing.append("make")
+    return missing
+
+
+def _make(argv, log, what):
+    with open(log, "w") as fh:
+        done = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        with open(log) as fh:
+            tail = fh.read()[-2000:]
+        raise BuildError("building %s failed (log: %s):\n%s" % (what, log, tail))
+
+
+def build(src=None, quiet=False, jobs=None):
+    """The path of the emulated board's firmware.elf built from `src` (ZEAL_MICROPYTHON_SRC);
+    built now if missing. BuildError (one line) without source or tools, or when make fails."""
+    out = firmware_path(src)
+    if os.path.isfile(out):
+        return out
+    missing = missing_tools()
+    if missing:
+        raise BuildError("building the emulated board needs %s (Debian: apt-get install %s)"
+                         % (", ".join(missing), " ".join(missing)))
+    tree = source_tree(src)
+    cache = cache_root(src)
+    jobs = "-j%d" % (jobs or os.cpu_count() or 1)
+    t0 = time.monotonic()
+    if not quiet:
+        print("building the emulated board (QEMU MPS2-AN385, about a minute) ...",
+              file=sys.stderr)
+    mpy_cross = os.path.join(cache, "build-mpy-cross", "mpy-cross")
+    if not os.access(mpy_cross, os.X_OK):
+        _make(["make", "-C", os.path.join(tree, "mpy-cross"), jobs,
+               "BUILD=" + os.path.dirname(mpy_cross)],
+              os.path.join(cache, "build-mpy-cross.log"), "mpy-cross")
+    final = os.path.dirname(out)
+    tmp = tempfile.mkdtemp(prefix="qemu-build-", dir=cache)
+    try:
+        _make(["make", "-C", os.path.join(tree, "ports", "qemu"), jobs, "BOARD=" + BOARD,
+               "BOARD_DIR=" + BOARD_DIR, "BUILD=" + tmp, "MICROPY_MPYCROSS=" + mpy_cross],
+              os.path.join(cache, "build-qemu.log"), "the emulated board")
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not os.path.isfile(out):  # not another process's finished build: a failure
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not quiet:
+        print("built %s in %.0f s" % (out, time.monotonic() - t0), file=sys.stderr)
+    return out
+
+
+def _die_with_parent():
+    """In the child, before QEMU starts: on Linux, be sent SIGTERM when the process that
+    started it (its thread) dies, even by SIGKILL: no QEMU outlives a killed test run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class QemuBoard:
+    """One emulated board: QEMU running `firmware`, its UART on `self.port` (a pyserial URL
+    socket://127.0.0.1:PORT, or with pty=True a /dev/pts/N path). A fresh board has an empty
+    filesystem; with filesystem=False none is mounted (as on the stock QEMU port). stop() (or
+    leaving the `with` block) ends QEMU; `returncode` is then set (a firmware that exits on a
+    fatal error ends QEMU by itself: `alive` turns false)."""
+
+    def __init__(self, firmware, pty=False, filesystem=True, start_timeout=20.0):
+        self.firmware = firmware
+        self.pty = pty
+        self.filesystem = filesystem
+        self.port = None
+        self.proc = None
+        self.output = []  # what QEMU itself printed (not the board's UART)
+        self._start(start_timeout)
+
+    def _argv(self, serial):
+        argv = [QEMU, "-machine", MACHINE, "-nographic", "-monitor", "none", "-semihosting",
+                "-serial", serial, "-kernel", self.firmware]
+        if not self.filesystem:  # the word firmware/boards/qemu/_boot.py looks for
+            argv += ["-device", "loader,addr=%#x,data=%#x,data-len=4" % NO_FS_KNOB]
+        return argv
+
+    def _start(self, timeout):
+        for attempt in range(5):
+            if self.pty:
+                argv = self._argv("pty")
+            else:
+                tcp = _free_port()
+                argv = self._argv("tcp:127.0.0.1:%d,server=on,wait=off,nodelay=on" % tcp)
+            self.output = []
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            self._reader = threading.Thread(target=self._pump, daemon=True)
+            self._reader.start()
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if self.pty:
+                    m = re.search(r"char device redirected to (\S+)", "".join(self.output))
+                    if m:
+                        self.port = m.group(1)
+                        return
+                else:
+                    try:
+                        socket.create_connection(("127.0.0.1", tcp), timeout=1).close()
+                        self.port = "socket://127.0.0.1:%d" % tcp
+                        return
+                    except OSError:
+                        pass
+                time.sleep(0.05)
+            said = " ".join("".join(self.output).split())[-300:]
+            self.stop()
+            if not self.pty and "Address already in use" in said:
+                continue  # the free port was taken meanwhile: another one
+            raise BuildError("%s did not start (%s)" % (QEMU, said or "no output"))
+        raise BuildError("%s found no free TCP port" % QEMU)
+
+    def _pump(self):
+        for line in iter(self.proc.stdout.readline, b""):
+            self.output.append(line.decode("utf-8", "replace"))
+
+    @property
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self):
+        return None if self.proc is None else self.proc.poll()
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=5)
+        self.proc.stdout.close()
+
+    def restart(self):
+        """A fresh board (empty filesystem) on a new port."""
+        self.stop()
+        self._start(20.0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Build (once) and run the emulated board: "
+                                 "MicroPython's QEMU port for MPS2-AN385 with "
+                                 "firmware/boards/qemu.")
+    ap.add_argument("--src", help="MicroPython source tree or .tar.gz (default: $%s)" % ENV_SRC)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("build", help="build the firmware (once) and print its path")
+    run = sub.add_parser("run", help="start the emulated board and print its port")
+    run.add_argument("--pty", action="store_true",
+                     help="the UART on a pseudo-terminal (default: a local TCP port)")
+    args = ap.parse_args(argv)
+    try:
+        fw = build(args.src)
+        if args.cmd == "build":
+            print(fw)
+            return 0
+        with QemuBoard(fw, pty=args.pty) as board:
+            print(board.port, flush=True)
+            print("emulated board on %s (Ctrl-C ends it)" % board.port, file=sys.stderr)
+            signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+            try:
+                board.proc.wait()
+            except KeyboardInterrupt:
+                pass
+            if board.returncode not in (None, 0, -signal.SIGTERM):
+                print("qemu_board: QEMU ended with status %s" % board.returncode,
+                      file=sys.stderr)
+    except BuildError as exc:
+        if str(exc).startswith("no MicroPython source"):
+            exc = BuildError("no MicroPython source: " + HOW)
+        print("qemu_board: %s" % exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
