@@ -140,9 +140,14 @@ def test_late_attach_stores_everything_sent_after_it(tmp_path):
     # the unresolved path saved the frames sent before the HELLO: at least the 2000 queued
     # readings' frames minus the partial batch
     assert pr.resolved >= (3000 - 1000) // BATCH - 1
-    assert pr.unresolved == 0 and pr.gaps == 0 and pr.errors == 0
+    assert pr.unresolved == 0 and pr.errors == 0
+    # the frames sent before the attach are counted lost, as such (issue 18, finding 8)
+    assert pr.gaps == before and +pr.lost == {"before_attach": before}
     with Store(db) as store:
         assert store.unresolved(dev.port) == []
+        lost = {(e["detail"].split(":")[0], e["count"]) for e in store.events()
+                if e["kind"] == "gap" and e["count"]}
+        assert lost == {("before_attach", before)}
 
 
 def test_collector_killed_and_restarted_mid_stream_loses_nothing_after_restart(tmp_path):

@@ -131,7 +131,10 @@ def test_events_reboot_gap_rejects_status(tmp_path):
         ev = store.event_counts()
         assert ev[(DEV, "reboot", "boot 2 fingerprint %s" % FP.hex())] == 1
         assert ev[(DEV, "session", "boot 1 fingerprint %s" % FP.hex())] == 1
-        assert ev[(DEV, "gap", "")] == 3
+        # one loss row per session, set from what is stored (zeal.collect.accounting)
+        assert ev[(DEV, "gap", "missing: sent 7; heard 0-6; stored 4; refused 0")] == 3
+        assert ev[(DEV, "gap", "missing: sent 2; heard 0-1; stored 2; refused 0")] == 0
+        assert progress.lost == {"gap": 3}
         assert ev[(DEV, "status", "OK ticks=32 frames_dropped=0")] == 1
         assert ev[(DEV, "status", "STOPPED ticks=0 frames_dropped=0 stopped")] == 1
         assert sum(n for (_, k, r), n in ev.items() if k == "reject") == sum(ref.rejected.values())

@@ -52,9 +52,14 @@ silently. More ports than the process can serve are refused up front (transport.
 
 Events stored (keys as the store's docstring lists, so collecting a stream twice stores each
 once): session (first HELLO of a device on a port), reboot (a new session of the same device),
-gap (DATA frames missing from the sequence; count = frames), restart (sequence restarted
-inside one session), reject (by reason), status (STATUS frames: code, counters, message),
-duplicate_id (a device id seen on two ports at once), reader_error, connect, disconnect.
+gap (lost DATA frames: the store's loss rows of each session, set from what is stored by
+reason, gap, before_attach or unattended; the reader's decoder gives with each read the
+span it knows of each session with news, an accounting.Span, committed with the frames:
+zeal.collect.accounting), restart (sequence restarted inside one session), reject (by
+reason), status (STATUS frames: code, counters, message), duplicate_id (a device id seen
+on two ports at once), reader_error, connect, disconnect. A link's `bytes` are those read
+that stored something new: a commit that held frames or keyed events and stored none of
+them new (a stream collected again) adds its bytes to Progress.repeated_bytes instead.
 
 STATUS frames go to `log` as they arrive (not the periodic OK ones unless verbose); a port
 whose device reported an error (Status.is_error) and sent no DATA is listed in
@@ -81,6 +86,7 @@ from .. import wire
 from ..errors import ZealError
 from ..text import shown
 from ..wire import transport
+from .accounting import REASONS, Span
 from .store import (MAX_DEVICES, EventRecord, FrameRecord, Store, UnresolvedRecord,
                     open_store)
 
@@ -115,9 +121,15 @@ class Progress:
     frames: int = 0           # newly stored frames
     duplicates: int = 0       # frames already in the store (a stream collected twice)
     resolved: int = 0         # frames stored late: DATA kept until its session's HELLO came
-    unresolved: int = 0       # DATA kept raw this run, waiting for its HELLO (net of resolved)
+    unresolved: int = 0       # unresolved DATA rows of these ports in the store: kept raw,
+                              # waiting for its HELLO (net of resolved and of the cap's drops)
+    unresolved_dropped: int = 0  # unresolved rows the store's per-port cap deleted this run
     rejects: Counter = field(default_factory=Counter)  # reason -> count
-    gaps: int = 0             # DATA frames lost
+    gaps: int = 0             # DATA frames lost, any reason (= sum of `lost`)
+    # frames lost in the sessions this run stored or heard of, by reason (gap, before_attach,
+    # unattended: zeal.collect.accounting), as the store counts them now (they can go down)
+    lost: Counter = field(default_factory=Counter)
+    repeated_bytes: int = 0   # bytes read that stored nothing new (a stream read again)
     reboots: int = 0
     disconnects: int = 0
     reader_errors: int = 0    # readers that failed with an unexpected exception (retried)
@@ -389,6 +401,7 @@ class _Port:
         self.failures = 0             # reader exceptions (reader)
         self.opened = False           # the port opened at least once this run (reader)
         self.backlog = []             # _Item: unresolved DATA of this port, oldest first
+        self.touched = set()          # sessions with news since the last read was queued
         # writer
         self.link = None
         self.link_bytes = 0
@@ -406,6 +419,9 @@ class _Port:
         self.resolved_frames = 0      # pending frames that came out of resolve
         self.reads = []               # (arrival, frames) of the pending frames' reads
         self.logged_failures = 0      # reader failures taken by the writer
+        self.spans = {}               # session hex -> accounting.Span, to write
+        self.repeating = False        # the last commit with news stored nothing new
+        self.repeat_bytes = 0         # bytes of this link that stored nothing new
 
     @property
     def device_now(self) -> Optional[bytes]:
@@ -478,6 +494,7 @@ class Collector:
         self._interrupted = False
         self._owner = {}              # device id -> port (url) whose latest HELLO named it
         self._warned = set()          # (device id, port, port) pairs already reported
+        self._lost = {}               # session hex -> (gap, before_attach, unattended)
         self.progress.devices = _Devices(store)  # bounded by the store's cap on devices
         self._status_lines = _StatusLines(lambda text: self.log(text))
 
@@ -573,6 +590,7 @@ class Collector:
             end = n if z < 0 else z + 1
             self._feed(p, data[start:end] if start or end < n else data, now, recs)
             start = end
+        self._spans(p, recs)
         return ("data", p, (recs, p.nbytes)), len(data) + RECORD_BYTES * len(recs)
 
     def _feed(self, p: _Port, piece: bytes, now: float, recs: list) -> None:
@@ -607,14 +625,11 @@ class Collector:
         if hello and p.backlog:
             self._resolve(p, recs)
         self._account(p, now, recs)
+        if p.session is not None:
+            p.touched.add(p.session)
 
     def _batch(self, p: _Port, b, arrival: float, recs: list, sess) -> None:
         recs.append(("frame", FrameRecord.from_batch(b, arrival)))
-        if b.lost_before:
-            p._seen_lost += b.lost_before
-            recs.append(("event", EventRecord(
-                "gap", "", b.lost_before, device_id=b.device_id, port=p.url, time=arrival,
-                key="gap:%s:%d" % (sess, b.seq))))
 
     def _resolve(self, p: _Port, recs: list) -> None:
         """A HELLO came: the line's decoder opens what it can of the port's backlog now,
@@ -628,9 +643,19 @@ class Collector:
             recs.append(("resolved", (item, res is not False)))
             if res is not False:
                 sess = wire.session_bytes(res.device_id, wire.fingerprint_key(res.profile),
-                                          res.boot, res.nonce).hex()
-                self._batch(p, res, item.arrival, recs, sess)
+                                          res.boot, res.nonce)
+                p.touched.add(sess)
+                self._batch(p, res, item.arrival, recs, sess.hex())
         p.backlog = keep
+
+    def _spans(self, p: _Port, recs: list) -> None:
+        """What the line's decoder knows of each session with news (accounting.Span: from
+        where it listened to the highest number known sent), for the store's loss rows."""
+        for sess in p.touched:
+            span = p.decoder.span(sess)
+            if span is not None:
+                recs.append(("span", Span.of(sess, span[0], span[1], p.url)))
+        p.touched = set()
 
     def _anchor(self, p: _Port, sess, seq) -> None:
         if p.anchor != (sess, seq):
@@ -654,12 +679,6 @@ class Collector:
                         "reject", reason, 1, device_id=dev, port=p.url, time=now,
                         key="reject:%s:%d:%s:%d" % (where, seq, reason, p.ordinal[reason]))))
             p._seen_rejects = rejected
-        if dec.lost != p._seen_lost:  # losses no Batch carried (none expected)
-            sess, seq = p.anchor if p.anchor is not None else (p.url, -1)
-            recs.append(("event", EventRecord("gap", "", dec.lost - p._seen_lost,
-                                              device_id=dev, port=p.url, time=now,
-                                              key="gap:%s:%d+" % (sess, seq))))
-            p._seen_lost = dec.lost
         if dec.restarts != p._seen_restarts:
             sess, seq = p.anchor if p.anchor is not None else (p.url, -1)
             recs.append(("event", EventRecord("restart", "", dec.restarts - p._seen_restarts,
@@ -693,6 +712,9 @@ class Collector:
                     late = opened  # its frame follows
                 elif what == "event":
                     p.events.append(rec)
+                elif what == "span":
+                    old = p.spans.get(rec.session)
+                    p.spans[rec.session] = rec if old is None else old.merged(rec)
                 elif what == "hello":
                     self._on_hello(p, rec)
                 elif what == "status":
@@ -704,7 +726,8 @@ class Collector:
             with self._writing():
                 self._commit(p)
                 p.link = self.store.open_link(p.url)
-            p.link_bytes = p.committed_bytes = 0
+            p.link_bytes = p.committed_bytes = p.repeat_bytes = 0
+            p.repeating = False
             p.events.append(EventRecord("connect", device_id=p.writer_device, port=p.url,
                                         time=time.time()))
             self.progress.connected += 1
@@ -716,9 +739,9 @@ class Collector:
                                             port=p.url, time=time.time()))
             with self._writing():
                 self._commit(p)
-                self.store.close_link(p.link, p.link_bytes)
+                self.store.close_link(p.link, p.link_bytes - p.repeat_bytes)
             self._closed_bytes += p.link_bytes
-            p.link, p.link_bytes, p.committed_bytes = None, 0, 0
+            p.link, p.link_bytes, p.committed_bytes, p.repeat_bytes = None, 0, 0, 0
             self.progress.connected -= 1
             if self._owner.get(p.writer_device) == p.url:
                 del self._owner[p.writer_device]
@@ -786,13 +809,19 @@ class Collector:
         self._status_lines.roll(final=True)
 
     def _commit(self, p: _Port) -> None:
-        if not (p.frames or p.events or p.unresolved or p.resolved_ids
+        if not (p.frames or p.events or p.unresolved or p.resolved_ids or p.spans
                 or p.link_bytes != p.committed_bytes):
             return
-        link = (p.link, p.link_bytes) if p.link is not None else None
+        # a link's bytes are those that stored something new (taken as the previous
+        # commit's until this one is known; see _repeats)
+        delta = p.link_bytes - p.committed_bytes
+        link = ((p.link, p.link_bytes - p.repeat_bytes - (delta if p.repeating else 0))
+                if p.link is not None else None)
         new = self.store.write(p.frames, p.events, link=link,
                                unresolved=[u.record for u in p.unresolved],
-                               resolved=p.resolved_ids)
+                               resolved=p.resolved_ids, spans=list(p.spans.values()))
+        self._repeats(p, p.frames, p.events, new, delta)
+        self._note_lost(self.store.last_lost)
         # their rows' ids, so that a later HELLO can delete them
         for item, row_id in zip(p.unresolved, self.store.last_unresolved_ids):
             item.id = row_id
@@ -804,15 +833,15 @@ class Collector:
         pr.devices.update(f.device_id for f in p.frames)
         pr.devices_dropped += getattr(self.store, "last_devices_dropped", 0)
         pr.resolved += p.resolved_frames
-        change = len(p.unresolved) - len(p.resolved_ids)
+        dropped = self.store.last_unresolved_dropped
+        change = len(p.unresolved) - self.store.last_resolved_deleted - dropped
         p.stored_unresolved += change
         pr.unresolved += change
+        pr.unresolved_dropped += dropped
         p.frames_seen += len(p.frames)
         for e in p.events:
             if e.kind == "reject":
                 pr.rejects[e.detail] += e.count
-            elif e.kind == "gap":
-                pr.gaps += e.count
             elif e.kind == "reboot":
                 pr.reboots += 1
             elif e.kind == "disconnect":
@@ -823,9 +852,38 @@ class Collector:
             p.stopped = True
             pr.stopped += 1
         p.frames, p.events, p.unresolved, p.resolved_ids = [], [], [], []
+        p.spans = {}
         p.resolved_frames = 0
         p.stop_pending = False
         p.committed_bytes = p.link_bytes
+
+    MAX_LOST_KEPT = 1 << 17  # sessions whose loss figures a run follows (then: frozen)
+
+    def _note_lost(self, lost: dict) -> None:
+        """The store's loss figures of the sessions just written (they replace the
+        previous ones: a loss can be withdrawn)."""
+        pr = self.progress
+        for sess, now in lost.items():
+            old = self._lost.pop(sess, (0, 0, 0))
+            self._lost[sess] = now
+            for reason, a, b in zip(REASONS, old, now):
+                if a != b:
+                    pr.lost[reason] += b - a
+        while len(self._lost) > self.MAX_LOST_KEPT:  # oldest first: its figures stay
+            del self._lost[next(iter(self._lost))]
+        pr.gaps = sum(pr.lost.values())
+
+    def _repeats(self, p, frames, events, new: int, delta: int) -> None:
+        """Re-ingest (a stream read again): a commit that held frames or keyed events and
+        stored none of them new repeats what is stored, and so do its bytes (`delta`, read
+        since the previous commit): they are not the link's (links.bytes, the wire cost
+        `analyze` reports) but `repeated_bytes`. A commit with neither (HELLOs, unresolved
+        DATA) goes as the previous one."""
+        if frames or any(e.key is not None for e in events):
+            p.repeating = not new and not self.store.last_new_events
+        if p.repeating and delta > 0:
+            p.repeat_bytes += delta
+            self.progress.repeated_bytes += delta
 
     def _fill(self, deadline: float) -> int:
         """Take what the readers queue until `deadline` (monotonic), or, past it, what is
@@ -1159,12 +1217,25 @@ def summary_lines(pr: Progress) -> list:
         lines.append("stored late: %d frames that arrived before their session's HELLO"
                      % pr.resolved)
     if pr.unresolved:
-        lines.append("unresolved: %d frames kept raw until their session's HELLO arrives "
+        lines.append("unresolved: %d frames stored raw until their session's HELLO arrives "
                      "(collect again while the board streams)" % pr.unresolved)
+    if pr.unresolved_dropped:
+        lines.append("unresolved, dropped: %d frames, the oldest beyond the cap of %d per "
+                     "port (zeal events --kind unresolved_dropped)"
+                     % (pr.unresolved_dropped, MAX_BACKLOG))
     rej = ", ".join("%s %d" % kv for kv in sorted(pr.rejects.items())) or "none"
     lines.append("rejected frames: %s" % rej)
-    lines.append("lost frames (gaps): %d; reboots: %d; disconnects: %d; bytes read: %d"
-                 % (pr.gaps, pr.reboots, pr.disconnects, pr.bytes))
+    why = ", ".join("%s %d" % (reason.replace("_", " "), pr.lost[reason])
+                    for reason in REASONS if pr.lost[reason])
+    lines.append("lost frames (gaps): %d%s; reboots: %d; disconnects: %d; bytes read: %d"
+                 % (pr.gaps, " (%s)" % why if why else "", pr.reboots, pr.disconnects,
+                    pr.bytes))
+    if pr.lost["before_attach"]:
+        lines.append("note: %d frames of these sessions were sent before any collector "
+                     "listened (counted lost: before attach)" % pr.lost["before_attach"])
+    if pr.repeated_bytes:
+        lines.append("read again: %d bytes stored nothing new (a stream collected before; "
+                     "not counted as the link's)" % pr.repeated_bytes)
     if pr.devices_dropped:
         lines.append("not stored: %d frames and events of devices beyond the database's cap "
                      "on devices (zeal events --kind devices_dropped)" % pr.devices_dropped)
@@ -1203,6 +1274,8 @@ def summary_doc(pr: Progress) -> dict:
         "ended": pr.reason, "duplicate_frames": pr.duplicates,
         "resolved_frames": pr.resolved, "unresolved_frames": pr.unresolved,
         "rejected_frames": dict(sorted(pr.rejects.items())), "lost_frames": pr.gaps,
+        "lost_by_reason": {reason: pr.lost[reason] for reason in REASONS},
+        "unresolved_dropped": pr.unresolved_dropped, "repeated_bytes": pr.repeated_bytes,
         "reboots": pr.reboots, "disconnects": pr.disconnects, "bytes_read": pr.bytes,
         "duplicate_ids": pr.duplicate_ids, "reader_errors": pr.reader_errors,
         "devices_dropped": pr.devices_dropped, "status_lines_suppressed": pr.status_suppressed,

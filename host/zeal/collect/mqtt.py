@@ -22,13 +22,13 @@ between collectors. What that changes, and how it is met:
   under their key (device, boot, nonce, seq) with conflict detection: redelivered or
   overlapping frames store nothing twice. A redelivered frame is not a reject, and a stale
   (retained or redelivered) HELLO is not a restart: neither is recorded.
-- Gaps. One collector sees a part of each device's sequence, so its decoder's loss count
-  means nothing; gaps are accounted from the store instead, which every collector writes:
-  every GAP_EVERY seconds and at the end, for each session this collector stored frames of,
-  the holes between stored sequence numbers whose upper frame arrived more than SETTLE
-  seconds ago become `gap` events with the serial collector's key
-  ("gap:<session>:<seq after the hole>"), so two collectors finding one hole store it once.
-  (Losses after the highest stored frame are not seen until a later frame arrives.)
+- Losses. One collector sees a part of each device's sequence, so its decoder's loss count
+  means nothing alone; losses are a function of the store, which every collector writes
+  (zeal.collect.accounting): with each commit a collector gives the span it knows of each
+  session with news (where it began listening, the highest number known sent), and the
+  store sets the session's loss rows from the frames stored: a hole that another member
+  fills later (its messages held by the broker while it was away) is withdrawn at that
+  commit, and two collectors compute the same rows.
 
 All devices' records of one commit go into ONE store transaction (a serial collector commits
 one per port; a fleet has thousands of devices).
@@ -64,11 +64,10 @@ from .store import EventRecord, FrameRecord
 DEFAULT_TOPIC = "zeal/+/frames"
 RETRY_FIRST = 0.5   # seconds before the first retry of a broker that is down
 RETRY_MAX = 10.0    # the longest wait between two tries
-GAP_EVERY = 5.0     # seconds between gap accountings from the store
-SETTLE = 10.0       # a hole counts as a gap once the frame after it is this old (seconds)
 RECEIVE_MAXIMUM = 20000  # unacknowledged messages the broker may have in flight to us
 SESSION_EXPIRY = 24 * 3600  # seconds the broker keeps a collector's session while it is away
 READ_BURST = 2000     # messages read before the network turn yields to the writer
+MAX_MISMATCH_WARNED = 4096  # (topic, device id) pairs a run warns of (then: counted only)
 INSTALL = "pip install 'zeal-mcu[fleet]' (paho-mqtt >= 2)"
 
 
@@ -170,8 +169,8 @@ class MqttCollector(Collector):
         self.connected = threading.Event()  # set at the first CONNACK (others may wait on it)
         self._link = None
         self._payload_bytes = 0
-        self._touched = set()         # (device_id, boot, nonce, fingerprint) stored this run
-        self._settled = {}            # that -> highest seq whose holes below are accounted
+        self.repeating = False        # the last commit with news stored nothing new
+        self.repeat_bytes = 0         # payload bytes that stored nothing new (a re-publish)
         self.messages = 0             # frame messages received (redeliveries included)
 
     # ---- the paho thread ------------------------------------------------------------------------
@@ -332,28 +331,40 @@ class MqttCollector(Collector):
         acknowledgements of the messages they came in."""
         ports = self.ports
         acks, self._acks = self._acks, []
-        busy = [p for p in ports if p.frames or p.events or p.unresolved or p.resolved_ids]
+        busy = [p for p in ports
+                if p.frames or p.events or p.unresolved or p.resolved_ids or p.spans]
         if busy or self._events or self._payload_bytes != self._committed_payload:
             frames = [f for p in busy for f in p.frames]
             events = list(self._events) + [e for p in busy for e in p.events]
             unresolved = [u.record for p in busy for u in p.unresolved]
             resolved = [i for p in busy for i in p.resolved_ids]
-            link = (self._link, self._payload_bytes) if self._link is not None else None
+            spans = [s for p in busy for s in p.spans.values()]
+            # the payload bytes that stored something new (as the previous commit until
+            # this one is known: Collector._repeats)
+            delta = self._payload_bytes - self._committed_payload
+            link = ((self._link, self._payload_bytes - self.repeat_bytes
+                     - (delta if self.repeating else 0))
+                    if self._link is not None else None)
             new = self.store.write(frames, events, link=link, unresolved=unresolved,
-                                   resolved=resolved)
-            self._committed_payload = link[1] if link else self._committed_payload
+                                   resolved=resolved, spans=spans)
+            self._committed_payload = self._payload_bytes
+            self._repeats(self, frames, events, new, delta)
+            self._note_lost(self.store.last_lost)
             self._events = []
             ids = iter(self.store.last_unresolved_ids)  # in the order given to write()
             for p in busy:
                 if p.unresolved:
                     self._unresolved_ids(p, [next(ids) for _ in p.unresolved])
+                p.spans = {}
             pr = self.progress
+            dropped = self.store.last_unresolved_dropped
+            pr.unresolved += (len(unresolved) - self.store.last_resolved_deleted - dropped)
+            pr.unresolved_dropped += dropped
             pr.reports += self.store.last_new_reports
             pr.frames += new
             pr.duplicates += len(frames) - new
             for f in frames:
                 pr.devices.add(f.device_id)
-                self._touched.add((f.device_id, f.boot, f.nonce, f.fingerprint))
             for p in busy:
                 p.frames, p.link_bytes = [], p.nbytes
                 self._commit(p)  # no frames left: the bookkeeping of the rest, no write
@@ -370,7 +381,6 @@ class MqttCollector(Collector):
         for item, row_id in zip(p.unresolved, ids):
             item.id = row_id
         p.stored_unresolved += len(p.unresolved)
-        self.progress.unresolved += len(p.unresolved)
         p.unresolved = []
 
     def _commit(self, p) -> None:
@@ -380,7 +390,6 @@ class MqttCollector(Collector):
         pr = self.progress
         pr.resolved += p.resolved_frames
         p.stored_unresolved -= len(p.resolved_ids)
-        pr.unresolved -= len(p.resolved_ids)
         for e in p.events:
             if e.kind == "reject":
                 pr.rejects[e.detail] += e.count
@@ -400,38 +409,6 @@ class MqttCollector(Collector):
         for gen, mid, qos in acks:
             if gen == self._gen and client is not None:
                 client.ack(mid, qos)
-
-    # ---- gaps, from the store ---------------------------------------------------------------------
-    def account_gaps(self, settle: float = SETTLE) -> int:
-        """Store a `gap` event for every hole between stored sequence numbers of the sessions
-        this collector stored frames of, once the frame after the hole arrived `settle`
-        seconds ago. Returns the frames newly counted lost (0 for holes another collector
-        counted first)."""
-        limit = time.time() - settle
-        events = []
-        for sess in sorted(self._touched):
-            device_id, boot, nonce, fp = sess
-            rows = _session_seqs(self.store, sess)
-            low = self._settled.get(sess)
-            prev = None
-            top = low
-            for seq, arrival in rows:
-                if arrival > limit:
-                    break
-                if prev is not None and seq > prev + 1 and (low is None or seq > low):
-                    key = wire.session_bytes(device_id, bytes.fromhex(fp)[:8], boot,
-                                             nonce).hex()
-                    events.append(EventRecord("gap", "", seq - prev - 1, device_id=device_id,
-                                              port="mqtt", time=arrival,
-                                              key="gap:%s:%d" % (key, seq)))
-                prev = top = seq
-            if top is not None:
-                self._settled[sess] = top
-        if not events:
-            return 0
-        n = _new_gaps(self.store, events)
-        self.progress.gaps += n
-        return n
 
     # ---- run ------------------------------------------------------------------------------------
     def _make_client(self):
@@ -580,7 +557,6 @@ class MqttCollector(Collector):
             if self._connect(client, None if duration is None else started + duration):
                 self._link = self.store.open_link(self.broker["shown"])
             next_commit = time.monotonic() + FLUSH
-            next_gaps = time.monotonic() + GAP_EVERY
             while not self._stop.is_set():
                 wait = next_commit - time.monotonic()
                 if wait > 0:
@@ -589,9 +565,6 @@ class MqttCollector(Collector):
                 self._drain()
                 self._commit_all(started)
                 next_commit = time.monotonic() + FLUSH
-                if time.monotonic() >= next_gaps:
-                    self.account_gaps()
-                    next_gaps = time.monotonic() + GAP_EVERY
                 if duration is not None and self.progress.elapsed >= duration:
                     reason = "duration reached"
                 elif reports is not None and self.progress.reports >= reports:
@@ -617,9 +590,8 @@ class MqttCollector(Collector):
         self._quit(client)
         self._acks = []
         self._commit_all(started, notify=False)  # no acks: the connection is gone
-        self.account_gaps(settle=0.0)
         if self._link is not None:
-            self.store.close_link(self._link, self._payload_bytes)
+            self.store.close_link(self._link, self._payload_bytes - self.repeat_bytes)
         pr = self.progress
         pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
         if self._link is None and reason != "interrupted":
@@ -642,28 +614,6 @@ class _Direct:
     @staticmethod
     def get_nowait():
         raise queue.Empty
-
-
-def _session_seqs(store, sess) -> list:
-    """(seq, arrival) of one session's stored frames, in seq order (SQLite Store)."""
-    device_id, boot, nonce, _fp = sess
-    return store._query("SELECT f.seq, f.arrival FROM frames f JOIN devices d ON "
-                        "d.id = f.device WHERE d.device_id = ? AND f.boot = ? AND f.nonce = ? "
-                        "ORDER BY f.seq", (bytes(device_id), int(boot), bytes(nonce)))
-
-
-def _new_gaps(store, events) -> int:
-    """Write gap events (keys dedupe them); the frames counted lost by those newly stored."""
-    keys = [e.key for e in events]
-    have = set()
-    for i in range(0, len(keys), 500):
-        part = keys[i:i + 500]
-        have.update(k for (k,) in store._query(
-            "SELECT key FROM events WHERE key IN (%s)" % ",".join("?" * len(part)), part))
-    fresh = [e for e in events if e.key not in have]
-    if fresh:
-        store.write((), fresh)
-    return sum(e.count for e in fresh)
 
 
 # ---- command line --------------------------------------------------------------------------------

@@ -34,7 +34,10 @@ collecting the same stream twice does not double anything. The collector makes t
 (collector.py is the reference); their shape, with session = the hex of the 28 HELLO session
 bytes (device id, fingerprint, boot, nonce; so a key does not depend on the port):
     session/reboot  "hello:<session>"                        (whichever kind came first)
-    gap             "gap:<session>:<seq of the frame after the gap>"
+    gap             "lost:<session>" (the session's state and its `gap` figure),
+                    "lost:<session>:before_attach", "lost:<session>:unattended": SET
+                    from the frames stored, in write()'s transaction, never added to
+                    (zeal.collect.accounting); "gap:<session>:<seq>" in older files
     status          "status:<session>:<ticks>:<code>"
     reject          "reject:<session or port>:<last seq seen>:<reason>:<ordinal at that seq>"
     restart         "restart:<session>:<last seq seen>"
@@ -73,6 +76,7 @@ from typing import Dict, Iterable, List, Optional
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import ProfileError, ZealError
+from . import accounting
 from ..mechanism.profile import Profile
 from ..mechanism.profiles import kind_of, loads_any
 
@@ -579,13 +583,20 @@ class Store:
 
     def write(self, frames: Iterable[FrameRecord] = (), events: Iterable[EventRecord] = (),
               link: Optional[tuple] = None, unresolved: Iterable[UnresolvedRecord] = (),
-              resolved: Iterable[int] = ()) -> int:
+              resolved: Iterable[int] = (), spans: Iterable = ()) -> int:
         """One transaction: frames (already stored keys ignored; a stored key with another CRC
         recorded as event `conflict`), events (already stored keys ignored), optionally a link's
         byte count as (link_id, bytes), unresolved DATA to keep, and the ids of unresolved rows
         to delete (`resolved`). Returns the number of frames newly stored; the number of reports
-        in them is left in `last_new_reports`, the conflicts found in `last_conflicts`."""
+        in them is left in `last_new_reports`, the conflicts found in `last_conflicts`.
+        `spans` (zeal.collect.accounting.Span): what the writer knows of the sessions it
+        has news of; their loss rows are set in the same transaction (`last_lost`: session
+        hex -> (gap, before_attach, unattended)). Also left: `last_new_events` (keyed
+        events newly stored), `last_unresolved_dropped` (rows the per-port cap deleted),
+        `last_resolved_deleted` (rows of `resolved` that were still there)."""
         self._writable()
+        self._begin_tally()
+        fresh = []  # frames newly stored
         now = time.time()
         new = reports = conflicts = 0
         held = set()      # device ids of this write the store has a row of
@@ -610,6 +621,7 @@ class Store:
                         key + (int(f.crc), f.fingerprint, int(f.count), bytes(f.payload),
                                float(f.arrival), int(bool(f.vector)), int(bool(f.debug))))
                     if cur.rowcount == 1:
+                        fresh.append(f)
                         new += 1
                         reports += f.count
                         touched.add(dev)
@@ -645,6 +657,7 @@ class Store:
                 if link is not None:
                     self.db.execute("UPDATE links SET bytes = ? WHERE id = ?",
                                     (link[1], link[0]))
+                self._account(spans, fresh, now)
                 self.db.execute("COMMIT")
             except BaseException:
                 self._rollback()
@@ -654,8 +667,29 @@ class Store:
         self.last_new_reports = reports
         self.last_conflicts = conflicts
         self.last_unresolved_ids = ids
+        self._end_tally()
         self.last_devices, self.last_devices_dropped = held, no_device
         return new
+
+    # what a write leaves in last_lost, last_new_events, last_unresolved_dropped,
+    # last_resolved_deleted (see write)
+    last_lost: dict = {}
+    last_new_events = last_unresolved_dropped = last_resolved_deleted = 0
+
+    def _begin_tally(self) -> None:
+        self._keyed_new = self._unresolved_dropped = self._resolved_deleted = 0
+        self._lost = {}
+
+    def _account(self, spans, fresh, now: float) -> None:
+        """The loss rows of the sessions of `spans` and of the frames newly stored
+        (`fresh`), in the write's transaction (zeal.collect.accounting)."""
+        if spans or fresh:
+            self._lost = accounting.apply(self, spans, fresh, now)
+
+    def _end_tally(self) -> None:
+        self.last_lost, self.last_new_events = self._lost, self._keyed_new
+        self.last_unresolved_dropped = self._unresolved_dropped
+        self.last_resolved_deleted = self._resolved_deleted
 
     def _insert_events(self, rows: list, now: float) -> None:
         if not rows:
@@ -672,11 +706,14 @@ class Store:
             cur = self.db.execute("INSERT OR IGNORE INTO events (device, port, time, kind, "
                                   "detail, count, key) VALUES (?,?,?,?,?,?,?)", row)
             top += cur.rowcount
+            if key is not None:
+                self._keyed_new += cur.rowcount
         self._count("events_dropped", "events beyond the cap of %d rows" % self.max_events,
                     dropped, now)
 
     def _unresolved(self, records, resolved, now: float) -> list:
-        self.db.executemany("DELETE FROM unresolved WHERE id = ?", ((int(i),) for i in resolved))
+        self._resolved_deleted += max(0, self.db.executemany(
+            "DELETE FROM unresolved WHERE id = ?", ((int(i),) for i in resolved)).rowcount)
         ports = set()
         ids = []
         for u in records:
@@ -691,6 +728,7 @@ class Store:
             if row is not None:  # the newest max_unresolved_per_port rows stay
                 n = self.db.execute("DELETE FROM unresolved WHERE port = ? AND id <= ?",
                                     (port, row[0])).rowcount
+                self._unresolved_dropped += n
                 self._count("unresolved_dropped", "oldest unresolved frames beyond the cap of "
                             "%d per port" % self.max_unresolved_per_port, n, now, port=port)
         return ids
@@ -1252,19 +1290,23 @@ class PgStore(Store):
 
     def write(self, frames: Iterable[FrameRecord] = (), events: Iterable[EventRecord] = (),
               link: Optional[tuple] = None, unresolved: Iterable[UnresolvedRecord] = (),
-              resolved: Iterable[int] = ()) -> int:
+              resolved: Iterable[int] = (), spans: Iterable = ()) -> int:
         """As Store.write (one transaction; see there), safe beside other writers."""
         self._writable()
         frames, events = list(frames), list(events)
         unresolved, resolved = list(unresolved), [int(i) for i in resolved]
+        spans = list(spans)
         result = self._retrying(lambda: self._write(frames, events, link, unresolved,
-                                                    resolved))
+                                                    resolved, spans))
+        self._end_tally()
         (new, self.last_new_reports, self.last_conflicts, self.last_unresolved_ids,
          self.last_devices, self.last_devices_dropped) = result
         return new
 
-    def _write(self, frames, events, link, unresolved, resolved):
+    def _write(self, frames, events, link, unresolved, resolved, spans=()):
         now = time.time()
+        self._begin_tally()  # again on a retry
+        news = []
         new = reports = conflicts = 0
         no_device = 0
         touched = set()
@@ -1293,6 +1335,7 @@ class PgStore(Store):
         for i, r in rows:
             if r[:4] in fresh and r[:4] not in stored_now:
                 stored_now.add(r[:4])
+                news.append(frames[i])
                 new += 1
                 reports += frames[i].count
                 touched.add(r[0])
@@ -1334,6 +1377,7 @@ class PgStore(Store):
         self._count("devices_dropped", "frames and events of devices beyond the cap of %d"
                     % self.max_devices, no_device, now)
         ids = self._unresolved(unresolved, resolved, now)
+        self._account(spans, news, now)
         if link is not None:
             self.conn.execute("UPDATE links SET bytes = %s WHERE id = %s", (link[1], link[0]))
         return new, reports, conflicts, ids, set(rows_of), no_device
@@ -1385,12 +1429,15 @@ class PgStore(Store):
                                     "count, key) VALUES (%s,%s,%s,%s,%s,%s,%s) "
                                     "ON CONFLICT (key) DO NOTHING", row)
             top += cur.rowcount
+            if key is not None:
+                self._keyed_new += cur.rowcount
         self._count("events_dropped", "events beyond the cap of %d rows" % self.max_events,
                     dropped, now)
 
     def _unresolved(self, records, resolved, now: float) -> list:
         for i in resolved:
-            self.conn.execute("DELETE FROM unresolved WHERE id = %s", (i,))
+            self._resolved_deleted += self.conn.execute(
+                "DELETE FROM unresolved WHERE id = %s", (i,)).rowcount
         ports = set()
         ids = []
         for u in records:
@@ -1406,6 +1453,7 @@ class PgStore(Store):
             if row is not None:
                 n = self.conn.execute("DELETE FROM unresolved WHERE port = %s AND id <= %s",
                                       (port, row[0])).rowcount
+                self._unresolved_dropped += n
                 self._count("unresolved_dropped", "oldest unresolved frames beyond the cap of "
                             "%d per port" % self.max_unresolved_per_port, n, now, port=port)
         return ids

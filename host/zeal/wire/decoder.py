@@ -270,6 +270,13 @@ class Decoder:
         `lo` extends the attach window). Read it after resolving."""
         return self._retired_lost + sum(t.lost() for t in self._tracks.values())
 
+    def span(self, session) -> Optional[tuple]:
+        """(lo, top) of a session announced on this line (`lost`'s window: the line answers
+        for the numbers lo .. top - 1, top being one past the highest known sent), or None
+        for a session it does not know (never announced here, or retired)."""
+        track = self._tracks.get(bytes(session))
+        return None if track is None else (track.lo, track.top)
+
     def _reject(self, reason: str, message: str = "") -> None:
         self._rejected[reason] += 1
         self.last_error = "%s: %s" % (reason, message) if message else reason
