@@ -330,42 +330,110 @@ def test_acl_refuses_a_device_publishing_under_another_devices_topic(tmp_path, p
     assert set(keys) == sent   # boot 7 (the forged one) is not in the store
 
 
-def test_a_board_claiming_another_boards_id_on_its_own_topic_is_reported(tmp_path,
-                                                                          prof_file):
-    """The ACL ties a topic to a board's credentials, not the id inside its HELLO: board 0,
-    on its own topic, sends frames under board 1's id while board 1 sends its own. The
-    collector says so as it says of one id on two serial ports: a `duplicate_id` event and
-    one warning line naming both topics."""
+def wait_acked(pub, mids, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not set(mids) <= pub.acked:
+        assert time.monotonic() < deadline, "the broker did not acknowledge every publish"
+        time.sleep(0.05)
+
+
+def forged_stream(device, boot, n):
+    """A board's frames under `device`'s id (a HELLO every 16 DATA frames) and a STATUS."""
+    from zeal import wire
+    _, frames = board_frames(device, boot, n)
+    return frames + [wire.encode_status(code=0, ticks=8 * n, message="")]
+
+
+def test_a_board_claiming_another_boards_id_on_its_own_topic_is_refused(tmp_path, prof_file):
+    """Issue 18, finding 4: the ACL ties a topic to a board's credentials, not the id inside its
+    HELLO, and board 0, publishing on its own topic with HELLOs naming board 1, was stored as
+    board 1 (every frame; a warning only when board 1 published at the same moment). Now a
+    topic stands for one device id (here: its hex): every frame under another id -- HELLO,
+    DATA, STATUS -- is refused and counted (`id_mismatch`), with one warning line, nothing is
+    stored under board 1's id from it, and board 1's own frames are stored as before."""
     broker = Broker(tmp_path / "b", users={n: "pw-" + n for n in NAMES}).start()
     db = tmp_path / "z.db"
     try:
         a = collect(broker, db, prof_file, client_id="c-a", group=None)
         assert wait_connected(db, 1)
-        sent = publish_all(broker, {DEVICES[1]: board_frames(DEVICES[1], 0, 10)[1]})
-        wait_stored(db, sent)
         liar = Publisher(broker, NAMES[0])           # its own topic, another board's id
         assert liar.connected.wait(10), liar.refused
-        for frame in board_frames(DEVICES[1], 9, 10)[1]:
-            liar.publish(frame)
-        time.sleep(1.5)
+        forged = forged_stream(DEVICES[1], 9, 50)
+        wait_acked(liar, [liar.publish(f).mid for f in forged])
         liar.close()
+        sent = publish_all(broker, {DEVICES[1]: board_frames(DEVICES[1], 0, 10)[1]})
+        wait_stored(db, sent)
+        time.sleep(0.5)
         rc, out, err = stop(a)
     finally:
         broker.stop()
     assert rc == 0, err
-    _, _, kinds = stored(db)
-    assert kinds.get("duplicate_id", 0) >= 1, kinds
-    warn = [ln for ln in err.splitlines() if "two ports" in ln]
-    assert len(warn) == 1 and NAMES[0] in warn[0] and NAMES[1] in warn[0], err
+    keys, gaps, kinds = stored(db)
+    assert set(keys) == sent                     # boot 9 (the forged one) is not in the store
+    doc = json.loads(out)
+    assert doc["rejected_frames"] == {"id_mismatch": len(forged)}   # 50 DATA, 4 HELLO, STATUS
+    assert doc["frames"] == len(sent) and doc["lost_frames"] == 0 and gaps == 0
+    warn = [ln for ln in err.splitlines() if "id_mismatch" in ln]
+    assert len(warn) == 1 and "zeal/%s/frames" % NAMES[0] in warn[0], err
+    assert DEVICES[1].decode() in warn[0]
+    with sqlite3.connect(str(db)) as c:
+        # no session, status or loss row of the forged boot; its rejects name no device
+        assert c.execute("SELECT COUNT(*) FROM events WHERE kind IN ('session', 'reboot', "
+                         "'status')").fetchone()[0] == 1
+        assert c.execute("SELECT COUNT(*), COUNT(device), MIN(port) FROM events WHERE detail "
+                         "= 'id_mismatch'").fetchone() == (len(forged), 0,
+                                                            "mqtt:zeal/%s/frames" % NAMES[0])
+        assert c.execute("SELECT COUNT(*) FROM events WHERE key LIKE 'lost:%'"
+                         ).fetchone()[0] == 1          # board 1's boot 0 only
+
+
+def test_topic_map_for_topic_ids_that_are_not_device_ids(tmp_path, prof_file):
+    """A fleet whose boards publish under names (zeal flash --mqtt-user board-7): without a
+    map the topic stands for no such id, and the board's frames are refused; with
+    --topic-map (board-7 -> its device id) they are stored."""
+    users = {"board-7": "pw-7"}
+    broker = Broker(tmp_path / "b", users=users).start()
+    mapping = tmp_path / "topics.txt"
+    mapping.write_text("# topic id, device id\nboard-7 %s\n" % DEVICES[2].hex())
+    frames = board_frames(DEVICES[2], 3, 20)[1]
+    results = []
+    try:
+        for name, extra in (("plain", ()), ("mapped", ("--topic-map", str(mapping)))):
+            db = tmp_path / ("%s.db" % name)
+            a = collect(broker, db, prof_file, *extra, client_id="c-" + name, group=None)
+            assert wait_connected(db, 1)
+            pub = Publisher(broker, "board-7")
+            assert pub.connected.wait(10), pub.refused
+            wait_acked(pub, [pub.publish(f).mid for f in frames])
+            pub.close()
+            if extra:
+                wait_stored(db, {(DEVICES[2], s) for s in range(20)})
+            time.sleep(0.8)
+            rc, out, err = stop(a)
+            assert rc == 0, err
+            results.append((stored(db)[0], json.loads(out), err))
+    finally:
+        broker.stop()
+    (plain, doc_plain, err_plain), (mapped, doc_mapped, _) = results
+    assert plain == {} and doc_plain["rejected_frames"] == {"id_mismatch": len(frames)}
+    assert "zeal/board-7/frames" in err_plain and "--topic-map" in err_plain
+    assert set(mapped) == {(DEVICES[2], s) for s in range(20)}
+    assert doc_mapped["rejected_frames"] == {}
 
 
 def test_mqtt_url_and_options_are_one_line_errors(tmp_path, prof_file, capsys):
     from zeal.cli import main
     db = str(tmp_path / "z.db")
+    bad_map = tmp_path / "map.txt"
+    bad_map.write_text("board-1 6465763030303031\nboard/2 6465763030303032\n")
     for argv, words in [
             (["--mqtt", "http://x:1"], "not an MQTT URL"),
             (["--mqtt", "mqtt://h:1", "--port", "/dev/null"], "not both"),
             (["--mqtt", "mqtt://h:1", "--group", "a/b"], "bad --group"),
+            (["--mqtt", "mqtt://h:1", "--topic-map", str(tmp_path / "none")],
+             "cannot read --topic-map"),
+            (["--mqtt", "mqtt://h:1", "--topic-map", str(bad_map)], "line 2"),
+            (["--port", "/dev/null", "--topic-map", str(bad_map)], "--topic-map is for --mqtt"),
             ([], "--mqtt URL")]:
         rc = main(["collect", "--db", db] + argv)
         err = capsys.readouterr().err

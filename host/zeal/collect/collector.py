@@ -494,9 +494,9 @@ class Collector:
         self._interrupted = False
         self._owner = {}              # device id -> port (url) whose latest HELLO named it
         self._warned = set()          # (device id, port, port) pairs already reported
-        self._lost = {}               # session hex -> (gap, before_attach, unattended)
         self.progress.devices = _Devices(store)  # bounded by the store's cap on devices
         self._status_lines = _StatusLines(lambda text: self.log(text))
+        self._lost = {}               # session hex -> (gap, before_attach, unattended)
 
     @staticmethod
     def _stderr(text: str) -> None:
@@ -1156,6 +1156,13 @@ def _mqtt_arguments(p) -> None:
                         "zeal-HOSTNAME-GROUP)")
     g.add_argument("--password-file", metavar="FILE",
                    help="read the broker password from FILE (first line) instead of the URL")
+    g.add_argument("--topic-map", metavar="FILE",
+                   help="which device ids each topic may announce, for a fleet whose topic "
+                        "ids are not device ids: lines 'TOPIC-ID DEVICE-ID' (the id in hex "
+                        "or as text; a topic on several lines may announce each). A HELLO "
+                        "naming a device its topic does not stand for is refused with its "
+                        "frames (counted: id_mismatch). Default: a topic id stands for the "
+                        "device id in hex or, for a printable id, its text")
     g.add_argument("--ca-file", metavar="FILE",
                    help="CA certificate(s) the broker's TLS certificate is checked against "
                         "(mqtts://; default: the system's)")
@@ -1313,6 +1320,8 @@ def cmd_collect(args) -> int:
         return importlib.import_module(__package__ + ".mqtt").cmd_collect_mqtt(args)
     if not args.port:
         raise ZealError("give the serial port(s) to read (--port URL) or a broker (--mqtt URL)")
+    if getattr(args, "topic_map", None):
+        raise ZealError("--topic-map is for --mqtt (serial ports have no topics)")
     profiles = [load_any(path) for path in args.profile]
     ports = [resolve_port(port) for port in args.port]
     return run_command(args, lambda store, show: Collector(

@@ -29,6 +29,15 @@ between collectors. What that changes, and how it is met:
   store sets the session's loss rows from the frames stored: a hole that another member
   fills later (its messages held by the broker while it was away) is withdrawn at that
   commit, and two collectors compute the same rows.
+- Identity bound to the topic. A board publishes on zeal/<topic id>/frames, and the broker's
+  ACL lets only the topic's user publish there; so a HELLO must name the device its topic
+  stands for: by default the topic id is the device id in hex (the firmware's default, and
+  `zeal flash --mqtt-user <hex id>`) or, for a printable id, its text (device_name); a fleet
+  whose topic ids are other names gives the map (`--topic-map FILE`: lines "TOPIC-ID
+  DEVICE-ID", the device id in hex or as text; several lines for one topic allow several
+  ids). A HELLO naming another device is refused with everything under it (its DATA and
+  STATUS): each frame a reject `id_mismatch` (no device, the topic's port), one warning line
+  per topic and device, nothing stored under the named device, nothing republished.
 
 All devices' records of one commit go into ONE store transaction (a serial collector commits
 one per port; a fleet has thousands of devices).
@@ -114,6 +123,59 @@ def _hide(url: str) -> str:
     return url.replace(":" + parts.password + "@", ":***@", 1)
 
 
+def load_topic_map(path: str) -> dict:
+    """A --topic-map file: {topic id: set of 8-byte device ids}. Lines "TOPIC-ID DEVICE-ID"
+    (blank lines and lines starting with # skipped); a device id is 16 hex digits or its
+    text (up to 8 printable ASCII characters, zero-padded as HELLO pads it). One-line
+    errors naming the line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ZealError("cannot read --topic-map %s: %s"
+                        % (path, getattr(exc, "strerror", None) or exc)) from None
+    out = {}
+    for n, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        parts = text.split()
+        if len(parts) != 2 or any(c in parts[0] for c in "/+#"):
+            raise ZealError("--topic-map %s line %d: want \"TOPIC-ID DEVICE-ID\" (a topic id "
+                            "without / + #)" % (path, n))
+        dev = _device_id(parts[1])
+        if dev is None:
+            raise ZealError("--topic-map %s line %d: the device id is 16 hex digits or up to "
+                            "8 printable ASCII characters" % (path, n))
+        out.setdefault(parts[0], set()).add(dev)
+    return out
+
+
+def _device_id(text: str) -> Optional[bytes]:
+    if len(text) == 16:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    raw = text.encode("ascii", "replace")
+    if 0 < len(raw) <= 8 and all(0x20 < c < 0x7f for c in raw):
+        return raw.ljust(8, b"\0")
+    return None
+
+
+def stands_for(topic_id: str, device_id: bytes, topic_map: Optional[dict] = None) -> bool:
+    """Whether a board publishing on zeal/<topic_id>/frames may announce `device_id`: the
+    map's ids for a topic it lists; else the id in hex (any case) or, for a printable id,
+    its text."""
+    device_id = bytes(device_id)
+    if topic_map and topic_id in topic_map:
+        return device_id in topic_map[topic_id]
+    if topic_id.lower() == device_id.hex():
+        return True
+    name = wire.device_name(device_id)
+    return name != device_id.hex() and topic_id == name
+
+
 def device_of(topic: str) -> Optional[str]:
     """The <device-id> of zeal/<device-id>/frames (or /hello), else None."""
     bits = topic.split("/")
@@ -134,7 +196,8 @@ class MqttCollector(Collector):
     def __init__(self, url: str, store, *, topic: str = DEFAULT_TOPIC,
                  group: Optional[str] = None, client_id: Optional[str] = None,
                  password: Optional[str] = None, profiles=(), keep_vector: bool = False,
-                 on_progress=None, log=None, verbose: bool = False, ca_file=None):
+                 on_progress=None, log=None, verbose: bool = False, ca_file=None,
+                 topic_map: Optional[dict] = None):
         self.broker = parse_url(url)
         if password is not None:
             self.broker["password"] = password
@@ -154,6 +217,8 @@ class MqttCollector(Collector):
         if ca_file is not None and not self.broker["tls"]:
             raise MqttError("--ca-file is for a TLS broker: an mqtts:// URL")
         self.ca_file = ca_file
+        self.topic_map = topic_map or {}
+        self._mismatch_warned = set()  # (topic id, device id) already said
         self._by_topic = {}
         # The network and the store are served by one thread (paho's external-loop API; a
         # network thread beside it halved the messages/s, measured): what Collector's
@@ -179,6 +244,7 @@ class MqttCollector(Collector):
         if p is None:
             p = _Port("mqtt:" + topic, wire.Decoder(self._profiles, vectors=self.keep_vector))
             p.opened = True
+            p.topic_id = topic.split("/")[1]
             self._by_topic[topic] = p
             self.ports.append(p)
         return p
@@ -240,6 +306,7 @@ class MqttCollector(Collector):
         before = len(recs)
         super()._feed(p, piece, now, recs)
         self._late(p, recs, before)
+        self._check_ids(p, recs, before)
         if self._republish is not None and any(r[0] == "hello" for r in recs[before:]):
             dev = self._republish.split("/")[1]
             self._client.publish("zeal/%s/hello" % dev, piece, qos=1, retain=True)
@@ -259,6 +326,68 @@ class MqttCollector(Collector):
             p.backlog.remove(item)
             recs[i] = (("frame", FrameRecord.from_batch(batch, item.arrival))
                        if batch is not False else ("dropped", None))
+
+    def _check_ids(self, p, recs, before) -> None:
+        """Refuse what a topic's line says under a device id the topic does not stand for
+        (see the module docstring): frames become rejects `id_mismatch` (no device, keyed so
+        that a redelivery counts once), session events and spans are dropped, other events
+        lose the device."""
+        tid = getattr(p, "topic_id", None)
+        if tid is None:
+            return
+        ok = {}
+
+        def fine(dev):
+            if dev is None:
+                return True
+            dev = bytes(dev)
+            if dev not in ok:
+                ok[dev] = stands_for(tid, dev, self.topic_map)
+                if not ok[dev] and (tid, dev) not in self._mismatch_warned \
+                        and len(self._mismatch_warned) < MAX_MISMATCH_WARNED:
+                    self._mismatch_warned.add((tid, dev))
+                    self.log("zeal: warning: topic zeal/%s/frames announced device %s, which "
+                             "its topic id does not stand for: its frames are refused "
+                             "(id_mismatch; --topic-map maps topic ids to device ids)"
+                             % (tid, wire.device_name(dev)))
+            return ok[dev]
+
+        def refused(key, now):
+            return ("event", EventRecord("reject", "id_mismatch", 1, port=p.url, time=now,
+                                         key="reject:%s:id_mismatch" % key))
+
+        out = recs[:before]
+        for what, rec in recs[before:]:
+            if what == "frame" and not fine(rec.device_id):
+                if out and out[-1][0] == "resolved" and out[-1][1][1]:
+                    out[-1] = ("resolved", (out[-1][1][0], False))  # opened, then refused
+                sess = wire.session_bytes(rec.device_id, bytes.fromhex(rec.fingerprint)[:8],
+                                          rec.boot, rec.nonce).hex()
+                out.append(refused("%s:%d" % (sess, rec.seq), rec.arrival))
+            elif what == "hello" and not fine(rec.device_id):
+                out.append(refused("%s:hello%d" % (rec.session.hex(), rec.next_seq),
+                                   time.time()))
+            elif what == "status" and not fine(rec[1]):
+                st, _dev, sess, now = rec
+                out.append(refused("%s:status%d:%d" % (sess, st.ticks, st.code), now))
+            elif what == "span" and not fine(rec.device_id):
+                continue
+            elif what == "event" and not fine(rec.device_id):
+                if rec.kind in ("session", "reboot"):
+                    continue
+                out.append(("event", EventRecord(rec.kind, rec.detail, rec.count, port=rec.port,
+                                                 time=rec.time, key=rec.key)))
+            else:
+                out.append((what, rec))
+        recs[:] = out
+
+    def _spans(self, p, recs) -> None:
+        before = len(recs)
+        super()._spans(p, recs)
+        tid = getattr(p, "topic_id", None)
+        if tid is not None:  # no loss rows for what the topic may not announce
+            recs[before:] = [r for r in recs[before:]
+                             if stands_for(tid, r[1].device_id, self.topic_map)]
 
     def _resolve(self, p, recs):
         """A HELLO came. Over MQTT it may come after DATA sent after it (another topic, or
@@ -635,8 +764,9 @@ def cmd_collect_mqtt(args) -> int:
             raise ZealError("cannot read --password-file %s: %s"
                             % (args.password_file, exc.strerror or exc)) from None
     profiles = [load_any(path) for path in args.profile]
+    topic_map = load_topic_map(args.topic_map) if args.topic_map else None
     return col.run_command(args, lambda store, show: MqttCollector(
         args.mqtt, store, topic=args.topic, group=args.group, client_id=args.client_id,
         password=password, profiles=profiles, keep_vector=args.keep_vector, on_progress=show,
-        log=show.say, verbose=args.verbose, ca_file=args.ca_file),
+        log=show.say, verbose=args.verbose, ca_file=args.ca_file, topic_map=topic_map),
         extra=lambda c: {"messages": c.messages})
