@@ -108,6 +108,18 @@ def test_loss_rows_are_set_from_the_frames_stored(where):
                                 refused=1)
 
 
+def test_loss_rows_keep_the_events_cap(tmp_path):
+    """The rows are events: beyond the store's cap they are not made, and each one refused
+    is counted in events_dropped (the counter row is always kept)."""
+    with Store(str(tmp_path / "z.db")) as st:
+        st.add_profile(PROF)
+        st.max_events = 1
+        st.write(frames=[record(s) for s in range(20, 30)], spans=[span(20, 30)])
+        kinds = [(e["kind"], e["detail"].split(":")[0], e["count"]) for e in st.events()]
+    assert kinds == [("gap", "missing", 0), ("events_dropped", "events beyond the cap of 1 rows",
+                                             1)]
+
+
 def test_loss_rows_withstand_two_writers_at_once(postgres_url):
     """Two writers (two collectors of a group) store the two halves of a session at once,
     each announcing the whole span: whatever the interleaving, once both committed the

@@ -226,22 +226,31 @@ def apply(store, spans: Iterable[Span], fresh: Iterable, now: float) -> Dict[str
                 (lost[0], detail, now, dev, span.port, row_key))
         before, unattended = lost[1], lost[2]
         if old is None or old[2][1] != before:
-            _set(run, dev, span.port, now, row_key + ":before_attach", before,
+            _set(store, dev, span.port, now, row_key + ":before_attach", before,
                  "before_attach: frames 0-%d were sent before any collector listened"
                  % (before - 1))
         if old is None or old[2][2] != unattended:
-            _set(run, dev, span.port, now, row_key + ":unattended", unattended,
+            _set(store, dev, span.port, now, row_key + ":unattended", unattended,
                  "unattended: %d frames were sent while no collector listened" % unattended)
         out[key] = lost
     return out
 
 
-def _set(run, dev, port, now, key: str, value: int, detail: str) -> None:
-    """Set a reason row to `value`: made only when not zero, kept (at 0) once made."""
-    if value > 0:
-        run("INSERT INTO events (device, port, time, kind, detail, count, key) "
-            "VALUES (?, ?, ?, 'gap', ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-            "count = excluded.count, detail = excluded.detail, time = excluded.time",
-            (dev, port, now, detail, value, key))
-    else:
+def _set(store, dev, port, now, key: str, value: int, detail: str) -> None:
+    """Set a reason row to `value`: made only when not zero (and within the events cap:
+    else counted in events_dropped), kept (at 0) once made."""
+    run = store.db.execute
+    if value <= 0:
         run("UPDATE events SET count = 0, time = ? WHERE key = ? AND count <> 0", (now, key))
+        return
+    if run("UPDATE events SET count = ?, detail = ?, time = ? WHERE key = ?",
+           (value, detail, now, key)).rowcount:
+        return
+    if (run("SELECT MAX(id) FROM events").fetchone()[0] or 0) >= store.max_events:
+        store._count("events_dropped", "events beyond the cap of %d rows" % store.max_events,
+                     1, now)
+        return
+    run("INSERT INTO events (device, port, time, kind, detail, count, key) "
+        "VALUES (?, ?, ?, 'gap', ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+        "count = excluded.count, detail = excluded.detail, time = excluded.time",
+        (dev, port, now, detail, value, key))
