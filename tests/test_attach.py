@@ -205,3 +205,7 @@ def test_collector_killed_and_restarted_mid_stream_loses_nothing_after_restart(t
     reports = len(READINGS) - (last_before + 1) * BATCH
     assert "stored %d reports in %d frames" % (reports, fresh) in out
     assert "stored late:" in out and "unresolved:" not in out
+    # what the board sent while no collector listened is counted lost, as such (issue 18,
+    # finding 8): the frames the tap took, and any the first collector read but never committed
+    unheard = last_before + 1 - len(kept)
+    assert "lost frames (gaps): %d (unattended %d);" % (unheard, unheard) in out, out
