@@ -9,6 +9,9 @@
   wire_base = 0), so decode_frames gives the cells; decode_values refuses them (no double).
 - `Loaded(store, include_vector)`: everything analysis, export and plots read from a store,
   read once.
+- `frame_counts(rows)`: every frame's report count, each an integer in 1..wire.MAX_COUNT
+  (DecodeError naming the first frame that is not) -- what anything sized by the counts (export's
+  columns, the decoders' output) checks first, so a damaged row is refused in one line.
 
 Rows are `Store.frames()` tuples: (device_id, boot, seq, fingerprint, count, payload, arrival,
 nonce, debug); ROW_DEVICE ... ROW_DEBUG index them.
@@ -180,6 +183,24 @@ def _grid_error(rows: Sequence, count: int, profile: Profile) -> None:
     raise DecodeError("a report is outside the profile's grid")  # not reached
 
 
+def frame_counts(rows: Sequence) -> np.ndarray:
+    """Every frame's report count (int64), each checked to be an integer in 1..wire.MAX_COUNT,
+    as the wire allows: DecodeError naming the first frame that is not (a damaged row, e.g. a
+    count of 10^17, never sizes an array)."""
+    try:
+        counts = np.fromiter(map(itemgetter(ROW_COUNT), rows), dtype=np.int64, count=len(rows))
+    except (TypeError, ValueError, OverflowError):   # not an integer, or past int64
+        counts = None
+    if counts is None or (counts.size and not (1 <= int(counts.min())
+                                               and int(counts.max()) <= wire.MAX_COUNT)):
+        for r in rows:
+            c = r[ROW_COUNT]
+            if not (isinstance(c, int) and 1 <= c <= wire.MAX_COUNT):
+                raise DecodeError("%s: count %r is outside 1..%d"
+                                  % (_frame_name(r), c, wire.MAX_COUNT))
+    return counts
+
+
 def _decode(profile: Profile, rows: Sequence, add: int, check: bool = True) -> np.ndarray:
     """uint64 (low + add) mod 2^64 for every report of `rows`, frame after frame."""
     fp = profile.fingerprint
@@ -191,11 +212,7 @@ def _decode(profile: Profile, rows: Sequence, add: int, check: bool = True) -> n
             if r[ROW_FP] != fp:
                 raise DecodeError("%s is stored under profile %s, not %s"
                                   % (_frame_name(r), r[ROW_FP][:16], fp[:16]))
-    counts = np.fromiter(map(itemgetter(ROW_COUNT), rows), dtype=np.int64, count=nrows)
-    bad = np.flatnonzero((counts < 1) | (counts > wire.MAX_COUNT))
-    if bad.size:
-        raise DecodeError("%s: count %d is outside 1..%d"
-                          % (_frame_name(rows[bad[0]]), counts[bad[0]], wire.MAX_COUNT))
+    counts = frame_counts(rows)
     first = int(counts[0])
     if int(counts.min()) == int(counts.max()):  # the usual case: one batch size
         return _decode_same_count(rows, first, profile, add, check).reshape(-1)

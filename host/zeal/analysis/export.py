@@ -88,7 +88,7 @@ from ..errors import ZealError
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
 from .decode import (ROW_ARRIVAL, ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ,
-                     Loaded, decode_frames)
+                     Loaded, decode_frames, frame_counts)
 
 META_FORMAT = "zeal-export/1"
 PARQUET_META_KEY = b"zeal"
@@ -225,7 +225,7 @@ class _Columns:
     def __init__(self, data: Loaded):
         rows = data.rows
         nrows = len(rows)
-        self.counts = np.fromiter((r[ROW_COUNT] for r in rows), dtype=np.int64, count=nrows)
+        self.counts = frame_counts(rows)   # 1..255 each, checked before sizing anything by them
         starts = np.cumsum(self.counts) - self.counts
         self.n = int(self.counts.sum())
         self.low = np.empty(self.n, dtype=np.int64)

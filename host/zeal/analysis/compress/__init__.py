@@ -2,8 +2,11 @@
 
 A codec has `name` (as its library calls it), `needs_profile` (bool), `package` (the pip
 package it needs, or None), `encode(bits, profile) -> bytes` where `bits` is a uint64 array of
-the reports' float64 bit patterns in order, and `decode(blob, profile) -> uint64 array`, the
-exact inverse. Blobs are self-describing (they carry n).
+the reports' float64 bit patterns in order, and `decode(blob, profile, limit=None) -> uint64
+array`, the exact inverse. Blobs are self-describing (they carry n). With `limit`, a blob that
+holds (or would decompress to) more than `limit` reports is refused with a ZealError before
+more than `limit` reports' worth of memory is taken: a reader of untrusted blobs (the archive)
+passes the count it expects.
 
 - `codecs()`: {name: codec} for every available codec (GreedyGD from `greedygd`; the rivals
   from `rivals`). A codec whose library is missing is absent;

@@ -8,7 +8,8 @@ analytics in IoT", IEEE TII 2024; arXiv 2304.07240) chooses the split greedily f
 
 API
     c = compress(bits)            bits: uint64 array (float64 patterns; a float64 array is viewed)
-    c.to_bytes() / decompress(blob) -> uint64 array, the exact input
+    c.to_bytes() / decompress(blob, limit=None) -> uint64 array, the exact input (limit: refuse
+                                  a header naming more records, before allocating them)
     c.size_bits_paper             the authors' count; len(c.to_bytes()) the real one
     offset_sum(c, profile)        exact sum of j = k - k_lo, from the compressed form
     avg_star(c, profile), calibrated_mean(c, profile)   -> Fraction, equal to Estimator's
@@ -310,11 +311,16 @@ class Compressed:
                          _pack(self.devs, bin(self.dev_mask).count("1"))))
 
     @classmethod
-    def from_bytes(cls, blob) -> "Compressed":
+    def from_bytes(cls, blob, limit=None) -> "Compressed":
+        """The stream's records; with `limit`, a header naming more than `limit` records is
+        refused before anything is allocated (all-constant records cost no stream bytes)."""
         blob = bytes(blob)
         if len(blob) < _HEADER.size or blob[:4] != MAGIC:
             raise GreedyGDError("not a GreedyGD stream (no ZGGD header)")
         magic, version, width, n, cmask, cbits, bmask, g = _HEADER.unpack_from(blob)
+        if limit is not None and n > limit:
+            raise GreedyGDError("GreedyGD stream holds %d records, more than the %d expected"
+                                % (n, limit))
         if version != VERSION:
             raise GreedyGDError("GreedyGD stream version %d; this reader knows %d"
                                 % (version, VERSION))
@@ -426,9 +432,9 @@ def compress(bits, *, width: int = 64, patience: int = PATIENCE) -> Compressed:
                       table=table[sort], ids=ids, devs=_extract(x, dev_mask), steps=steps)
 
 
-def decompress(blob) -> np.ndarray:
-    """The exact uint64 records of a GreedyGD stream."""
-    return Compressed.from_bytes(blob).decompress()
+def decompress(blob, limit=None) -> np.ndarray:
+    """The exact uint64 records of a GreedyGD stream (at most `limit` of them, if given)."""
+    return Compressed.from_bytes(blob, limit).decompress()
 
 
 # ---- direct analytics: the mean without the doubles -------------------------------------------
@@ -482,8 +488,8 @@ class _Codec:
     def encode(self, bits, profile=None) -> bytes:
         return compress(bits).to_bytes()
 
-    def decode(self, blob, profile=None) -> np.ndarray:
-        return decompress(blob)
+    def decode(self, blob, profile=None, limit=None) -> np.ndarray:
+        return decompress(blob, limit)
 
 
 CODEC = _Codec()

@@ -25,6 +25,14 @@ Every codec has the shape the registry (zeal.analysis.compress) documents: `name
 
 Headers are little-endian; a blob of the wrong kind, or one made for another profile's m, is
 refused with a ZealError.
+
+Decoding untrusted blobs (`decode(blob, profile, limit)`, the registry's contract): every codec
+refuses, before allocating them, more than `limit` reports. The general-purpose compressors
+decompress through their streaming objects with a maximum output of 8 limit bytes (zstd: the
+frame's declared content size and window are checked first; lzma: a decoder memory limit
+LZMA_MEMLIMIT); pcodec decodes into an array of limit + 1 values; packed, rans and greedygd
+check the n of their header. Without `limit` (the writer checking its own output) decoding is
+unbounded, as the libraries' one-shot calls are.
 """
 import bz2
 import lzma
@@ -48,6 +56,20 @@ def as_bits(bits) -> np.ndarray:
         raise ZealError("codecs take a 1-D uint64 array of float64 bit patterns, got %s %r"
                         % (arr.dtype, arr.shape))
     return np.ascontiguousarray(arr, dtype=_U64)
+
+
+#: zstd: the largest window a frame may ask for. The writer's level 3 uses 2^21 bytes (zstd's
+#: parameter table, windowLog 21; smaller inputs use their own size); 4 x that leaves room for
+#: another zstd build's table while the decoder's window stays at 8 MiB (a hostile frame may ask
+#: for 2 GiB).
+ZSTD_MAX_WINDOW = 1 << 23
+#: lzma: the decoder's memory limit. The writer's preset 6 has an 8 MiB dictionary (xz's table:
+#: 9 MiB to decode); 16 MiB refuses the larger dictionaries (up to 1.5 GiB) a hostile stream names.
+LZMA_MEMLIMIT = 1 << 24
+
+
+def _too_many(name: str, limit: int) -> ZealError:
+    return ZealError("%s: the blob holds more than the %d reports expected" % (name, limit))
 
 
 def _from_bytes(raw: bytes) -> np.ndarray:
@@ -124,14 +146,36 @@ class _Bytes:
     def encode(self, bits, profile=None) -> bytes:
         return self._compress(as_bits(bits).tobytes())
 
-    def decode(self, blob: bytes, profile=None) -> np.ndarray:
+    def decode(self, blob: bytes, profile=None, limit=None) -> np.ndarray:
+        """The reports; with `limit`, at most 8 limit bytes are ever decompressed (more:
+        ZealError)."""
         try:
-            raw = self._decompress(bytes(blob))
+            if limit is None:
+                raw = self._decompress(bytes(blob))
+            else:
+                raw = self._decompress_at_most(bytes(blob), 8 * int(limit))
+                if raw is None:
+                    raise _too_many(self.name, limit)
         except ZealError:
             raise
         except Exception as exc:  # each library has its own error types
             raise ZealError("%s: cannot decode the blob (%s)" % (self.name, exc)) from None
         return _from_bytes(raw)
+
+    def _decompress_at_most(self, blob: bytes, most: int):
+        """The decompressed bytes if there are at most `most` of them, else None; never more
+        than most + 1 bytes held. A streaming decompressor object (bz2, lzma, lz4 share the
+        interface: decompress(data, max_length), eof, unused_data)."""
+        d = self._decompressor()
+        out = d.decompress(blob, max_length=most + 1)
+        if len(out) > most:
+            return None
+        if not d.eof:
+            raise ZealError("%s: the blob ends before its stream does" % self.name)
+        if d.unused_data:
+            raise ZealError("%s: %d bytes follow the end of the stream"
+                            % (self.name, len(d.unused_data)))
+        return out
 
     def __repr__(self):
         return "<codec %s>" % self.name
@@ -152,6 +196,26 @@ class Zstd(_Bytes):
     def _decompress(self, blob):
         return self._d.decompress(blob)
 
+    def _decompress_at_most(self, blob, most):
+        lib = self._lib()
+        p = lib.get_frame_parameters(blob)         # ZstdError when there is no frame header
+        if p.window_size > ZSTD_MAX_WINDOW:
+            raise ZealError("zstd: the frame asks for a %d-byte window; at most %d"
+                            % (p.window_size, ZSTD_MAX_WINDOW))
+        if p.content_size != lib.CONTENTSIZE_UNKNOWN and p.content_size > most:
+            return None
+        d = lib.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+        if p.content_size != lib.CONTENTSIZE_UNKNOWN:   # at most `most`: the buffer's size
+            return d.decompress(blob)
+        out = bytearray()                               # streamed, most + 1 bytes at most
+        with d.stream_reader(blob, read_across_frames=False) as reader:
+            while len(out) <= most:
+                chunk = reader.read(most + 1 - len(out))
+                if not chunk:
+                    break
+                out += chunk
+        return None if len(out) > most else bytes(out)
+
 
 class Lz4(_Bytes):
     def __init__(self):
@@ -164,6 +228,9 @@ class Lz4(_Bytes):
     def _decompress(self, blob):
         return self._f.decompress(blob)
 
+    def _decompressor(self):
+        return self._f.LZ4FrameDecompressor()
+
 
 class Bz2(_Bytes):
     def __init__(self):
@@ -175,6 +242,9 @@ class Bz2(_Bytes):
     def _decompress(self, blob):
         return bz2.decompress(blob)
 
+    def _decompressor(self):
+        return bz2.BZ2Decompressor()
+
 
 class Lzma(_Bytes):
     def __init__(self):
@@ -185,6 +255,9 @@ class Lzma(_Bytes):
 
     def _decompress(self, blob):
         return lzma.decompress(blob)
+
+    def _decompressor(self):
+        return lzma.LZMADecompressor(memlimit=LZMA_MEMLIMIT)
 
 
 #: pcodec is given the uint64 bit patterns, the exact stream every other codec sees. Its float64
@@ -207,13 +280,25 @@ class Pcodec:
             return self._EMPTY
         return self._std.simple_compress(arr.view(PCODEC_DTYPE), self._config)
 
-    def decode(self, blob, profile=None) -> np.ndarray:
+    def decode(self, blob, profile=None, limit=None) -> np.ndarray:
         if bytes(blob) == self._EMPTY:
             return np.zeros(0, dtype=np.uint64)
         try:
-            out = self._std.simple_decompress(bytes(blob))
+            if limit is None:
+                out = self._std.simple_decompress(bytes(blob))
+            else:  # into limit + 1 values: a blob holding more does not fit
+                out = np.empty(int(limit) + 1, dtype=PCODEC_DTYPE)
+                progress = self._std.simple_decompress_into(bytes(blob), out)
+                if progress.n_processed > limit or not progress.finished:
+                    raise _too_many(self.name, limit)
+                out = out[:progress.n_processed]
+        except ZealError:
+            raise
         except Exception as exc:
             raise ZealError("pcodec: cannot decode the blob (%s)" % exc) from None
+        if out is None or np.asarray(out).dtype != PCODEC_DTYPE:
+            raise ZealError("pcodec: the blob holds %s values, not %s"
+                            % (getattr(out, "dtype", None), np.dtype(PCODEC_DTYPE)))
         return np.ascontiguousarray(out).view(np.uint64)
 
     def __repr__(self):
@@ -258,9 +343,11 @@ class Packed:
         return (self.MAGIC + struct.pack(self.FMT, low.shape[0], profile.bits)
                 + pack_bits(low, profile.bits))
 
-    def decode(self, blob, profile) -> np.ndarray:
+    def decode(self, blob, profile, limit=None) -> np.ndarray:
         _need_profile(self.name, profile)
         (n, m), at = _header(blob, self.MAGIC, self.FMT, self.name)
+        if limit is not None and n > limit:
+            raise _too_many(self.name, limit)
         if m != profile.bits:
             raise ZealError("packed: blob has m = %d bits, the profile m = %d" % (m, profile.bits))
         low = unpack_bits(memoryview(blob)[at:], n, m)
@@ -334,12 +421,19 @@ class Rans:
         out += [struct.pack("<Q", words.shape[0]), words.tobytes(), pack_bits(j, shift)]
         return b"".join(out)
 
-    def decode(self, blob, profile) -> np.ndarray:
+    def decode(self, blob, profile, limit=None) -> np.ndarray:
         _need_profile(self.name, profile)
         (n, t, shift, buckets, width), at = _header(blob, self.MAGIC, self.FMT, self.name)
+        if limit is not None and n > limit:
+            raise _too_many(self.name, limit)
         if t != _bits_needed(profile.n_cells - 1) or buckets != ((profile.n_cells - 1) >> shift) + 1:
             raise ZealError("rans: blob made for another profile (t = %d, %d buckets)"
                             % (t, buckets))
+        # the encoder's model has at most 2^RANS_MAX_BUCKET_BITS buckets of counts < 2^64: a
+        # header asking for more (2^52 zero-width counts cost no blob bytes) is not one it wrote
+        if buckets > 1 << RANS_MAX_BUCKET_BITS or width > 64 or shift > t:
+            raise ZealError("rans: blob header out of range (%d buckets, counts of %d bits, "
+                            "shift %d)" % (buckets, width, shift))
         view = memoryview(blob)
         csize = -(-buckets * width // 8)
         counts = unpack_bits(view[at:at + csize], buckets, width).astype(np.int64)
