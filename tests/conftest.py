@@ -7,8 +7,9 @@ if HOST not in sys.path:  # lets the suite run from a checkout without `pip inst
     sys.path.insert(0, HOST)
 
 # board_plugin: --port PORT, hardware-in-the-loop tests; pg_server: the postgres_url fixture
-# (a throw-away PostgreSQL cluster)
-pytest_plugins = ["board_plugin", "pg_server"]
+# (a throw-away PostgreSQL cluster); mp_unix: the mp_port fixture (each test that takes it
+# runs on the PyPI unix port and on the float32 build)
+pytest_plugins = ["board_plugin", "pg_server", "mp_unix"]
 
 HUMIDITY = (23.5, 83.9)
 EPSILONS = (0.5, 1.0, 2.0, 4.0)

@@ -388,7 +388,7 @@ def test_rp2040_temp_example_calibration_from_the_datasheet():
         assert fh.read() == prof.to_json()
 
 
-def test_rp2040_temp_example_loads_on_the_device():
+def test_rp2040_temp_example_loads_on_the_device(mp_port):
     if C.locate_micropython() is None:
         pytest.fail("the MicroPython unix port is a test dependency")
     with open(EXAMPLE) as fh:
@@ -564,7 +564,7 @@ def test_probe_output_mapping(output, problems):
     assert PR.probe_problems(output) == problems
 
 
-def test_probe_code_runs_on_the_unix_port(tmp_path):
+def test_probe_code_runs_on_the_unix_port(mp_port, tmp_path):
     """The probe is valid MicroPython and passes where a filesystem and os.urandom exist; with
     os.urandom taken away it says so."""
     import subprocess
@@ -747,7 +747,7 @@ def test_flash_and_conformance_on_a_quirky_board(tmp_path, prof_file, capsys, pr
 
 # ---- item 13 end to end: a replay file flashed, then booted ----------------------------------
 @pytest.mark.slow
-def test_flash_a_replay_file_and_boot_it(tmp_path, prof_file):
+def test_flash_a_replay_file_and_boot_it(mp_port, tmp_path, prof_file):
     """`zeal flash --replay-file` through real mpremote into the raw-REPL emulator; the board's
     files then boot on the MicroPython unix port with nothing on stdin: every reading of the
     file becomes a report, then the board stops."""

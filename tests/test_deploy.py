@@ -333,7 +333,7 @@ def test_mpremote_error_lines():
 
 
 # ---- the compiled tree -----------------------------------------------------------------------
-def test_compiled_tree_loads_on_the_unix_port(tmp_path, prof_file):
+def test_compiled_tree_loads_on_the_unix_port(mp_port, tmp_path, prof_file):
     steps = D.plan_flash("/dev/ttyACM0", str(prof_file), stage=str(tmp_path))
     comp = _step(steps, "compile")
     sizes = C.compile_tree(str(tmp_path), sources=comp.sources, mpy_cross=comp.tool)
@@ -566,7 +566,7 @@ def fake_board(tmp_path):
 
 
 @pytest.mark.slow
-def test_flash_into_a_fake_board(fake_board, tmp_path, prof_file):
+def test_flash_into_a_fake_board(mp_port, fake_board, tmp_path, prof_file):
     conf = tmp_path / "conf.json"
     conf.write_text(json.dumps({"start_delay_ms": 0, "period_ms": 0, "batch": 4}))
     out = io.StringIO()

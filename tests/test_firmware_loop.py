@@ -149,7 +149,7 @@ def _finite(x):
 
 
 @pytest.mark.parametrize("bits", [2, 4, 16, 52])
-def test_replay_is_bit_exact_with_the_reference(tmp_path, bits):
+def test_replay_is_bit_exact_with_the_reference(mp_port, tmp_path, bits):
     """Every reading makes one report; NaN and infinity are replaced by the midpoint before
     the mechanism; the private build's STATUS counts ticks only."""
     prof = P.from_bits(*HUMIDITY, 1.0, bits)
@@ -175,7 +175,7 @@ def test_replay_is_bit_exact_with_the_reference(tmp_path, bits):
     assert [s.code for s in statuses] == ["STOPPED"]
 
 
-def test_debug_build_counts_and_says_so(tmp_path):
+def test_debug_build_counts_and_says_so(mp_port, tmp_path):
     prof = P.from_bits(*HUMIDITY, 1.0, 4)
     out = run_device(tmp_path, [f64(x) for x in READINGS] + ["zz", "!stop"], prof=prof,
                      config={"vector_mode": True, "vector_key": KEY.hex(), "debug": True})
@@ -191,7 +191,7 @@ def test_debug_build_counts_and_says_so(tmp_path):
     assert last.replaced == 9 and last.clamped == 8
 
 
-def test_float32_and_raw_readings(tmp_path):
+def test_float32_and_raw_readings(mp_port, tmp_path):
     cal = P.Calibration(Fraction(33, 655350), Fraction(0))
     prof = P.from_bits(0.0, 3.3, 1.0, 8, calibration=cal)
     f32 = ["%08x" % struct.unpack("<I", struct.pack("<f", v))[0] for v in (0.5, 1.25, 3.0)]
@@ -207,7 +207,7 @@ def test_float32_and_raw_readings(tmp_path):
 
 
 @pytest.mark.parametrize("content, code", [(None, "NO_PROFILE"), ("{broken", "BAD_PROFILE")])
-def test_missing_or_corrupt_profile_stops_with_status(tmp_path, content, code):
+def test_missing_or_corrupt_profile_stops_with_status(mp_port, tmp_path, content, code):
     out = run_device(tmp_path, [f64(40.0)] * 5, prof=content)
     hellos, data, statuses = decode(out)
     assert data == []
@@ -215,7 +215,7 @@ def test_missing_or_corrupt_profile_stops_with_status(tmp_path, content, code):
     assert hellos and hellos[0].fingerprint == bytes(8) and hellos[0].bits == 0
 
 
-def test_tampered_profile_is_refused(tmp_path):
+def test_tampered_profile_is_refused(mp_port, tmp_path):
     prof = P.from_bits(*HUMIDITY, 1.0, 4)
     doc = json.loads(prof.to_json())
     doc["threshold"] += 1
@@ -224,7 +224,7 @@ def test_tampered_profile_is_refused(tmp_path):
     assert data == [] and [s.code for s in statuses] == ["BAD_PROFILE"]
 
 
-def test_every_boot_advances_the_seed(tmp_path):
+def test_every_boot_advances_the_seed(mp_port, tmp_path):
     """Without vector mode the key comes from the seed file, which each boot rewrites: two
     boots give different boot counters, nonces and noise for the same readings."""
     prof = P.from_bits(*HUMIDITY, 1.0, 16)
@@ -240,21 +240,21 @@ def test_every_boot_advances_the_seed(tmp_path):
     assert (tmp_path / "zeal_seed.bin").stat().st_size == 36
 
 
-def test_vector_key_ignored_unless_enabled(tmp_path):
+def test_vector_key_ignored_unless_enabled(mp_port, tmp_path):
     prof = P.from_bits(*HUMIDITY, 1.0, 4)
     out = run_device(tmp_path, [f64(50.0)] * 8, prof=prof, config={"vector_key": KEY.hex()})
     hellos, data, _ = decode(out)
     assert not hellos[0].flags & 0x10 and not data[0].flags & 0x10
 
 
-def test_bad_config_stops_with_status(tmp_path):
+def test_bad_config_stops_with_status(mp_port, tmp_path):
     prof = P.from_bits(*HUMIDITY, 1.0, 4)
     out = run_device(tmp_path, [f64(50.0)], prof=prof, config={"batch": 0})
     _, data, statuses = decode(out)
     assert data == [] and [s.code for s in statuses] == ["CONFIG"]
 
 
-def test_bad_replay_lines_are_replaced_not_counted(tmp_path):
+def test_bad_replay_lines_are_replaced_not_counted(mp_port, tmp_path):
     """A bad line is a reading that cannot be privatised: it makes the midpoint's report and
     nothing in the private transcript says which line it was."""
     prof = P.from_bits(*HUMIDITY, 1.0, 4)
@@ -311,7 +311,7 @@ def reset():
 """
 
 
-def test_adc_source_with_calibration_and_watchdog(tmp_path):
+def test_adc_source_with_calibration_and_watchdog(mp_port, tmp_path):
     """With a watchdog the end of streaming resets into the REPL: STOPPED, HELD, the hold
     file, machine.reset(); boot() then removes the file and does not stream."""
     (tmp_path / "machine.py").write_text(FAKE_MACHINE)
@@ -340,7 +340,7 @@ def test_adc_source_with_calibration_and_watchdog(tmp_path):
 
 
 @pytest.mark.parametrize("sensor", [{"kind": "adc", "channel": 4}, {"kind": "rp2040_temp"}])
-def test_rp2040_temperature_sensor_is_adc_channel_4(tmp_path, sensor):
+def test_rp2040_temperature_sensor_is_adc_channel_4(mp_port, tmp_path, sensor):
     (tmp_path / "machine.py").write_text(FAKE_MACHINE)
     cal = P.Calibration(Fraction(330, 65535), Fraction(-50))
     prof = P.from_bits(-40.0, 125.0, 1.0, 8, calibration=cal)
@@ -352,7 +352,7 @@ def test_rp2040_temperature_sensor_is_adc_channel_4(tmp_path, sensor):
     assert "[4]" in (tmp_path / "reset.log").read_text()     # machine.ADC(4), not a Pin
 
 
-def test_callable_source_packs_floats_exactly(tmp_path):
+def test_callable_source_packs_floats_exactly(mp_port, tmp_path):
     (tmp_path / "fakesensor.py").write_text(
         "VALUES = [21.5, 19.25, 1e9, 22.0, 3, True, 'x', None]\n"
         "i = [0]\n"
@@ -382,7 +382,7 @@ def test_callable_source_packs_floats_exactly(tmp_path):
 
 @pytest.mark.parametrize("debug, message", [(False, "RuntimeError"),
                                             (True, "RuntimeError: injected fault")])
-def test_unexpected_error_is_reported_as_crash(tmp_path, debug, message):
+def test_unexpected_error_is_reported_as_crash(mp_port, tmp_path, debug, message):
     """A bug in the loop (here: injected) sends STATUS CRASH naming it before the error
     ends the program; on a board, machine.reset() follows after crash_reset_ms. The private
     build names the exception's type only: its text could depend on a reading."""

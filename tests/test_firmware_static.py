@@ -205,7 +205,7 @@ def _readings(lo, hi, n):
             for i in range(n)]
 
 
-def test_small_heap_reports_match_host(tmp_path):
+def test_small_heap_reports_match_host(mp_port, tmp_path):
     case = next(c for c in C.load_vectors("profiles")["cases"] if c["id"] == "hum-e1-m8")
     prof = P.from_dict(case["profile"])
     key = hashlib.sha256(b"small-heap").digest()
@@ -240,7 +240,7 @@ print("@@" + json.dumps({"key": hexlify(key).decode(), "boot": boot,
 """
 
 
-def test_boot_key_advances_and_persists(tmp_path):
+def test_boot_key_advances_and_persists(mp_port, tmp_path):
     runs = [_run_mp(BOOT, str(tmp_path))[0] for _ in range(3)]
     assert [r["boot"] for r in runs] == [1, 2, 3]
     assert len({r["key"] for r in runs}) == 3 and len({r["seed"][:64] for r in runs}) == 3
@@ -251,7 +251,7 @@ def test_boot_key_advances_and_persists(tmp_path):
         assert len(bytes.fromhex(r["key"])) == 32 and r["key"] != r["seed"][:64]
 
 
-def test_boot_key_survives_power_cut_and_corruption(tmp_path):
+def test_boot_key_survives_power_cut_and_corruption(mp_port, tmp_path):
     _run_mp(BOOT, str(tmp_path))
     _run_mp(BOOT, str(tmp_path))
     # FAT renames by removing the target first: a cut there leaves only seed.bin.tmp
@@ -278,7 +278,7 @@ print("@@" + json.dumps(out))
 """
 
 
-def test_profile_load_from_filesystem(tmp_path):
+def test_profile_load_from_filesystem(mp_port, tmp_path):
     prof = P.from_bits(23.5, 83.9, 1.0, 8)
     (tmp_path / "good.json").write_text(prof.to_json())
     edited = json.loads(prof.to_json())
@@ -314,7 +314,7 @@ print("@@" + json.dumps(out))
 """
 
 
-def test_exact_decimals_match_fractions(tmp_path):
+def test_exact_decimals_match_fractions(mp_port, tmp_path):
     (got,) = _run_mp(PARSE % json.dumps(RATIONALS + BAD_RATIONALS), str(tmp_path))
     for text, res in zip(RATIONALS, got):
         f = Fraction(text)
@@ -370,7 +370,7 @@ PER_REPORT_MAX = 200
 
 
 @pytest.mark.parametrize("pid", ["hum-e1-m4", "hum-e1-m52", "neg-e2-m12"])
-def test_perturbation_path_fits_32k_and_allocates_little(tmp_path, pid):
+def test_perturbation_path_fits_32k_and_allocates_little(mp_port, tmp_path, pid):
     case = next(c for c in C.load_vectors("profiles")["cases"] if c["id"] == pid)
     prof = P.from_dict(case["profile"])
     key = hashlib.sha256(b"heap-path").digest()
@@ -417,7 +417,7 @@ def _loop_cases():
 
 
 @pytest.mark.parametrize("pid,kind", _loop_cases())
-def test_whole_loop_from_mpy_fits_and_allocates_little(tmp_path, pid, kind):
+def test_whole_loop_from_mpy_fits_and_allocates_little(mp_port, tmp_path, pid, kind):
     import bench_heap as B
 
     mp = _micropython()

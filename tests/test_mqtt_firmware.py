@@ -103,7 +103,7 @@ def serial_stream(tmp_path, readings, cfg):
     return done.stdout
 
 
-def test_frames_arrive_intact_and_the_control_topic_works(tmp_path):
+def test_frames_arrive_intact_and_the_control_topic_works(mp_port, tmp_path):
     users = {"dev-a": "pa-Secret-1", "dev-b": "pb-Secret-2"}
     with Broker(tmp_path / "broker", users=users) as broker:
         sink = Sink(broker)
@@ -153,7 +153,7 @@ def test_frames_arrive_intact_and_the_control_topic_works(tmp_path):
             sink.close()
 
 
-def test_broker_down_at_start_buffered_delivered_and_overflow_counted(tmp_path):
+def test_broker_down_at_start_buffered_delivered_and_overflow_counted(mp_port, tmp_path):
     users = {"big": "pw-big", "small": "pw-small"}
     broker = Broker(tmp_path / "broker", users=users)
     url = "mqtt://127.0.0.1:%d" % broker.port
@@ -206,7 +206,7 @@ def test_broker_down_at_start_buffered_delivered_and_overflow_counted(tmp_path):
     ({"kind": "mqtt", "url": "mqtt://h:1", "ring_bytes": 3}, "ring_bytes"),
     ({"kind": "mqtt", "url": "mqtt://u:Hush-42@h:1", "bogus": 1}, "unknown output key bogus"),
 ])
-def test_bad_mqtt_output_is_status_config_without_secrets(tmp_path, output, needle):
+def test_bad_mqtt_output_is_status_config_without_secrets(mp_port, tmp_path, output, needle):
     import json
 
     (tmp_path / "zeal_profile.json").write_text(PROF.to_json())

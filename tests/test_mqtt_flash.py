@@ -110,7 +110,7 @@ def test_config_file_with_an_mqtt_output_is_checked(tmp_path, files, capsys):
     assert code == 1 and "unknown mqtt output key(s) bogus" in err
 
 
-def test_the_staged_config_passes_the_firmwares_checker(tmp_path, files):
+def test_the_staged_config_passes_the_firmwares_checker(mp_port, tmp_path, files):
     """The firmware's own start (zealfw.start + zealfw.mqtt_cfg) accepts what flash stages:
     on the unix port with a broker that is not there it starts, and !stop ends it cleanly."""
     prof, pw, wpw = files

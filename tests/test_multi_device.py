@@ -50,6 +50,7 @@ from mp_unix import rehash as _rehash  # noqa: E402
 from mp_unix import marked as _marked  # noqa: E402
 from mp_unix import micropython as _micropython  # noqa: E402,F401
 from mp_unix import run_mp as _run_mp  # noqa: E402
+from mp_unix import DEVICE_TARGETS, use_target  # noqa: E402
 
 VECTORS = {c["id"]: c for c in C.load_vectors("multi")["cases"]}
 KEY = bytes(range(32))
@@ -76,9 +77,9 @@ def test_attribute_paths_are_the_hosts():
 
 
 # ---- (a) the vectors ---------------------------------------------------------------------------
-@pytest.mark.parametrize("target", ["firmware-cpython", "micropython"])
-def test_multi_vectors_on_the_device(target):
-    rows = C.run(target, ["multi"])
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_multi_vectors_on_the_device(target, monkeypatch):
+    rows = C.run(use_target(target, monkeypatch), ["multi"])
     device = [c for c in VECTORS.values() if c["kind"] != "payload" or c["result"] == "valid"]
     ran = [r for r in rows if r[1] != "*host-only*"]
     assert len(ran) == len(device) >= 60
@@ -253,7 +254,7 @@ print("@@" + json.dumps(out))
 """
 
 
-def test_loaders_agree_on_mutated_multi_files(tmp_path):
+def test_loaders_agree_on_mutated_multi_files(mp_port, tmp_path):
     corpus = multi_corpus()
     assert len(corpus) > 300
     host = {cid: _host_verdict(h, f) for cid, (h, f) in corpus.items()}
@@ -271,7 +272,7 @@ def test_loaders_agree_on_mutated_multi_files(tmp_path):
     assert sum(v[0] == "ok" for v in host.values()) >= 20
 
 
-def test_multi_header_from_the_device_filesystem(tmp_path):
+def test_multi_header_from_the_device_filesystem(mp_port, tmp_path):
     """mprofile.load: the header and its attribute files beside it (X.json -> X.<i>.json),
     a missing attribute file, a missing header."""
     prof = _profile("m-mixed-k2")
@@ -402,7 +403,7 @@ def _run_loop(tmp_path, prof, lines, heap=None, batch=16):
 
 
 @pytest.mark.parametrize("cid", ["m-aarhus", "m-mixed-k2"])
-def test_main_loop_streams_multi_reports(tmp_path, cid):
+def test_main_loop_streams_multi_reports(mp_port, tmp_path, cid):
     prof = _profile(cid)
     lines = _lines(prof, 90, cid + "-loop")
     out = _run_loop(tmp_path, prof, lines + ["!hello", "!stop"])
@@ -423,7 +424,7 @@ def test_main_loop_streams_multi_reports(tmp_path, cid):
     assert [list(r) for b in batches for r in b.reports] == reports
 
 
-def test_main_loop_with_a_callable_tuple_source(tmp_path):
+def test_main_loop_with_a_callable_tuple_source(mp_port, tmp_path):
     """A callable returning a tuple: floats are float32 patterns, ints raw counts (valid for
     a categorical attribute), a bad type or a wrong length invalid; one report per tick."""
     prof = _profile("m-mixed-k2")
@@ -463,7 +464,7 @@ def test_main_loop_with_a_callable_tuple_source(tmp_path):
     assert reports == want and statuses[-1] == 4
 
 
-def test_main_loop_refuses_a_broken_multi_profile(tmp_path):
+def test_main_loop_refuses_a_broken_multi_profile(mp_port, tmp_path):
     prof = _profile("m-mixed-k2")
     prof.write(str(tmp_path / "zeal_profile.json"))
     i = sorted(prof.attribute_files())[0]
@@ -511,7 +512,7 @@ print("@@" + json.dumps({"subsets": subsets, "hist": hist, "ones": ones}))
 """
 
 
-def test_device_sampler_law_under_micropython(tmp_path):
+def test_device_sampler_law_under_micropython(mp_port, tmp_path):
     """Under MicroPython, 24000 reports of one fixed tuple with a d = 4, k = 2 profile (key
     fixed: deterministic; these bounds are what a fresh key would fail with):
     - the 6 attribute pairs, each of probability 1/C(4, 2): chi-square at the 1e-6 upper
@@ -574,7 +575,7 @@ MULTI_HEAP_K = 48
 LOOP_PER_REPORT = 640
 
 
-def test_multi_loop_from_mpy_fits_and_allocates_little(tmp_path):
+def test_multi_loop_from_mpy_fits_and_allocates_little(mp_port, tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     import bench_heap as B
 

@@ -281,7 +281,7 @@ def test_estimates_of_a_range_near_the_top_of_float64():
 
 @pytest.mark.parametrize("spec", ["b:-1e300:1e300:pm:3", "b:-8e307:8e307:duchi",
                                   "b:1e308:1.7976931348623157e308:hm", "b:-1e160:1e160"])
-def test_a_wide_multi_profile_loads_on_the_device(tmp_path, spec):
+def test_a_wide_multi_profile_loads_on_the_device(mp_port, tmp_path, spec):
     """What the host writes for such a range, the device's loader (zealfw.mprofile) accepts
     with the host's fingerprint, under CPython and on the MicroPython unix port."""
     import sys

@@ -262,7 +262,7 @@ def test_host_only_cases_are_private():
         _private(CORPUS[cid])
 
 
-def test_host_and_device_on_micropython_agree():
+def test_host_and_device_on_micropython_agree(mp_port):
     ids = list(CORPUS)
     got = _run_micropython([CORPUS[cid].hex() for cid in ids])
     assert len(got) == len(ids)
@@ -305,7 +305,7 @@ def test_host_refuses_to_write_what_a_device_cannot_read():
             P.Calibration.parse("1e-64", "cal_gain"), P.Fraction(0)))
 
 
-def test_load_from_file_and_heap(tmp_path):
+def test_load_from_file_and_heap(mp_port, tmp_path):
     """Loading reads at most MAX_FILE + 1 bytes; the heap a load needs on the unix port."""
     path = tmp_path / "zeal_profile.json"
     path.write_text(CAL.to_json())

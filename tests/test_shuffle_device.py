@@ -50,6 +50,7 @@ from mp_unix import dump as _dump  # noqa: E402
 from mp_unix import marked as _marked  # noqa: E402
 from mp_unix import micropython as _micropython  # noqa: E402,F401
 from mp_unix import run_mp as _run_mp  # noqa: E402
+from mp_unix import DEVICE_TARGETS, use_target  # noqa: E402
 
 VECTORS = {c["id"]: c for c in C.load_vectors("shuffle")["cases"]}
 KEY = bytes(range(32))
@@ -60,9 +61,9 @@ def test_max_shuffle_file_is_the_hosts():
 
 
 # ---- (a) the vectors ---------------------------------------------------------------------------
-@pytest.mark.parametrize("target", ["firmware-cpython", "micropython"])
-def test_shuffle_vectors_on_the_device(target):
-    rows = C.run(target, ["shuffle"])
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_shuffle_vectors_on_the_device(target, monkeypatch):
+    rows = C.run(use_target(target, monkeypatch), ["shuffle"])
     assert len(rows) == len(VECTORS) >= 100  # every case: none is host-only any more
     bad = [r for r in rows if r[2] is not True]
     assert not bad, bad[:5]
@@ -123,7 +124,7 @@ print("@@" + json.dumps(out))
 """
 
 
-def test_device_refuses_tampered_files_with_the_hosts_message(tmp_path):
+def test_device_refuses_tampered_files_with_the_hosts_message(mp_port, tmp_path):
     files = {c["id"]: c["file"] for c in TAMPERED}
     want = {c["id"]: ["privacy", c["why"]] for c in TAMPERED}
     got = {}
@@ -304,7 +305,7 @@ print("@@" + json.dumps(out))
 """
 
 
-def test_loaders_agree_on_mutated_shuffle_files(tmp_path):
+def test_loaders_agree_on_mutated_shuffle_files(mp_port, tmp_path):
     corpus = shuffle_corpus()
     assert len(corpus) > 700
     host = {cid: _host_verdict(data) for cid, data in corpus.items()}
@@ -452,7 +453,7 @@ def _hexed(case):
     return ["%x" % v for v in (*e, *dl, *em, n, d, k, t, *g)]
 
 
-def test_device_rule_is_the_hosts_on_thousands_of_sets(tmp_path, monkeypatch):
+def test_device_rule_is_the_hosts_on_thousands_of_sets(mp_port, tmp_path, monkeypatch):
     from zeal.mechanism import shuffle_rule as R
     from zealfw import sgamma
 
@@ -479,7 +480,7 @@ def test_device_rule_is_the_hosts_on_thousands_of_sets(tmp_path, monkeypatch):
     assert mp["expm1"] == [["%x" % v for v in u] for u in host[2]]
 
 
-def test_bounds_of_e_lo_power_hold(tmp_path):
+def test_bounds_of_e_lo_power_hold(mp_port, tmp_path):
     from zealfw import sgamma
 
     for m in list(range(0, 300)) + [511, 512, 700, 1023, 1081, 1200]:
@@ -542,7 +543,7 @@ def _worst_profiles():
             SP.build_from(epsilon="1", delta="1e-300", n=10 ** 16, d=64, k=15, t=64)]
 
 
-def test_rule_cost_on_the_unix_port(tmp_path):
+def test_rule_cost_on_the_unix_port(mp_port, tmp_path):
     """The check runs once, at load: a few milliseconds at most on the unix port, within a
     64 KiB heap even for delta = 2^-1074 (tools/bench_heap.py has the whole loop)."""
     profs = _worst_profiles() + [SP.loads(VECTORS[i]["file"].encode())
@@ -644,7 +645,7 @@ def _run_loop(tmp_path, text, lines, heap=None, batch=16):
 @pytest.mark.parametrize("name,batch,want_batch", [
     ("s-aarhus", 16, 16), ("s-d10-t2", 16, 16), ("s-d4-t3", 16, 15), ("s-d4-t3", 64, 63),
     ("s-d16-t16", 5, 16)])
-def test_main_loop_streams_t_messages_a_tick(tmp_path, name, batch, want_batch):
+def test_main_loop_streams_t_messages_a_tick(mp_port, tmp_path, name, batch, want_batch):
     from test_firmware_loop import parse_output, split
 
     prof = SP.loads(VECTORS[name]["file"].encode())
@@ -698,7 +699,7 @@ def read():
 """
 
 
-def test_shuffle_start_frees_its_loader_and_rule(tmp_path):
+def test_shuffle_start_frees_its_loader_and_rule(mp_port, tmp_path):
     """sprofile, sgamma and pfile run once, at the start, and are gone while sampling."""
     from test_firmware_loop import parse_output, split
 
@@ -721,7 +722,7 @@ def test_shuffle_start_frees_its_loader_and_rule(tmp_path):
 
 @pytest.mark.parametrize("cid", ["s-privacy-gamma-step", "s-privacy-eps-m-composes-t2",
                                  "s-format-v1"])
-def test_main_loop_refuses_a_tampered_shuffle_profile(tmp_path, cid):
+def test_main_loop_refuses_a_tampered_shuffle_profile(mp_port, tmp_path, cid):
     from test_firmware_loop import parse_output, split
 
     case = VECTORS[cid]
@@ -736,7 +737,7 @@ def test_main_loop_refuses_a_tampered_shuffle_profile(tmp_path, cid):
         assert "zeal-shuffle/1" in statuses[0].message
 
 
-def test_main_loop_refuses_a_broken_shuffle_profile(tmp_path):
+def test_main_loop_refuses_a_broken_shuffle_profile(mp_port, tmp_path):
     from test_firmware_loop import parse_output, split
 
     doc = json.loads(VECTORS["s-aarhus"]["file"])
@@ -747,7 +748,7 @@ def test_main_loop_refuses_a_broken_shuffle_profile(tmp_path):
     assert hellos[0].bits == 0 and "gamma" in statuses[0].message
 
 
-def test_shuffle_board_needs_a_tuple_source(tmp_path):
+def test_shuffle_board_needs_a_tuple_source(mp_port, tmp_path):
     from test_firmware_loop import parse_output, split
 
     (tmp_path / "zeal_profile.json").write_text(VECTORS["s-aarhus"]["file"])
@@ -787,7 +788,7 @@ def _loop_case(tmp_path, prof, n2):
 
 
 @pytest.mark.parametrize("name", ["s-aarhus", "s-d4-t3"])
-def test_shuffle_loop_from_mpy_fits_and_allocates_little(tmp_path, name):
+def test_shuffle_loop_from_mpy_fits_and_allocates_little(mp_port, tmp_path, name):
     prof = SP.loads(VECTORS[name]["file"].encode())
     B, mp, compiled, work = _loop_case(tmp_path, prof, 64 + 256)
     res, err = B.mp_run(mp, work, compiled, "alloc", 8192)
@@ -799,7 +800,7 @@ def test_shuffle_loop_from_mpy_fits_and_allocates_little(tmp_path, name):
     assert res is not None and res[0] == 64 + 256, err
 
 
-def test_costliest_privacy_check_fits_beside_the_loop(tmp_path):
+def test_costliest_privacy_check_fits_beside_the_loop(mp_port, tmp_path):
     prof = _worst_profiles()[1]
     assert (prof.d, prof.t, prof.delta) == (64, 64, 5e-324)
     B, mp, compiled, work = _loop_case(tmp_path, prof, 100)

@@ -239,7 +239,7 @@ def test_a_sensor_error_is_a_replaced_reading(tmp_path, prof, monkeypatch):
 
 @pytest.mark.parametrize("name", ["nan", "overlong", "raw-without-calibration", "blank",
                                   "above"])
-def test_micropython_transcripts_differ_only_in_that_report(tmp_path, prof, name):
+def test_micropython_transcripts_differ_only_in_that_report(mp_port, tmp_path, prof, name):
     """The same on the MicroPython unix port, whose bytes also equal CPython's."""
     lines = base_lines(prof)
     line = {**UNPRIVATISABLE, **OUT_OF_RANGE}[name]
@@ -395,7 +395,7 @@ def reports_of(frames):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("where", ["input", "file"])
-def test_micropython_blank_lines_make_their_ticks(tmp_path, kind, where):
+def test_micropython_blank_lines_make_their_ticks(mp_port, tmp_path, kind, where):
     """On the MicroPython unix port, replay on the serial input and from a file on the
     board: a blank line is one tick, its transcript byte for byte that of an invalid line."""
     prof = kind_profile(kind)
@@ -424,7 +424,7 @@ def test_micropython_blank_lines_make_their_ticks(tmp_path, kind, where):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_cpython_blank_lines_keep_every_frame_at_its_tick(tmp_path, kind):
+def test_cpython_blank_lines_keep_every_frame_at_its_tick(mp_port, tmp_path, kind):
     """The loop under CPython with the tick of every write recorded: with blank lines every
     frame is written at the same tick, with the same bytes, as with invalid lines; the
     MicroPython run's bytes equal CPython's."""

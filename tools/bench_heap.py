@@ -42,8 +42,14 @@ of heap to connect samples on and sends nothing), beside the serial grid case of
 profile and kind measured in the same run (ratios). Without the mosquitto binary this case
 prints one line and is skipped (--no-mqtt skips it anyway).
 
+The float32 build (tools/build_micropython.py, from ZEAL_MICROPYTHON_SRC; built on first use)
+runs the same loops: its B/report and smallest heap are printed beside the 64-bit port's
+(without a source, one line says how to give one; --no-f32 skips it). Its names differ from
+the PyPI port's: it has no frozen modules, so names the PyPI port holds in ROM are interned
+at run time (tests/test_table_device.py's pin says what that costs).
+
 Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|raw]
-       [--firmware DIR] [--no-bisect] [--no-mqtt]
+       [--firmware DIR] [--no-bisect] [--no-f32] [--no-mqtt]
        (DIR holds a zealfw/ package; default: this repository's)
 """
 import argparse
@@ -469,6 +475,80 @@ def table_doc(name):
     return json.loads(case["file"])
 
 
+def loop_rows(mp, tmp, compiled, vectors, args, n1, n2, prefix=""):
+    """[(profile, kind, B/report, min heap KiB, fits 32k, nbytes, import B, steady B,
+    names)] of the main loop on the unix port `mp` (work folders tmp/<prefix><profile>-<kind>,
+    all at one depth: the import path's name is interned too)."""
+    rows = []
+    for pid in args.profile or PROFILES + TABLES + TUPLES:
+        if pid not in vectors:
+            raise SystemExit("zeal: unknown profile %r" % pid)
+        if pid in TUPLES:
+            doc = tuple_profile(pid)
+            kinds = ["f64"]  # a replay of float64 fields (and categorical integers)
+        else:
+            doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
+            kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
+        for kind in kinds:
+            work = os.path.join(tmp, "%s%s-%s" % (prefix, pid, kind))
+            os.makedirs(work)
+            if pid in TUPLES:
+                lay_out_tuple(work, doc, n1, max(n2, args.reports))
+            else:
+                lay_out(work, doc, kind, n1, max(n2, args.reports))
+            res, err = mp_run(mp, work, compiled, "alloc", 8192)
+            if res is None:
+                raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
+            names = err
+            r1, a1, r2, a2, nbytes, free0, free1, steady = res
+            per = (a2 - a1) / float(r2 - r1)
+            if pid in TUPLES:
+                lay_out_tuple(work, doc, n1, args.reports)
+            else:
+                lay_out(work, doc, kind, n1, args.reports)
+            heap = None if args.no_bisect else smallest_heap(mp, work, compiled,
+                                                             args.reports)
+            fit32 = mp_run(mp, work, compiled, "fit", 32)[0]
+            rows.append((pid, kind, per, heap, fit32 is not None and fit32[0] == args.reports,
+                         nbytes, free0 - free1, steady, names))
+    return rows
+
+
+# ---- the float32 build beside the 64-bit port ---------------------------------------------------
+def float32_port(args):
+    """(path, None) of the float32 unix port (tools/build_micropython.py: built now from
+    ZEAL_MICROPYTHON_SRC if missing), or (None, the line saying why not)."""
+    if args.no_f32:
+        return None, None
+    import build_micropython as BM
+
+    try:
+        return BM.build_f32(quiet=True), None
+    except BM.BuildError as exc:
+        return None, "float32 figures skipped: %s" % str(exc).splitlines()[0]
+
+
+def print_float32(rows, rows32, why, reports):
+    """The float32 build's B/report and smallest heap per profile and kind, beside the
+    64-bit port's."""
+    if rows32 is None:
+        if why:
+            print(why)
+        return
+    print("float32 build (tools/build_micropython.py: the same MicroPython with "
+          "single-precision floats, no frozen modules) beside the port above:")
+    print("%-14s %-4s %14s %14s %14s %14s" % ("profile", "kind", "B/report", "B/report f32",
+                                               "min heap KiB", "min heap f32"))
+    f32 = {r[:2]: r for r in rows32}
+    for r in rows:
+        t = f32.get(r[:2])
+        if t is None:
+            continue
+        print("%-14s %-4s %14.0f %14.0f %14s %14s" % (
+            r[0], r[1], r[2], t[2], "-" if r[3] is None else r[3], "-" if t[3] is None else t[3]))
+    print("(min heap: smallest -X heapsize in which %d reports complete)" % reports)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=int, default=400, help="reports in the small-heap run")
@@ -478,6 +558,8 @@ def main(argv=None):
                     help="reading kind replayed (default f32 and f64; raw for calibrated)")
     ap.add_argument("--firmware", default=C.FIRMWARE, help="folder holding zealfw/")
     ap.add_argument("--no-bisect", action="store_true", help="skip the smallest-heap search")
+    ap.add_argument("--no-f32", action="store_true",
+                    help="skip the float32 build's figures (built from ZEAL_MICROPYTHON_SRC)")
     ap.add_argument("--no-mqtt", action="store_true",
                     help="skip the MQTT board (the %s %s loop publishing to a throw-away "
                          "Mosquitto)" % MQTT_TWIN)
@@ -494,37 +576,10 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="zeal-heap-") as tmp:
         compiled = os.path.join(tmp, "mpy")
         sizes = compile_firmware(compiled, args.firmware)
-        for pid in args.profile or PROFILES + TABLES + TUPLES:
-            if pid not in vectors:
-                raise SystemExit("zeal: unknown profile %r" % pid)
-            if pid in TUPLES:
-                doc = tuple_profile(pid)
-                kinds = ["f64"]  # a replay of float64 fields (and categorical integers)
-            else:
-                doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
-                kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
-            for kind in kinds:
-                work = os.path.join(tmp, "%s-%s" % (pid, kind))
-                os.makedirs(work)
-                if pid in TUPLES:
-                    lay_out_tuple(work, doc, n1, max(n2, args.reports))
-                else:
-                    lay_out(work, doc, kind, n1, max(n2, args.reports))
-                res, err = mp_run(mp, work, compiled, "alloc", 8192)
-                if res is None:
-                    raise SystemExit("zeal: %s %s: the main loop failed:\n%s" % (pid, kind, err))
-                names = err
-                r1, a1, r2, a2, nbytes, free0, free1, steady = res
-                per = (a2 - a1) / float(r2 - r1)
-                if pid in TUPLES:
-                    lay_out_tuple(work, doc, n1, args.reports)
-                else:
-                    lay_out(work, doc, kind, n1, args.reports)
-                heap = None if args.no_bisect else smallest_heap(mp, work, compiled,
-                                                                 args.reports)
-                fit32 = mp_run(mp, work, compiled, "fit", 32)[0]
-                rows.append((pid, kind, per, heap, fit32 is not None and fit32[0] == args.reports,
-                             nbytes, free0 - free1, steady, names))
+        rows = loop_rows(mp, tmp, compiled, vectors, args, n1, n2)
+        f32, f32_why = float32_port(args)
+        rows32 = None if f32 is None else loop_rows(f32, tmp, compiled, vectors, args, n1, n2,
+                                                    prefix="f32-")
         imports = import_costs(mp, compiled)
         mqtt = None
         if not args.no_mqtt:
@@ -556,6 +611,7 @@ def main(argv=None):
           "smallest -X heapsize in which %d reports complete; import main B: heap taken by "
           "importing zealfw.main; steady heap B: heap in use after run(); names: interned "
           "names and the heap they take, never freed)" % args.reports)
+    print_float32(rows, rows32, f32_why, args.reports)
     print("heap per module when imported, bytes (in this order, qstrs counted once): %s" % (
         ", ".join("%s %d" % (m[7:] or "__init__", b) for m, b in imports)))
     print(".mpy footprint, bytes: %d total (%s)" % (

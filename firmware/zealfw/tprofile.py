@@ -29,7 +29,10 @@ a table without the grid's checks in memory):
   unbiased     R sum_j W[r][j] a_j != r S_r Q for some anchor r (E[g | x_r] != x_r)
   missing_file, io   as zealfw.profile
 Heap (the whole loop from .mpy on the unix port, tools/bench_heap.py): the designer's 4-bit
-table (17 x 16 weights) and the largest table ((R+1) N = 320) run in 36 KiB, the grid in 32.
+table (17 x 16 weights) and the largest table ((R+1) N = 320) run in 36 KiB, the grid in 32;
+on a port without frozen modules (the float32 build) 39 and 32: the names the PyPI port
+holds in its frozen modules are interned at run time, and the name table's next pool
+(3.7 KB at once) is allocated (tests/test_table_device.py's pin).
 The table's extra bytes: at load, this module and zealfw.pfile (~12.6 KiB with their names)
 with the file buffer and the weights string (one contiguous block of 8 (R+1) N bytes, the
 scarce thing in a fragmented heap); while sampling, zealfw.tsample (~0.9 KiB), the weights

@@ -4,8 +4,8 @@
   conformance runner, firmware/conformance/runner.py);
 - `find_firmware()` / `firmware_files()`: the firmware folder `zeal flash` copies (the
   checkout's firmware/, or the installed `zealfw` package);
-- `locate_micropython()`: the MicroPython unix port (on PATH, beside this Python or in pip's
-  scripts folders), for the conformance runner and for virtual boards (zeal.collect.virtual);
+- `locate_micropython()`: the MicroPython unix port ($ZEAL_MICROPYTHON, else on PATH, beside
+  this Python or in pip's scripts folders), for the conformance runner and for virtual boards (zeal.collect.virtual);
   `MICROPYTHON_MISSING`: the one line to print when it is not there;
 - `locate_mpy_cross()`, `module_name(rel)`, `compile_tree(dest)`, `firmware_sources()`: the
   device code compiled to .mpy, as flash and the conformance runner load it;
@@ -113,9 +113,19 @@ def _find_script(name):
     return None
 
 
+# A MicroPython unix port binary to use instead of the installed one (e.g. a float32 build,
+# tools/build_micropython.py): the conformance runner, the virtual boards and the device
+# tests all run it. Set but not an executable file: locate_micropython() gives None.
+ENV_MICROPYTHON = "ZEAL_MICROPYTHON"
+
+
 def locate_micropython():
-    """Path of the MicroPython unix port (`micropython` on PATH, beside this Python, or in
-    pip's scripts folders), or None (MICROPYTHON_MISSING says what to install)."""
+    """Path of the MicroPython unix port: $ZEAL_MICROPYTHON if set, else `micropython` on
+    PATH, beside this Python, or in pip's scripts folders; or None (MICROPYTHON_MISSING says
+    what to install)."""
+    chosen = os.environ.get(ENV_MICROPYTHON)
+    if chosen:
+        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
     return _find_script("micropython")
 
 

@@ -27,6 +27,18 @@ the reads being decoded. Progress says how long the readers waited for room
 (`reader_wait`), the queue's high-water mark (`queue_peak`) and the commit latency (from a
 frame's reading to its commit: `latency`).
 
+Faults of the store (a database locked by another program, a full disk, a PostgreSQL server
+restarting: StoreError.transient). A write refused so changed nothing: the writer keeps the
+batch it could not commit and tries it again, after 0.1 s, the wait doubling up to
+STORE_RETRY_MAX, releasing the readers meanwhile, who read only what the bounded queue holds
+(back-pressure keeps the rest where it came from); a line says the store is unavailable,
+another every STORE_SAY s for how long, one when it is back; the summary gives the time
+(store_unavailable_s). Nothing read is dropped. The run gives up only after `store_wait`
+seconds unavailable (--store-wait; default never) or on Ctrl-C while it is away, with one
+line saying how many frames read were not committed. A PostgreSQL store reconnects on the
+next try (zeal.collect.store.PgStore); the frames' keys make a batch written twice (a commit
+whose acknowledgement the restart lost) store nothing twice.
+
 Attach (nothing lost when the collector starts or restarts while a board streams): on every
 open of a port the collector writes `wire.HELLO_REQUEST` (`!hello`), and the board answers with
 a HELLO at its next sampling tick. DATA that arrives before a HELLO of its session (or that
@@ -71,6 +83,7 @@ unless asked.
 """
 import argparse
 import contextlib
+import errno
 import queue
 import signal
 import sys
@@ -87,8 +100,8 @@ from ..errors import ZealError
 from ..text import shown
 from ..wire import transport
 from .accounting import REASONS, Span
-from .store import (MAX_DEVICES, EventRecord, FrameRecord, Store, UnresolvedRecord,
-                    open_store)
+from .store import (MAX_DEVICES, EventRecord, FrameRecord, Store, StoreError,
+                    UnresolvedRecord, open_store)
 
 FLUSH = 0.2    # seconds between commits
 # Memory between reading and committing, estimated as the bytes read plus RECORD_BYTES for
@@ -98,6 +111,14 @@ QUEUE_BYTES = 4 << 20  # what the readers may have queued for the writer: one ba
 MAX_BACKLOG = 65_536  # unresolved DATA a reader keeps per port (the store's cap too)
 DECODERS = 2   # readers that decode at once (the others wait for their turn)
 RETRY = 1.0    # seconds between attempts to reopen a lost port
+# The store unavailable (locked, disk full, a PostgreSQL server restarting): the write is
+# tried again after STORE_RETRY_FIRST s, the wait doubling up to STORE_RETRY_MAX; a line
+# every STORE_SAY s says for how long. The run gives up only after store_wait s (--store-wait;
+# default: never) or on Ctrl-C, saying how many frames read were not committed.
+STORE_RETRY_FIRST = 0.1
+STORE_RETRY_MAX = 5.0
+STORE_SAY = 10.0
+LOCK_WAIT = 5.0  # a write's wait for another writer's lock, before it is tried again
 # STATUS lines on stderr (every STATUS is stored all the same): at most STATUS_LINES a port
 # and STATUS_LINES_ALL in all every STATUS_WINDOW seconds; the rest are counted, and said
 # in one line when the window ends.
@@ -147,6 +168,10 @@ class Progress:
     commits: int = 0          # rounds of commits (one transaction per port with news)
     queue_peak: int = 0       # most bytes the readers had queued for the writer at once
     reader_wait: float = 0.0  # seconds readers waited for room in the queue (back-pressure)
+    store_outages: int = 0    # times the store became unavailable (locked, full, restarting)
+    store_unavailable: float = 0.0  # seconds it was, in all (the writer retried meanwhile)
+    store_down: float = 0.0   # seconds the current outage has lasted (0: the store is up)
+    uncommitted: int = 0      # frames read and not committed when the run gave up
     latency: "Latency" = field(default_factory=lambda: Latency())  # reading -> commit
 
     @property
@@ -168,6 +193,8 @@ class Progress:
                 text += "  %s %d" % (reason.replace("_", "-"), self.rejects[reason])
         if self.unresolved:
             text += "  unresolved %d" % self.unresolved
+        if self.store_down:
+            text += "  store unavailable for %.0f s" % self.store_down
         return text
 
 
@@ -446,12 +473,15 @@ class Collector:
     RECORD_BYTES per record decoded from them. A reader stops reading while the queue is
     more than half full. One round's batch is what is queued: a full queue is committed at
     once.
+    store_wait: seconds the store may stay unavailable (locked, full, a server away) before
+    the run gives up (StoreError saying how many frames read were not committed); None:
+    retried until it comes back, or Ctrl-C (which gives up at once while it is away).
     """
 
     def __init__(self, ports, store: Store, *, profiles=(), keep_vector: bool = False,
                  on_progress=None, baudrate: int = transport.DEFAULT_BAUD, log=None,
                  verbose: bool = False, wait_for_ports: bool = True,
-                 queue_bytes: Optional[int] = None):
+                 queue_bytes: Optional[int] = None, store_wait: Optional[float] = None):
         urls = [ports] if isinstance(ports, str) else list(ports)
         if not urls:
             raise ZealError("no port to collect from")
@@ -497,6 +527,11 @@ class Collector:
         self.progress.devices = _Devices(store)  # bounded by the store's cap on devices
         self._status_lines = _StatusLines(lambda text: self.log(text))
         self._lost = {}               # session hex -> (gap, before_attach, unattended)
+        self.store_wait = store_wait
+        self._down_since = None       # monotonic time the store became unavailable
+        self._down_total = 0.0        # seconds of the outages that ended
+        self._backoff = STORE_RETRY_FIRST
+        self._next_say = 0.0
 
     @staticmethod
     def _stderr(text: str) -> None:
@@ -725,7 +760,7 @@ class Collector:
         elif kind == "connect":
             with self._writing():
                 self._commit(p)
-                p.link = self.store.open_link(p.url)
+                p.link = self._store_call(lambda: self.store.open_link(p.url))
             p.link_bytes = p.committed_bytes = p.repeat_bytes = 0
             p.repeating = False
             p.events.append(EventRecord("connect", device_id=p.writer_device, port=p.url,
@@ -739,7 +774,8 @@ class Collector:
                                             port=p.url, time=time.time()))
             with self._writing():
                 self._commit(p)
-                self.store.close_link(p.link, p.link_bytes - p.repeat_bytes)
+                self._store_call(lambda: self.store.close_link(
+                    p.link, p.link_bytes - p.repeat_bytes))
             self._closed_bytes += p.link_bytes
             p.link, p.link_bytes, p.committed_bytes, p.repeat_bytes = None, 0, 0, 0
             self.progress.connected -= 1
@@ -808,6 +844,92 @@ class Collector:
         """Say how many STATUS lines the current window suppressed (the run ended)."""
         self._status_lines.roll(final=True)
 
+    # ---- the store unavailable ----------------------------------------------------------------
+    @staticmethod
+    def _transient(exc) -> Optional[StoreError]:
+        """The StoreError to retry after, or None (an error that ends the run)."""
+        if isinstance(exc, StoreError):
+            return exc if getattr(exc, "transient", False) else None
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StoreError("disk full (%s)" % exc, transient=True)
+        return None
+
+    def pending_frames(self) -> int:
+        """Frames read and not yet committed: the writer's batch and the readers' queue."""
+        n = sum(len(p.frames) for p in self.ports)
+        items = getattr(self._queue, "_items", ())
+        lock = getattr(self._queue, "_lock", None) or contextlib.nullcontext()
+        with lock:
+            for (kind, _p, arg), _size in list(items):
+                if kind == "data":
+                    n += sum(1 for what, _rec in arg[0] if what == "frame")
+        return n
+
+    def _store_failed(self, exc: StoreError) -> float:
+        """A write the store refused for now (nothing of it stored; the batch is kept):
+        say so (a line, then one every STORE_SAY s), give up if store_wait is over or the
+        user interrupted (StoreError: how many frames read were not committed); else the
+        seconds to wait before trying again (doubling)."""
+        now = time.monotonic()
+        pr = self.progress
+        if self._down_since is None:
+            self._down_since, self._next_say = now, now + STORE_SAY
+            self._backoff = STORE_RETRY_FIRST
+            pr.store_outages += 1
+            self.log("zeal: store unavailable: %s; holding the %d frames read, reading only "
+                     "what the queue holds, retrying" % (exc, self.pending_frames()))
+        elif now >= self._next_say:
+            self._next_say = now + STORE_SAY
+            self.log("zeal: store unavailable for %.0f s (%s); %d frames read held, retrying"
+                     % (now - self._down_since, exc, self.pending_frames()))
+        down = now - self._down_since
+        pr.store_down = down
+        pr.store_unavailable = self._down_total + down
+        if self._interrupted or (self.store_wait is not None and down >= self.store_wait):
+            pr.uncommitted = self.pending_frames()
+            raise StoreError("%s; gave up after %.1f s unavailable%s: %d frames read were not "
+                             "committed (not stored)"
+                             % (exc, down, " (interrupted)" if self._interrupted else "",
+                                pr.uncommitted)) from None
+        wait, self._backoff = self._backoff, min(self._backoff * 2, STORE_RETRY_MAX)
+        return wait
+
+    def _store_ok(self) -> None:
+        if self._down_since is not None:
+            down = time.monotonic() - self._down_since
+            self._down_total += down
+            self._down_since = None
+            pr = self.progress
+            pr.store_unavailable, pr.store_down = self._down_total, 0.0
+            self.log("zeal: store available again after %.1f s unavailable; writing what "
+                     "was held" % down)
+
+    def _pause(self, seconds: float) -> None:
+        """Wait before trying the store again; the readers read meanwhile (into the bounded
+        queue: back-pressure holds the rest where it came from)."""
+        if self._writers:
+            self._gate.set()
+        end = time.monotonic() + seconds
+        while not self._interrupted and time.monotonic() < end:
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        if self._writers:
+            self._gate.clear()
+
+    def _store_call(self, fn):
+        """fn() (a store write), tried again while the store is unavailable (see
+        _store_failed): a refused write changed nothing, so its batch is written whole."""
+        while True:
+            try:
+                result = fn()
+            except (StoreError, OSError) as exc:
+                err = self._transient(exc)
+                if err is None:
+                    raise
+                self._pause(self._store_failed(err))
+                continue
+            self._store_ok()
+            return result
+
     def _commit(self, p: _Port) -> None:
         if not (p.frames or p.events or p.unresolved or p.resolved_ids or p.spans
                 or p.link_bytes != p.committed_bytes):
@@ -817,9 +939,9 @@ class Collector:
         delta = p.link_bytes - p.committed_bytes
         link = ((p.link, p.link_bytes - p.repeat_bytes - (delta if p.repeating else 0))
                 if p.link is not None else None)
-        new = self.store.write(p.frames, p.events, link=link,
-                               unresolved=[u.record for u in p.unresolved],
-                               resolved=p.resolved_ids, spans=list(p.spans.values()))
+        new = self._store_call(lambda: self.store.write(
+            p.frames, p.events, link=link, unresolved=[u.record for u in p.unresolved],
+            resolved=p.resolved_ids, spans=list(p.spans.values())))
         self._repeats(p, p.frames, p.events, new, delta)
         self._note_lost(self.store.last_lost)
         # their rows' ids, so that a later HELLO can delete them
@@ -1128,6 +1250,11 @@ def register(subparsers):
                         "(default %(default)s)")
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON on stdout (progress stays on stderr)")
+    p.add_argument("--store-wait", type=_positive(float), metavar="S",
+                   help="give up once the database has been unavailable (locked, disk full, "
+                        "a PostgreSQL server away) for S seconds, saying how many frames read "
+                        "were not committed (default: keep what was read and retry until it "
+                        "is back, or Ctrl-C)")
     _mqtt_arguments(p)
     p.epilog = ("Exit status: 0 collected; 1 a user mistake or a database/port error (a port "
                 "absent for the whole run included); "
@@ -1250,6 +1377,10 @@ def summary_lines(pr: Progress) -> list:
         lines.append("STATUS lines not shown: %d (at most %d a port every %g s; every STATUS "
                      "is stored: zeal events --kind status)"
                      % (pr.status_suppressed, STATUS_LINES, STATUS_WINDOW))
+    if pr.store_outages:
+        lines.append("store unavailable: %.1f s in %d outage(s) (locked, full or restarting; "
+                     "the writer kept what it had read and retried: nothing read was dropped)"
+                     % (pr.store_unavailable, pr.store_outages))
     if pr.reader_wait >= 0.05:
         lines.append("back-pressure: the readers waited %.1f s for the writer (the boards "
                      "held their data meanwhile; nothing read was dropped)" % pr.reader_wait)
@@ -1294,6 +1425,9 @@ def summary_doc(pr: Progress) -> dict:
         "commit_latency_p99_s": round(pr.latency.quantile(0.99), 3),
         "commit_latency_max_s": round(pr.latency.max, 3),
         "queue_peak_bytes": pr.queue_peak, "reader_wait_s": round(pr.reader_wait, 3),
+        "store_outages": pr.store_outages,
+        "store_unavailable_s": round(pr.store_unavailable, 3),
+        "uncommitted_frames": pr.uncommitted,
     }
 
 
@@ -1335,14 +1469,16 @@ def run_command(args, make, extra=None) -> int:
     keys added); the exit status."""
     import json
 
-    # A short busy timeout at the start (a locked database is reported at once), a long one
-    # while running (another writer's transaction must not end the collection).
+    # A short busy timeout at the start (a locked database is reported at once), a longer
+    # one while running; past it a write is tried again (Collector._store_call), until
+    # --store-wait if given.
     store = open_store(args.db, timeout=1.0)
     try:
         show = _ProgressLine()
         c = make(store, show)
         store.write()
-        store.set_timeout(30.0)
+        store.set_timeout(LOCK_WAIT)
+        c.store_wait = getattr(args, "store_wait", None)
         try:
             pr = c.run(duration=args.duration, reports=args.reports,
                        until_stopped=args.until_stopped)

@@ -68,7 +68,7 @@ from urllib.parse import unquote, urlsplit
 from .. import wire
 from ..errors import ZealError
 from .collector import FLUSH, Collector, Progress, _Port  # noqa: F401  (Progress re-exported)
-from .store import EventRecord, FrameRecord
+from .store import EventRecord, FrameRecord, StoreError
 
 DEFAULT_TOPIC = "zeal/+/frames"
 RETRY_FIRST = 0.5   # seconds before the first retry of a broker that is down
@@ -455,11 +455,55 @@ class MqttCollector(Collector):
 
     _events = None
 
-    def _commit_all(self, started: float, notify: bool = True) -> None:
+    _retry_at = 0.0  # the store unavailable: monotonic time of the next try
+
+    def _commit_all(self, started: float, notify: bool = True, final: bool = False) -> None:
         """One transaction for every device: frames, events, unresolved DATA; then the
-        acknowledgements of the messages they came in."""
+        acknowledgements of the messages they came in. The store unavailable (a server
+        restarting, a lock, a full disk): nothing is acknowledged, everything read is kept
+        and tried again after Collector._store_failed's wait (the network served
+        meanwhile: at most RECEIVE_MAXIMUM messages unacknowledged are in flight, so what
+        is held is bounded); `final`: tried again until written (or given up)."""
+        if not final and self._down_since is not None and time.monotonic() < self._retry_at:
+            if self._interrupted:  # Ctrl-C while the store is away: give up now
+                self._store_failed(self._last_store_error)
+            self.progress.store_down = time.monotonic() - self._down_since
+            if notify and self.on_progress is not None:
+                self.on_progress(self.progress)
+            return  # not yet: the next try is due at _retry_at
+        while True:
+            try:
+                self._commit_once()
+            except (StoreError, OSError) as exc:
+                err = self._transient(exc)
+                if err is None:
+                    raise
+                wait = self._store_failed(err)  # raises when it gives up
+                if final:
+                    self._pause(wait)
+                    continue
+                self._retry_at = time.monotonic() + wait
+            break
+        self.progress.commits += 1
+        self.progress.bytes = self._payload_bytes
+        self.progress.elapsed = time.monotonic() - started
+        if notify and self.on_progress is not None:
+            self.on_progress(self.progress)
+
+    def _commit_once(self) -> None:
         ports = self.ports
         acks, self._acks = self._acks, []
+        try:
+            self._write_all(ports)
+        except BaseException as exc:
+            self._acks = acks + self._acks  # none of them committed: none acknowledged
+            if isinstance(exc, StoreError):
+                self._last_store_error = exc
+            raise
+        self._store_ok()
+        self._send_acks(acks)
+
+    def _write_all(self, ports) -> None:
         busy = [p for p in ports
                 if p.frames or p.events or p.unresolved or p.resolved_ids or p.spans]
         if busy or self._events or self._payload_bytes != self._committed_payload:
@@ -497,12 +541,6 @@ class MqttCollector(Collector):
             for p in busy:
                 p.frames, p.link_bytes = [], p.nbytes
                 self._commit(p)  # no frames left: the bookkeeping of the rest, no write
-        self._send_acks(acks)
-        self.progress.commits += 1
-        self.progress.bytes = self._payload_bytes
-        self.progress.elapsed = time.monotonic() - started
-        if notify and self.on_progress is not None:
-            self.on_progress(self.progress)
 
     _committed_payload = 0
 
@@ -684,7 +722,8 @@ class MqttCollector(Collector):
         reason = "stopped"
         try:
             if self._connect(client, None if duration is None else started + duration):
-                self._link = self.store.open_link(self.broker["shown"])
+                self._link = self._store_call(lambda: self.store.open_link(
+                    self.broker["shown"]))
             next_commit = time.monotonic() + FLUSH
             while not self._stop.is_set():
                 wait = next_commit - time.monotonic()
@@ -715,12 +754,13 @@ class MqttCollector(Collector):
         # Commit what was read, acknowledge it, then leave: what arrives after the last
         # commit stays unacknowledged and comes again to the next run.
         self._drain()
-        self._commit_all(started, notify=False)
+        self._commit_all(started, notify=False, final=True)
         self._quit(client)
         self._acks = []
-        self._commit_all(started, notify=False)  # no acks: the connection is gone
+        self._commit_all(started, notify=False, final=True)  # no acks: the connection is gone
         if self._link is not None:
-            self.store.close_link(self._link, self._payload_bytes - self.repeat_bytes)
+            self._store_call(lambda: self.store.close_link(
+                self._link, self._payload_bytes - self.repeat_bytes))
         pr = self.progress
         pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
         if self._link is None and reason != "interrupted":

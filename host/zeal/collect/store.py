@@ -65,6 +65,7 @@ exists). A failed write reports SQLite's own error (a full disk: "disk full"), r
 if SQLite has not done so itself. Damaged rows give one-line errors on reading (StoreError;
 ProfileError for a stored profile that is not valid or not the one its fingerprint names).
 """
+import errno
 import json
 import os
 import re
@@ -259,7 +260,13 @@ def _v1_nonce(crc):
 
 
 class StoreError(ZealError):
-    """The database cannot be opened, read or written (busy, corrupt, full, newer schema...)."""
+    """The database cannot be opened, read or written (busy, corrupt, full, newer schema...).
+    `transient`: the failure may pass (busy, disk full, a server's connection lost): a
+    write refused so changed nothing and may be tried again (the collector does)."""
+
+    def __init__(self, *args, transient: bool = False):
+        super().__init__(*args)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -310,9 +317,10 @@ def wrap_sql_error(exc: sqlite3.Error, path) -> StoreError:
     text = str(exc)
     name = getattr(exc, "sqlite_errorname", "") or ""
     if "locked" in text or "busy" in text:
-        return StoreError("database %s is busy (another program holds a write lock)" % path)
+        return StoreError("database %s is busy (another program holds a write lock)" % path,
+                          transient=True)
     if name.startswith("SQLITE_FULL") or "disk is full" in text:
-        return StoreError("database %s: disk full (%s)" % (path, text))
+        return StoreError("database %s: disk full (%s)" % (path, text), transient=True)
     return StoreError("database %s: %s" % (path, text))
 
 
@@ -664,6 +672,11 @@ class Store:
                 raise
         except sqlite3.Error as exc:
             raise wrap_sql_error(exc, self.path) from None
+        except OSError as exc:  # a full disk can show as ENOSPC too (a wrapper, a VFS)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreError("database %s: disk full (%s)" % (self.path, exc),
+                                 transient=True) from None
+            raise
         self.last_new_reports = reports
         self.last_conflicts = conflicts
         self.last_unresolved_ids = ids
@@ -1069,6 +1082,8 @@ class PgStore(Store):
         options = "-c lock_timeout=%d" % max(1, int(timeout * 1000))
         if readonly:
             options += " -c default_transaction_read_only=on"
+        self._options, self._timeout, self._lock_ms = options, timeout, None
+        self._broken = False  # the connection was lost: reconnect before the next write
         try:
             self.conn = psycopg.connect(url, autocommit=True, options=options,
                                         connect_timeout=max(1, int(round(timeout))),
@@ -1092,10 +1107,44 @@ class PgStore(Store):
     def _wrap(self, exc) -> StoreError:
         state = getattr(exc, "sqlstate", None) or ""
         if state == "55P03":
-            return StoreError("database %s is busy (another program holds a lock)" % self.path)
+            return StoreError("database %s is busy (another program holds a lock)" % self.path,
+                              transient=True)
         if state == "53100":
-            return StoreError("database %s: disk full (%s)" % (self.path, _first_line(exc)))
+            return StoreError("database %s: disk full (%s)" % (self.path, _first_line(exc)),
+                              transient=True)
+        if self._gone(exc):
+            self._broken = True
+            return StoreError("database %s: connection lost (%s)"
+                              % (self.path, _first_line(exc)), transient=True)
         return StoreError("database %s: %s" % (self.path, _first_line(exc)))
+
+    # connection_exception (08...), admin_shutdown, crash_shutdown, cannot_connect_now
+    _LOST_STATES = ("57P01", "57P02", "57P03")
+
+    def _gone(self, exc) -> bool:
+        """The server went away (a restart, a dropped connection): a new connection may do."""
+        state = getattr(exc, "sqlstate", None) or ""
+        if state.startswith("08") or state in self._LOST_STATES:
+            return True
+        conn = getattr(self, "conn", None)
+        return (isinstance(exc, self._pg.OperationalError)
+                and (conn is None or conn.closed or conn.broken))
+
+    def _reconnect(self) -> None:
+        """A new connection after a lost one (the server restarted): the writer's lock
+        timeout set again; StoreError(transient) while the server is still away."""
+        self._close_quietly()
+        self._devices.clear()
+        try:
+            self.conn = self._pg.connect(self.url, autocommit=True, options=self._options,
+                                         connect_timeout=max(1, int(round(self._timeout))),
+                                         application_name="zeal")
+            if self._lock_ms is not None:
+                self.conn.execute("SET lock_timeout = %d" % self._lock_ms)
+        except self._pg.Error as exc:
+            raise StoreError("database %s: connection lost (%s)"
+                             % (self.path, _first_line(exc)), transient=True) from None
+        self._broken = False
 
     # ---- opening ------------------------------------------------------------------------------
     def _look(self):
@@ -1175,7 +1224,8 @@ class PgStore(Store):
 
     def set_timeout(self, seconds: float) -> None:
         """How long a write waits for another writer's lock before failing."""
-        self._run("SET lock_timeout = %d" % max(1, int(seconds * 1000)))
+        self._lock_ms = max(1, int(seconds * 1000))
+        self._run("SET lock_timeout = %d" % self._lock_ms)
 
     # ---- running SQL ---------------------------------------------------------------------------
     def _run(self, sql: str, args=()):
@@ -1228,6 +1278,8 @@ class PgStore(Store):
     def _retrying(self, body):
         """Run body() in one transaction; retried on deadlock / serialization failure."""
         self._writable()
+        if self._broken or self.conn.closed:
+            self._reconnect()
         for attempt in range(_PG_RETRIES):
             try:
                 with self.conn.transaction():
