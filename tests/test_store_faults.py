@@ -253,3 +253,41 @@ def test_postgresql_restart_during_an_mqtt_group_collect(tmp_path, pg):
     docs = [json.loads(out) for _rc, out, _err in results.values()]
     assert sum(d["frames"] for d in docs) == len(want)
     assert sum(d["store_outages"] for d in docs) >= 1
+
+
+def test_cli_ctrl_c_while_locked_gives_up_in_one_line_with_the_count(tmp_path):
+    """`zeal collect` interrupted while the database is locked: exit 1, one line on stderr
+    (after the progress lines) naming how many frames read were not committed."""
+    from test_collector import ENV
+    db = str(tmp_path / "z.db")
+    Store(db).close()
+    prof_file = tmp_path / "p.json"
+    prof_file.write_text(PROF.to_json())
+    with Pty() as line:
+        proc = subprocess.Popen([sys.executable, "-m", "zeal.cli", "collect", "--port",
+                                 line.port, "--db", db, "--profile", str(prof_file), "--json"],
+                                env=ENV, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: count(db, "SELECT COUNT(*) FROM links") == 1, 20)
+            holder = sqlite3.connect(db, isolation_level=None)
+            holder.execute("BEGIN EXCLUSIVE")
+            try:
+                line.write(STREAM)
+                time.sleep(2.0)
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=30)
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert "store unavailable" in err and "Traceback" not in err
+    last = lines[-1]
+    assert last.startswith("zeal: ") and "gave up" in last and "interrupted" in last, lines
+    assert "%d frames read were not committed" % N in last, err
+    assert _stored(db) == 0

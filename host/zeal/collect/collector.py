@@ -1126,8 +1126,9 @@ class Collector:
         the links. Without a condition it runs until stopped or interrupted.
 
         Raises PortError if a port cannot be opened at the start (an absent one only without
-        wait_for_ports), StoreError if the store cannot be written (busy beyond its timeout,
-        disk full)."""
+        wait_for_ports), StoreError if the store cannot be written at the start (busy, disk
+        full), or, later, if it stays unavailable past store_wait or Ctrl-C comes while it is
+        (the error says how many frames read were not committed); meanwhile it is retried."""
         self.store.write()  # fail now, not at the first commit, if the database is locked
         for p in self.ports:
             why = transport.never_a_port(p.url)
