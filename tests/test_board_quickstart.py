@@ -4,10 +4,10 @@ tests/board_plugin.py) unless --port names a physical one.
 
 For each profile kind (grid, table, multi, shuffle), as a user types it: `zeal profile`,
 `zeal flash` with a replay file of Aarhus readings, `zeal collect --until-stopped`, `zeal
-analyze`, and the estimate checked against the true mean of the readings replayed (the mean
-of the readings clamped to the profile's range, which is what the mechanism estimates). Each
-flash after the first is a reflash: the firmware is already there, only what changed is
-copied. `zeal stop` stops a board that is streaming (and answers for one at its REPL).
+analyze` (and for the grid `zeal export`), and the estimate checked against the true mean of
+the readings replayed (the mean of the readings clamped to the profile's range, which is
+what the mechanism estimates). Each flash after the first is a reflash: the firmware is
+already there, only what changed is copied. `zeal stop` stops a board that is streaming (and answers for one at its REPL).
 
 The estimate check allows 1.5 times the 99% Bernstein interval's half-width (grid, table,
 multi: about 5 standard deviations; the interval alone would fail about one run in a
@@ -19,6 +19,7 @@ rebooting with the files kept, Ctrl-C stopping running code, os.urandom, unique_
 checked first, through mpremote as a user reaches a board, and a second emulated board
 started without a filesystem (as the stock QEMU port is) is refused in one line.
 """
+import csv
 import json
 import os
 import struct
@@ -159,6 +160,14 @@ def test_grid(board, tmp_path):
     overall = doc["overall"]
     assert overall["n"] == N and overall["kind"] == "grid" and overall["gaps"] == 0
     within(overall["mean_calibrated"], overall["ci99"], true_mean(hum, lo, hi), "humidity")
+    # the quick start's export: one row per report, each an unbiased estimate of its reading
+    zeal("export", "--db", "telemetry.db", "--format", "csv", "--unit", "%RH", "-o",
+         "readings.csv", cwd=tmp_path)
+    with open(tmp_path / "readings.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == N
+    mean = sum(float(r["estimate"]) for r in rows) / N
+    assert mean == pytest.approx(overall["mean_calibrated"], rel=1e-9, abs=1e-9)
 
 
 def test_stop_a_streaming_board(board, tmp_path):
