@@ -16,11 +16,12 @@ HOST = os.path.join(ROOT, "host")
 PACKAGE = os.path.join(HOST, "zeal")
 
 # The layer order, declared once: each layer may import only itself and the layers before
-# it. It follows the data: errors (shared by all), the mechanism a reading goes through, the
+# it. It follows the data: errors and text (how device- or file-supplied text is shown; both
+# shared by all), the mechanism a reading goes through, the
 # paper's float reference, the wire that carries reports, the board that sends them, their
 # collection into a store, and the analysis of the store; the command line and the demo on top.
 # "zeal" is the package's __init__ (its version), which imports nothing.
-LAYERS = ("zeal", "errors", "mechanism", "paper", "wire", "board", "collect", "analysis",
+LAYERS = ("zeal", "errors", "text", "mechanism", "paper", "wire", "board", "collect", "analysis",
           "demo", "cli", "__main__")
 
 
