@@ -4,8 +4,8 @@
 # builds it: the header's text and the attribute files by index, then kind "profile" (the
 # checks), "sample" (replay lines through the device's tuple source and zealfw.msample.Zeal,
 # as zealfw.main's loop feeds them) or "payload" (reports packed by zealfw.msample.Sender).
-import gc
-import io
+# Lines and reports arrive, and a sample's outputs leave, one at a time (runner.py's
+# streaming): a case never holds its lines or its outputs in memory together.
 from binascii import hexlify, unhexlify
 
 from zealfw import mprofile
@@ -14,6 +14,7 @@ from zealfw import profile
 from zealfw.src_tuple import Source
 from zealfw.words import CounterWords
 from runner import ListWords as _ListWords  # loaded before any suite module
+from runner import Text as _Text
 
 
 class _Fields:
@@ -23,6 +24,34 @@ class _Fields:
 class _Null:
     def write(self, buf):
         return len(buf)
+
+
+class _LineStream:
+    """The replay lines of a case as the tuple source reads a file (readinto), each ended
+    by a newline; a line is taken from `lines` (the runner's streamed Items) only when the
+    source reaches it, so one line is in memory at a time."""
+
+    def __init__(self, lines):
+        self._it = iter(lines)
+        self._cur = b""
+        self._pos = 0
+
+    def readinto(self, buf):
+        n = 0
+        while n < len(buf):
+            if self._pos >= len(self._cur):
+                self._cur = b""
+                try:
+                    line = next(self._it)
+                except StopIteration:
+                    break
+                self._cur = line.encode() + b"\n"
+                line = None
+                self._pos = 0
+            buf[n] = self._cur[self._pos]
+            self._pos += 1
+            n += 1
+        return n
 
 
 def _load(request):
@@ -89,7 +118,13 @@ def handle(request):
             z.val = [p[1] for p in rep]
             s.add(z)
         n = (s._bitpos + 7) // 8
-        return True, {"payload": hexlify(bytes(s._body[4:4 + n])).decode()}
+        body = s._body
+        s = z = None
+
+        def pieces():  # hex in 128-byte pieces (runner.Text): no 2 n-byte string at once
+            for i in range(4, 4 + n, 128):
+                yield hexlify(body[i:(i + 128 if i + 128 < 4 + n else 4 + n)]).decode()
+        return True, {"payload": _Text(pieces())}
     if "key" in request:
         source = CounterWords(unhexlify(request["key"]))
     else:
@@ -97,28 +132,18 @@ def handle(request):
     z = msample.Zeal(f, source)
     cats = [a[0] if len(a) == 2 else 0 for a in attrs]
     lines = request["lines"]
-    src = Source(d, None, io.BytesIO(("\n".join(lines) + "\n").encode()), None, cats)
-    # results into lists made before sampling (a small heap: objects kept between the
-    # sampler's garbage would leave no block large enough for the reply's JSON)
     n = len(lines)
-    sel = [0] * (n * k)
-    val = [0] * (n * k)
-    used = [0] * n
-    replaced = 0
-    for r in range(n):
-        src.read()
-        replaced += _invalid(fields, src)
-        before = source.used()
-        z.perturb_raw(src)
-        used[r] = source.used() - before
-        for i in range(k):
-            sel[r * k + i] = z.sel[i]
-            val[r * k + i] = z.val[i]
-    clamped = z.clamped
-    src = z = None
-    gc.collect()
-    out = []
-    for r in range(n):
-        out.append({"report": [[sel[r * k + i], val[r * k + i]] for i in range(k)],
-                    "words_used": used[r]})
-    return True, {"outputs": out, "replaced": replaced, "clamped": clamped}
+    src = Source(d, None, _LineStream(lines), None, cats)
+    res = {"replaced": 0, "clamped": 0}
+
+    def outputs():  # streamed by the runner: a line pulled, its report sent, the next
+        for r in range(n):
+            src.read()
+            res["replaced"] += _invalid(fields, src)
+            before = source.used()
+            z.perturb_raw(src)
+            yield {"report": [[z.sel[i], z.val[i]] for i in range(k)],
+                   "words_used": source.used() - before}
+        res["clamped"] = z.clamped
+    res["outputs"] = outputs()
+    return True, res

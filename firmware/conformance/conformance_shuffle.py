@@ -8,7 +8,8 @@
 # the privacy rule zealfw.sgamma; else the grid/table loader); the randomiser is
 # zealfw.srand.Zeal fed through a tuple source's fields, as zealfw.main's loop feeds it, and
 # its one int is split into the t messages (P bits each, message 0 lowest) as the loop
-# splits it into t wire reports.
+# splits it into t wire reports. The tuples arrive and the outputs leave one at a time
+# (runner.py's streaming).
 from binascii import unhexlify
 
 from zealfw import profile
@@ -53,24 +54,29 @@ def handle(request):
     d = fields[0]
     bits = fields[6]
     mask = (1 << bits) - 1
-    out = []
-    for item in request["inputs"]:
-        src = _Tuple()
-        src.kinds = [-1] * d
-        src.vals = [0] * d
-        src.los = [0] * d
-        if len(item) == d:
+    src = _Tuple()
+    src.kinds = [-1] * d
+    src.vals = [0] * d
+    src.los = [0] * d
+
+    def outputs():  # streamed by the runner, an input tuple pulled per output
+        for item in request["inputs"]:
             for c in range(d):
-                v = item[c]
-                if len(v) == 16:
-                    src.kinds[c] = 2
-                    src.vals[c] = int(v[:8], 16)
-                    src.los[c] = int(v[8:], 16)
-        before = source.used()
-        m = z.low(z.perturb_raw(src))
-        msgs = []
-        for i in range(z.reports):
-            msgs.append(m & mask)
-            m >>= bits
-        out.append({"messages": msgs, "words_used": source.used() - before})
-    return True, {"outputs": out}
+                src.kinds[c] = -1
+                src.vals[c] = src.los[c] = 0
+            if len(item) == d:
+                for c in range(d):
+                    v = item[c]
+                    if len(v) == 16:
+                        src.kinds[c] = 2
+                        src.vals[c] = int(v[:8], 16)
+                        src.los[c] = int(v[8:], 16)
+            item = None
+            before = source.used()
+            m = z.low(z.perturb_raw(src))
+            msgs = []
+            for i in range(z.reports):
+                msgs.append(m & mask)
+                m >>= bits
+            yield {"messages": msgs, "words_used": source.used() - before}
+    return True, {"outputs": outputs()}

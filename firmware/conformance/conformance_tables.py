@@ -5,7 +5,9 @@
 # file text, inputs ({"float64": hex} / {"float32": hex} / {"raw": int}) and a generator key
 # or an explicit word list. The file goes through the device's dispatching loader
 # (zealfw.profile.loads: the sniff rule, then zealfw.tprofile); the sampler is
-# zealfw.tsample.Zeal built from the fields zealfw.tprofile.numbers gives the main loop.
+# zealfw.tsample.Zeal built from the fields zealfw.tprofile.numbers gives the main loop. The
+# inputs arrive and the outputs leave one at a time (runner.py's streaming): a reading the
+# device refuses (nan, inf, ...) ends the case with its reason.
 from binascii import unhexlify
 
 from zealfw import mechanism
@@ -13,6 +15,7 @@ from zealfw import profile
 from zealfw import tsample
 from zealfw.words import CounterWords
 from runner import ListWords as _ListWords  # loaded before any suite module
+from runner import Refused as _Refused
 
 
 class _Fields:
@@ -47,17 +50,21 @@ def handle(request):
         source = _ListWords([int(w, 16) for w in request.get("words", ())])
         draw = source
     z = tsample.Zeal(f, draw)
-    out = []
-    try:
-        for item in request["inputs"]:
-            before = source.used()
-            if "float64" in item:
-                j = z.perturb_float64(int(item["float64"], 16))
-            elif "float32" in item:
-                j = z.perturb_float32(int(item["float32"], 16))
-            else:
-                j = z.perturb_raw(item["raw"])
-            out.append({"j": j, "words_used": source.used() - before, "low": z.low(j)})
-    except mechanism.ReadingError as exc:
-        return False, exc.reason
-    return True, {"outputs": out, "clamped": z.clamped}
+    res = {"clamped": 0}
+
+    def outputs():  # streamed by the runner, an input pulled per output
+        try:
+            for item in request["inputs"]:
+                before = source.used()
+                if "float64" in item:
+                    j = z.perturb_float64(int(item["float64"], 16))
+                elif "float32" in item:
+                    j = z.perturb_float32(int(item["float32"], 16))
+                else:
+                    j = z.perturb_raw(item["raw"])
+                yield {"j": j, "words_used": source.used() - before, "low": z.low(j)}
+        except mechanism.ReadingError as exc:
+            raise _Refused(exc.reason)
+        res["clamped"] = z.clamped
+    res["outputs"] = outputs()
+    return True, res

@@ -3,12 +3,29 @@
 Runs under MicroPython (unix port or a board's raw REPL) and under CPython. Reads one JSON
 request per line on stdin, writes one JSON response per line on stdout:
 
-    request   {"suite": S, "id": ID, "case": {...}, "profile": {...profile doc, optional}}
+    request   {"suite": S, "id": ID, "case": {...}, "profile": {...profile doc, optional},
+               "items": {FIELD: COUNT, ...optional}}
     response  {"id": ID, "ok": true, "result": ...}  or  {"id": ID, "ok": false, "error": R}
 
 Every line this program writes starts with "@@", and the first is @@{"ready": 1, ...}, so a
 harness skips boot noise and can never mistake a traceback (MicroPython >= 1.27 prints
 those to stdout) for a result. {"suite": "quit"} or end of input stops the loop.
+
+Streaming (a board's heap holds no whole case: the largest request is 30 KB as one line,
+the largest reply as large). A case's long lists do not travel in its request line:
+  - "items": {FIELD: N} says the case's FIELD is a list of N items the runner pulls one at a
+    time, in order, when the suite reads it: it writes @@{"id": ID, "more": FIELD} and reads
+    the next item as one JSON line (so the host never writes more than one item ahead, and
+    a UART's small receive buffer cannot overflow while the runner computes). The handler
+    sees an Items object: iterate it once, or take len().
+  - a result whose value for some key is a generator is streamed: each item it yields is
+    written as @@{"id": ID, "item": ...} as soon as it is made, then the final reply
+    carries the rest of the result and "items": KEY (the host puts the items back under
+    KEY). A generator that raises Refused(reason) turns the reply into an error; items sent
+    before it are dropped by the host. A Text value (a long string) goes the same way in
+    pieces, @@{"id": ID, "part": str}, and "text": KEY (the host joins them).
+A request line the heap cannot hold is answered {"id": null, "ok": false, "error":
+"internal:MemoryError"} after its remaining bytes are skipped; the runner goes on.
 
 Suites (the case holds inputs only; the harness keeps the expected values):
   generator  case {"key": hex, "n": N}               -> ["%016x" word, ...]
@@ -29,9 +46,9 @@ import json
 from binascii import unhexlify
 
 from zealfw import VERSION
-from zealfw import mechanism as _mech
-from zealfw import profile as _prof
-from zealfw.words import CounterWords
+
+# The suites' firmware modules are imported by the suite that needs them (and freed when the
+# next suite starts, _unload): the runner itself holds only the zealfw package.
 
 _MARK = "@@"
 
@@ -41,6 +58,42 @@ def emit(obj):
     flush = getattr(sys.stdout, "flush", None)
     if flush is not None:
         flush()
+
+
+class Refused(Exception):
+    """Raised by a streamed result's generator: the case's answer is (False, reason)."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Items:
+    """A request's list field whose items are pulled from the host one at a time (see the
+    module doc): iterate it once, in order; len() is the count the request announced."""
+
+    def __init__(self, rid, field, count):
+        self._rid = rid
+        self._field = field
+        self._count = count
+        self._taken = 0
+
+    def __len__(self):
+        return self._count
+
+    def __iter__(self):
+        while self._taken < self._count:
+            yield self.next()
+
+    def next(self):
+        if self._taken >= self._count:
+            raise IndexError("no more items")
+        self._taken += 1
+        emit({"id": self._rid, "more": self._field})
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError("input ended inside a streamed request")
+        return json.loads(line)
 
 
 class ListWords:
@@ -60,12 +113,16 @@ class ListWords:
 
 
 def _generator(req):
+    from zealfw.words import CounterWords
+
     case = req["case"]
     gen = CounterWords(unhexlify(case["key"]))
     return True, ["%016x" % gen.next() for _ in range(case["n"])]
 
 
 def _profiles(req):
+    from zealfw import profile as _prof
+
     try:
         p = _prof.from_doc(req["profile"])
     except _prof.ProfileError as exc:
@@ -74,6 +131,8 @@ def _profiles(req):
 
 
 def _decode(p, item):
+    from zealfw import mechanism as _mech
+
     if "float64" in item:
         return _mech.decode_float64(int(item["float64"], 16))
     if "float32" in item:
@@ -86,6 +145,10 @@ def _decode(p, item):
 
 
 def _mechanism(req):
+    from zealfw import mechanism as _mech
+    from zealfw import profile as _prof
+    from zealfw.words import CounterWords
+
     try:
         p = _prof.from_doc(req["profile"])
     except _prof.ProfileError as exc:
@@ -102,16 +165,42 @@ def _mechanism(req):
         source = ListWords([int(w, 16) for w in case.get("words", ())])
         draw = source
     z = _mech.Zeal(p, draw)
-    out = []
-    for xn, xd in readings:
-        before = source.used()
-        k = z.perturb(xn, xd)
-        out.append({"k": k, "bits": "%016x" % z.to_bits(k), "low": z.low(k),
-                    "words_used": source.used() - before})
-    return True, {"outputs": out, "clamped": z.clamped}
+    res = {"clamped": 0}
+
+    def outputs():  # streamed (see the module doc)
+        for xn, xd in readings:
+            before = source.used()
+            k = z.perturb(xn, xd)
+            yield {"k": k, "bits": "%016x" % z.to_bits(k), "low": z.low(k),
+                   "words_used": source.used() - before}
+        res["clamped"] = z.clamped
+    res["outputs"] = outputs()
+    return True, res
 
 
 _SUITES = {"generator": _generator, "profiles": _profiles, "mechanism": _mechanism}
+
+
+_KEEP = None  # the modules loaded with the runner itself (set by main)
+
+
+def _unload():
+    """Free the modules the previous suite loaded (its conformance_<S> and the zealfw modules
+    it imported): the runner then holds one suite's code at a time, as a board's heap must
+    (only their interned names stay)."""
+    if _KEEP is None:
+        return
+    import zealfw
+
+    for name in list(sys.modules):
+        if name not in _KEEP:
+            del sys.modules[name]
+            if name.startswith("zealfw."):
+                try:
+                    delattr(zealfw, name[7:])
+                except AttributeError:
+                    pass
+    gc.collect()
 
 
 def handle(req):
@@ -137,41 +226,143 @@ def handle(req):
     return mod.handle(sub)
 
 
+class Text:
+    """A result value streamed as the pieces of one string (`pieces`: an iterable of str),
+    e.g. a long hex payload: no block as long as the whole string is ever needed."""
+
+    def __init__(self, pieces):
+        self.pieces = pieces
+
+
+def _gen():
+    yield
+
+
+_GENERATOR = type(_gen())
+
+
+def _reply(rid, ok, res):
+    """Write the answer; a result holding a generator (or a Text) streams it first."""
+    if not ok:
+        emit({"id": rid, "ok": False, "error": res})
+        return
+    key = None
+    if type(res) is dict:
+        for k in res:
+            if type(res[k]) is _GENERATOR or type(res[k]) is Text:
+                key = k
+                break
+    if key is None:
+        emit({"id": rid, "ok": True, "result": res})
+        return
+    value = res.pop(key)
+    kind = "item"
+    if type(value) is Text:
+        kind = "part"
+        value = value.pieces
+    try:
+        for item in value:
+            emit({"id": rid, kind: item})
+            item = None
+    except Refused as exc:
+        emit({"id": rid, "ok": False, "error": exc.reason})
+        return
+    emit({"id": rid, "ok": True, "result": res, ("items" if kind == "item" else "text"): key})
+
+
+def _skip_line():
+    # the rest of a request line the heap could not hold, a byte at a time
+    read = getattr(sys.stdin, "read", None)
+    while read is not None:
+        c = read(1)
+        if not c or c == "\n":
+            return
+
+
+def _request(readline):
+    """The next request (a dict), None at the end of input, or False after a line that
+    could not be read or parsed (already answered)."""
+    try:
+        line = readline()
+    except MemoryError as exc:
+        line = None
+        gc.collect()
+        emit({"id": None, "ok": False, "error": "internal:MemoryError:%s" % exc})
+        _skip_line()
+        return False
+    if not line:
+        return None
+    if len(line) < 8 and not line.strip():  # a blank line (no strip() copy of a long one)
+        return False
+    try:
+        req = json.loads(line)
+    except MemoryError as exc:
+        req = line = None
+        gc.collect()
+        emit({"id": None, "ok": False, "error": "internal:MemoryError:%s" % exc})
+        return False
+    except ValueError:
+        req = None
+    if type(req) is not dict:
+        emit({"id": None, "ok": False, "error": "request"})
+        return False
+    return req
+
+
 def main():
-    emit({"ready": 1, "impl": sys.implementation.name, "firmware": list(VERSION)})
+    global _KEEP
+    _KEEP = set(sys.modules)
+    emit({"ready": 1, "impl": sys.implementation.name, "firmware": list(VERSION),
+          "stream": 1})
     readline = sys.stdin.readline
+    suite = None
     while True:
         gc.collect()  # small heaps: start every request from a compacted heap
-        line = readline()
-        if not line:
+        req = _request(readline)
+        if req is None:
             break
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            req = json.loads(line)
-        except ValueError:
-            emit({"id": None, "ok": False, "error": "request"})
-            continue
-        if type(req) is not dict:
-            emit({"id": None, "ok": False, "error": "request"})
+        if req is False:
             continue
         if req.get("suite") == "quit":
             emit({"bye": 1})
             break
-        rid = req.get("id")
-        line = None
-        try:
-            ok, res = handle(req)
-        except MemoryError:
-            ok, res = False, "internal:MemoryError"
-        except Exception as exc:  # report, keep serving the next request
-            ok, res = False, "internal:%s:%s" % (type(exc).__name__, exc)
-        if ok:
-            emit({"id": rid, "ok": True, "result": res})
-        else:
-            emit({"id": rid, "ok": False, "error": res})
+        if req.get("suite") != suite:
+            suite = req.get("suite")
+            _unload()
+        _serve(req)
+        req = None
+
+
+def _serve(req):
+    # one request, answered; a function of its own, so that nothing of the case (its
+    # profile text, its sampler) stays referenced from main's frame while the next request
+    # is read
+    rid = req.get("id")
+    items = req.pop("items", None)
+    if type(items) is dict:
+        case = req.get("case")
+        if type(case) is not dict:
+            case = req["case"] = {}
+        for field in items:
+            case[field] = Items(rid, field, items[field])
+        case = None
+    items = None
+    try:
+        ok, res = handle(req)
+        req = None
+        _reply(rid, ok, res)
+    except MemoryError as exc:
+        req = res = None
+        gc.collect()
+        emit({"id": rid, "ok": False, "error": "internal:MemoryError:%s" % exc})
+    except Exception as exc:  # report, keep serving the next request
+        req = res = None
+        emit({"id": rid, "ok": False, "error": "internal:%s:%s" % (type(exc).__name__, exc)})
 
 
 if __name__ == "__main__":
-    main()
+    # run as a script: the suite modules import this file as "runner" (Refused, Text,
+    # ListWords), so the loop runs from that one copy of its classes
+    import runner
+
+    runner.main()

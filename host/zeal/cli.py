@@ -525,7 +525,8 @@ def cmd_conformance(args) -> int:
         print("running the vectors on %s ..." % target, file=sys.stderr)
         try:
             rows = C.run(target, args.suite, port if target == "board" else None,
-                         heapsize=args.heapsize if target == "micropython" else None)
+                         heapsize=args.heapsize if target == "micropython" else None,
+                         progress=lambda line: print(line, file=sys.stderr))
         except C.ConformanceError as exc:
             raise ZealError("%s: %s" % (target, exc)) from None
         for suite in sorted({r[0] for r in rows}):

