@@ -1,9 +1,10 @@
 """Every shared vector through every implementation, bit for bit (zeal.board.conformance).
 
 Targets: the CPython host reference (in process), the firmware on the MicroPython unix port
-(a test dependency: missing means FAIL, not skip), and the same firmware under CPython.
-A real board runs with `--port PORT` (tests/board_plugin.py); without it those tests are
-SKIPPED. Beyond the vectors, a differential test feeds host and unix port edge readings the
+(a test dependency: missing means FAIL, not skip) -- the PyPI port and the float32 build
+(tests/mp_unix.py) -- and the same firmware under CPython. The board tests run on a real
+board with `--port PORT`, else on the emulated Cortex-M3 (tests/board_plugin.py; without its
+source they skip in one line, and fail under CI=true). Beyond the vectors, a differential test feeds host and unix port edge readings the
 vectors do not hold (subnormals, ±0, extremes, ulp neighbours of lo/hi, decimal
 calibrations) and requires identical answers.
 """
@@ -525,17 +526,17 @@ def test_a_case_the_heap_cannot_hold_fails_alone(tmp_path):
     assert "internal:MemoryError:memory allocation failed" in detail and "\n" not in detail
 
 
-# ---- hardware in the loop --------------------------------------------------------------------
+# ---- on a board: --port, else the emulated Cortex-M3 (tests/board_plugin.py) ------------------
 @pytest.fixture(scope="module")
-def board_rows(request):
-    port = request.config.getoption("--port", default=None)
-    if not port:
-        pytest.skip("no board: pass --port PORT to run hardware-in-the-loop tests")
+def board_rows(request, board):
+    """Every suite through `zeal conformance --target board` on the board: a physical one
+    (--port) or the emulated one (140 KiB heap, 32 bits, float32: every case fits since the
+    runner streams)."""
     baud = request.config.getoption("--baud", default=115200)
     try:
-        return C.run("board", port=port, baudrate=baud)
+        return C.run("board", port=board, baudrate=baud, timeout=120)
     except C.ConformanceError as exc:
-        pytest.fail("board on %s: %s" % (port, exc))
+        pytest.fail("board on %s: %s" % (board, exc))
 
 
 @pytest.mark.parametrize("suite", list(C.available_suites()))
