@@ -12,10 +12,20 @@ source that ZEAL_MICROPYTHON_SRC names and started once per session, its UART on
 port (`socket://127.0.0.1:PORT`). Without that source (or without the ARM toolchain and
 qemu-system-arm to build and run it) the board tests skip with one line saying what to give;
 under CI=true they fail instead (CI must not pass without them).
+
+Every conformance vector on the emulated board takes about two minutes, mostly spent waiting
+on its UART. When test_conformance.py's board tests (the `board_rows` fixture) are selected
+and no --port is given, they start with the session, on a second emulated board of their
+own, in a subprocess (`tools/qemu_board.py conformance --json FILE`) that the other tests
+overlap; `background_conformance_rows()` waits for its rows.
 """
 import functools
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -90,3 +100,64 @@ def board(request):
     if port:
         return port
     return request.getfixturevalue("emulated_board").port
+
+
+# ---- every conformance vector on an emulated board, in the background ------------------------
+_background = {}
+
+
+def pytest_collection_finish(session):
+    config = session.config
+    if board_port(config) or config.option.collectonly:
+        return
+    if not any("board_rows" in getattr(item, "fixturenames", ()) for item in session.items):
+        return
+    path, _, _ = _firmware()
+    if path is None:
+        return  # the board tests say why
+    folder = tempfile.mkdtemp(prefix="zeal-board-conformance-")
+    rows, log = os.path.join(folder, "rows.json"), os.path.join(folder, "log.txt")
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "qemu_board.py"),
+                                 "conformance", "--json", rows], cwd=ROOT, stdout=fh,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=qemu_tool()._die_with_parent)
+    _background.update(proc=proc, folder=folder, rows=rows, log=log)
+
+
+def background_conformance_rows(timeout=1800.0):
+    """The rows (suite, id, passed, detail) of the background run, once it has ended; None
+    when none was started (a physical board, or no emulated board to be had)."""
+    if not _background:
+        return None
+    proc = _background["proc"]
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if "done" not in _background:
+        _background["done"] = None
+        if os.path.exists(_background["rows"]):
+            with open(_background["rows"]) as fh:
+                _background["done"] = [tuple(r) for r in json.load(fh)["rows"]]
+    if _background["done"] is None:
+        with open(_background["log"], errors="replace") as fh:
+            tail = " | ".join(line.strip() for line in fh.read().splitlines()[-6:])
+        pytest.fail("the conformance run on the emulated board ended with status %s: %s"
+                    % (proc.returncode, tail or "no output"))
+    return _background["done"]
+
+
+def pytest_unconfigure(config):
+    proc = _background.get("proc")
+    if proc is None:
+        return
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    shutil.rmtree(_background["folder"], ignore_errors=True)

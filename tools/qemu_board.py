@@ -15,6 +15,9 @@ installs them). About a minute on 2 cores, once.
 
     python tools/qemu_board.py build [--src PATH]   # prints the firmware's path
     python tools/qemu_board.py run [--pty]          # prints the port; serves until Ctrl-C
+    python tools/qemu_board.py conformance [--suite S] [--json FILE]
+                                       # every vector on a fresh board (the tests run this
+                                       # in the background: tests/board_plugin.py)
 
 From Python (the tests' emulated board, tests/board_plugin.py):
 
@@ -28,6 +31,7 @@ port's LCG, the same sequence at every boot): the emulated board is for tests on
 """
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -250,6 +254,25 @@ class QemuBoard:
         self.stop()
 
 
+def _zeal_conformance():
+    host = os.path.join(ROOT, "host")
+    if host not in sys.path:  # a checkout without `pip install -e`
+        sys.path.insert(0, host)
+    from zeal.board import conformance
+
+    return conformance
+
+
+def run_conformance(firmware, suites=None, timeout=120.0):
+    """Every conformance vector of `suites` (default all) on a fresh emulated board, as
+    `zeal conformance --target board --port PORT` runs them (`timeout`: seconds a case may
+    take): zeal.board.conformance.run's rows (suite, id, passed, detail). ConformanceError
+    when the board cannot be used at all."""
+    C = _zeal_conformance()
+    with QemuBoard(firmware) as board:
+        return C.run("board", suites, port=board.port, timeout=timeout)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Build (once) and run the emulated board: "
                                  "MicroPython's QEMU port for MPS2-AN385 with "
@@ -260,12 +283,21 @@ def main(argv=None):
     run = sub.add_parser("run", help="start the emulated board and print its port")
     run.add_argument("--pty", action="store_true",
                      help="the UART on a pseudo-terminal (default: a local TCP port)")
+    conf = sub.add_parser("conformance", help="run the conformance vectors on a fresh "
+                          "emulated board (zeal conformance --target board), then end it")
+    conf.add_argument("--suite", action="append", help="suite to run (repeatable; default all)")
+    conf.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                      help="seconds a case may take (default 120)")
+    conf.add_argument("--json", metavar="FILE",
+                      help="write every row (suite, id, passed, detail) to FILE as JSON")
     args = ap.parse_args(argv)
     try:
         fw = build(args.src)
         if args.cmd == "build":
             print(fw)
             return 0
+        if args.cmd == "conformance":
+            return _conformance(fw, args)
         with QemuBoard(fw, pty=args.pty) as board:
             print(board.port, flush=True)
             print("emulated board on %s (Ctrl-C ends it)" % board.port, file=sys.stderr)
@@ -283,6 +315,22 @@ def main(argv=None):
         print("qemu_board: %s" % exc, file=sys.stderr)
         return 2
     return 0
+
+
+def _conformance(fw, args):
+    C = _zeal_conformance()
+    t0 = time.monotonic()
+    try:
+        rows = run_conformance(fw, args.suite, args.timeout)
+    except C.ConformanceError as exc:  # the board could not be used at all
+        print("qemu_board: %s" % exc, file=sys.stderr)
+        return 2
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, "seconds": round(time.monotonic() - t0, 1)}, fh)
+    else:
+        print(C.format_table(rows, "emulated board", failures_only=True))
+    return 1 if any(r[2] is False for r in rows) else 0
 
 
 if __name__ == "__main__":
