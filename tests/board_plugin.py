@@ -52,12 +52,9 @@ def _strict():
 
 def qemu_tool():
     """tools/qemu_board.py as a module."""
-    tools = os.path.join(ROOT, "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    import qemu_board
+    from conftest import tools_module
 
-    return qemu_board
+    return tools_module("qemu_board")
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,6 +25,16 @@ BITS = (2, 3, 4, 8, 16)
 _unexpected_skips = []
 
 
+def tools_module(name: str):
+    """A script of tools/ (build_micropython, qemu_board, ...) imported as a module."""
+    import importlib
+
+    tools = os.path.join(ROOT, "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return importlib.import_module(name)
+
+
 def _strict_skips() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

@@ -20,11 +20,10 @@ import json
 import os
 import struct
 import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT, _strict_skips
+from conftest import ROOT, _strict_skips, tools_module
 from zeal.board import conformance as C
 from zeal.board import firmware as BF
 
@@ -41,12 +40,7 @@ def micropython():
 
 
 def _build_tool():
-    tools = os.path.join(ROOT, "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    import build_micropython
-
-    return build_micropython
+    return tools_module("build_micropython")
 
 
 @functools.lru_cache(maxsize=None)
