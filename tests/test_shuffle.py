@@ -45,8 +45,7 @@ def test_gamma_linear_branch_hand_derived():
     assert p.refusal() is None
 
 
-def _two_steps(p) -> Fraction:
-    return Fraction(2, TWO32)
+TWO_STEPS = Fraction(2, TWO32)  # the rule's e^A lower bound may ask one 2^-32 step more
 
 
 def test_gamma_square_branch_hand_derived():
@@ -55,7 +54,7 @@ def test_gamma_square_branch_hand_derived():
     # integer rule bounds e^A below (slack < 1e-9 relative), so it may ask one step more.
     p = S.gamma_for(epsilon=Fraction(1, 2), delta=Fraction(1, 2), n=1001, d=1, k=1, t=1)
     real = 112 * math.log(4) / 1000
-    assert real <= p.gamma <= real + _two_steps(p)
+    assert real <= p.gamma <= real + TWO_STEPS
     assert p.gamma.denominator <= TWO32
     # one step of 2^-32 below is refused by the rule (minimality of the stored gamma)
     lower = S.Params(**dict(p.__dict__, gamma=p.gamma - Fraction(1, TWO32)))
@@ -71,7 +70,7 @@ def test_gamma_two_messages_basic_composition_hand_derived():
     p = S.gamma_for(epsilon=Fraction(1, 2), delta=Fraction(1, 2), n=20001, d=2, k=1, t=2)
     assert p.regime == "basic" and p.epsilon_message == Fraction(1, 4)
     real = 56 * math.log(16) / 1250
-    assert real <= p.gamma <= real + _two_steps(p)
+    assert real <= p.gamma <= real + TWO_STEPS
     # the old linked rule's 56 d K ln(1/delta) ln(2t/delta) / ((n-1) eps^2) = 0.06458 is half
     # of it: each message now gets only eps / 2 of the budget
     assert p.gamma > 56 * 4 * math.log(2) * math.log(8) / 5000
@@ -98,7 +97,7 @@ def test_gamma_epsilon_above_one_uses_message_epsilon_one():
     p = S.gamma_for(epsilon=2, delta=Fraction(1, 2), n=10 ** 7, d=2, k=1, t=1)
     assert p.epsilon_message == 1
     real = max(27 * 4, 14 * 4 * math.log(4)) / (10 ** 7 - 1)
-    assert real <= p.gamma <= real + _two_steps(p)
+    assert real <= p.gamma <= real + TWO_STEPS
 
 
 def test_ln_bounds_bracket_the_log():
