@@ -243,6 +243,9 @@ def plot(grid, by_t, by_k, out, repeats):
                       else "k (levels 0..k, k+1 of them)")
         ax.set_ylabel("normalised MSE")
         ax.set_xticks(x)
+        gone = [str(r[key]) for r in rows if "refused" in r]
+        if gone:
+            title += "\nrefused by the privacy rule: %s = %s" % (key, ", ".join(gone))
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
