@@ -188,8 +188,9 @@ def tuple_profile(name):
     return SP.loads(case["file"].encode())
 
 
-def tuple_lines(prof, n):
-    """n replay lines of d comma-separated fields across (and beyond) each range."""
+def tuple_lines(prof, n, kind="f64"):
+    """n replay lines of d comma-separated fields across (and beyond) each range, numeric
+    fields as float64 (kind "f64") or float32 (kind "f32") patterns."""
     out = []
     multi = prof.kind == "multi"
     for i in range(n):
@@ -204,12 +205,15 @@ def tuple_lines(prof, n):
                 lo, hi = prof.ranges[c]
             span = hi - lo
             x = lo - span / 10 + span * 1.2 * (((i + c) * 7919) % n) / n
-            fields.append("%016x" % struct.unpack("<Q", struct.pack("<d", x))[0])
+            if kind == "f32":
+                fields.append("%08x" % struct.unpack("<I", struct.pack("<f", x))[0])
+            else:
+                fields.append("%016x" % struct.unpack("<Q", struct.pack("<d", x))[0])
         out.append(",".join(fields))
     return out
 
 
-def lay_out_tuple(work, prof, n1, n2):
+def lay_out_tuple(work, prof, n1, n2, kind="f64"):
     """A device filesystem for a tuple board: the header and attribute files (multi) or
     the shuffle profile, a replay file of n2 tuples, the two configs."""
     path = os.path.join(work, "zeal_profile.json")
@@ -219,7 +223,7 @@ def lay_out_tuple(work, prof, n1, n2):
         with open(path, "w") as fh:
             fh.write(prof.to_json())
     with open(os.path.join(work, "replay.txt"), "w") as fh:
-        fh.write("\n".join(tuple_lines(prof, n2)) + "\n")
+        fh.write("\n".join(tuple_lines(prof, n2, kind)) + "\n")
     _configs(work, n1, n2)
 
 
@@ -549,6 +553,174 @@ def print_float32(rows, rows32, why, reports):
     print("(min heap: smallest -X heapsize in which %d reports complete)" % reports)
 
 
+# ---- the emulated board (a Cortex-M3: 32-bit, 31-bit small ints, float32) --------------------
+# The loop on MicroPython's QEMU board (tools/qemu_board.py): the compiled firmware in /lib,
+# the case's files in /, run() from the raw REPL after a soft reset (a fresh heap and no
+# names interned but the firmware's own, as at a board's boot). The heap (140 KiB) is too
+# small to run the whole loop with the collector off, so the driver hands run() the replay
+# as its input stream, through a reader that counts the lines the source takes: the
+# collector is off only from the end of line L1 to the end of line L2, which spans exactly
+# L2 - L1 ticks of the loop (each tick reads one line), start-up excluded. After L2 the
+# reader collects at every line and keeps the largest gc.mem_alloc(): the live heap while
+# sampling (what the loop holds at a tick's reading, after a collection).
+BOARD_L1, BOARD_REPORTS, BOARD_LINES = 24, 64, 120  # the window: 64 reports' ticks
+BOARD_DRIVER = """
+import gc
+L1 = %(l1)d
+L2 = %(l2)d
+class In:
+    def __init__(self, f):
+        self.f = f
+        self.n = 0
+        self.a0 = 0
+        self.a1 = 0
+        self.hi = 0
+    def readinto(self, b):
+        got = self.f.readinto(b)
+        if got and b[0] == 10:
+            n = self.n + 1
+            self.n = n
+            if n == L1:
+                gc.collect()
+                gc.disable()
+                self.a0 = gc.mem_alloc()
+            elif n == L2:
+                self.a1 = gc.mem_alloc()
+                gc.enable()
+            elif n > L2:
+                gc.collect()
+                a = gc.mem_alloc()
+                if a > self.hi:
+                    self.hi = a
+        return got
+class Out:
+    def write(self, b):
+        return len(b)
+gc.collect()
+base = gc.mem_alloc()
+import zealfw.main as zm
+inp = In(open("replay.txt", "rb"))
+try:
+    n = zm.run("cfg.json", Out(), inp)
+finally:
+    gc.enable()  # also after a MemoryError with the collector off
+print("@@%%d %%d %%d %%d %%d" %% (n, inp.a1 - inp.a0, inp.hi, base, gc.mem_free() + gc.mem_alloc()))
+"""
+
+
+def _board_config(n):
+    key = hashlib.sha256(b"bench-heap").hexdigest()
+    return json.dumps({"period_ms": 0, "start_delay_ms": 0, "batch": 64, "max_reports": n,
+                       "vector_mode": True, "vector_key": key, "sensor": {"kind": "replay"}})
+
+
+def board_cases(args, vectors):
+    """[(profile, kind, files {name: bytes}, reports a tick)] for the emulated board: every
+    profile with float32 readings (what a board's sensor driver hands over), raw counts where
+    the profile has a calibration, and float64 (a replay's; heap ints on 32 bits)."""
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="zeal-heap-board-") as tmp:
+        for pid in args.profile or PROFILES + TABLES + TUPLES:
+            if pid in TUPLES:
+                doc = tuple_profile(pid)
+                kinds = args.kind or ["f32", "f64"]
+                per = getattr(doc, "t", 1) if doc.kind == "shuffle" else 1
+            else:
+                doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
+                kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
+                per = 1
+            for kind in kinds:
+                if kind == "raw" and pid in TUPLES:
+                    continue
+                work = os.path.join(tmp, "%s-%s" % (pid, kind))
+                os.makedirs(work)
+                if pid in TUPLES:
+                    lay_out_tuple(work, doc, 1, BOARD_LINES, kind)
+                else:
+                    lay_out(work, doc, kind, 1, BOARD_LINES)
+                files = {}
+                for name in sorted(os.listdir(work)):  # a multi profile is several files
+                    if name in ("cfg1.json", "cfg2.json"):
+                        continue
+                    with open(os.path.join(work, name), "rb") as fh:
+                        files[name] = fh.read()
+                files["cfg.json"] = _board_config(BOARD_LINES).encode()
+                cases.append((pid, kind, files, per))
+    return cases
+
+
+def board_rows(args, vectors, compiled):
+    """(rows, None) with rows [(profile, kind, B/report, B/tick, live heap B, heap B)] of
+    the loop on the emulated board, or (None, the line saying why not)."""
+    if args.no_board:
+        return None, None
+    import qemu_board as Q
+    from mpremote.transport_serial import SerialTransport
+
+    try:
+        fw = Q.build(quiet=True)
+    except Q.BuildError as exc:
+        return None, "emulated-board figures skipped: %s" % str(exc).splitlines()[0]
+    rows = []
+    cases = board_cases(args, vectors)
+    with Q.QemuBoard(fw) as board:
+        t = SerialTransport(board.port, baudrate=115200)
+        try:
+            t.enter_raw_repl(soft_reset=True)
+            for d in ("/lib", "/lib/zealfw"):
+                t.fs_mkdir(d)
+            for f in sorted(os.listdir(os.path.join(compiled, "zealfw"))):
+                with open(os.path.join(compiled, "zealfw", f), "rb") as fh:
+                    t.fs_writefile("/lib/zealfw/" + f, fh.read())
+            for pid, kind, files, per in cases:
+                t.enter_raw_repl(soft_reset=True)  # the last run's heap freed
+                for name, data in files.items():
+                    t.fs_writefile("/" + name, data)
+                t.enter_raw_repl(soft_reset=True)  # a fresh heap, as at boot
+                ticks = BOARD_REPORTS // per
+                out, err = t.exec_raw(BOARD_DRIVER % {"l1": BOARD_L1, "l2": BOARD_L1 + ticks},
+                                      timeout=600)
+                line = [ln for ln in out.decode().splitlines() if ln.startswith("@@")]
+                if err or not line:
+                    tail = (out + err).decode("utf-8", "replace").strip().splitlines()
+                    rows.append((pid, kind, None, None, None, tail[-1] if tail else "?"))
+                    print("  board %s %s: %s" % (rows[-1][:2] + rows[-1][-1:]), file=sys.stderr)
+                    continue
+                n, alloc, live, base, heap = (int(v) for v in line[0][2:].split())
+                rows.append((pid, kind, alloc / float(ticks * per), alloc / float(ticks),
+                             live - base, heap))
+                print("  board %s %s: %.0f B/report" % (pid, kind, alloc / float(ticks * per)),
+                      file=sys.stderr)
+        finally:
+            t.close()
+    return rows, None
+
+
+def print_board(rows, why, rows32):
+    if rows is None:
+        if why:
+            print(why)
+        return
+    print("emulated board (MicroPython's QEMU port, MPS2-AN385 Cortex-M3: 32-bit, 31-bit small "
+          "ints, float32; firmware/boards/qemu), the loop from .mpy, vector mode, replay on "
+          "the input, batch 64:")
+    print("%-14s %-4s %14s %12s %16s %14s" % ("profile", "kind", "alloc B/report",
+                                              "alloc B/tick", "live heap KiB", "min heap f32"))
+    f32 = {r[:2]: r for r in rows32 or ()}
+    for pid, kind, per, tick, live, heap in rows:
+        if per is None:
+            print("%-14s %-4s failed: %s" % (pid, kind, heap))
+            continue
+        t = f32.get((pid, kind))
+        print("%-14s %-4s %14.0f %12.0f %16.1f %14s" % (
+            pid, kind, per, tick, live / 1024.0, "-" if t is None or t[3] is None else t[3]))
+    print("(alloc: heap bytes allocated over the ticks of %d reports with the collector off, start-up "
+          "excluded, per wire report and per tick (a shuffle tick sends t reports); live heap: "
+          "the largest gc.mem_alloc() after a collection at a tick's reading, over the ticks "
+          "after, less the heap in use before the firmware was imported; min heap f32: the "
+          "float32 unix build's smallest heap, KiB, above)" % BOARD_REPORTS)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=int, default=400, help="reports in the small-heap run")
@@ -560,6 +732,9 @@ def main(argv=None):
     ap.add_argument("--no-bisect", action="store_true", help="skip the smallest-heap search")
     ap.add_argument("--no-f32", action="store_true",
                     help="skip the float32 build's figures (built from ZEAL_MICROPYTHON_SRC)")
+    ap.add_argument("--no-board", action="store_true",
+                    help="skip the emulated board's figures (tools/qemu_board.py, built from "
+                         "ZEAL_MICROPYTHON_SRC)")
     ap.add_argument("--no-mqtt", action="store_true",
                     help="skip the MQTT board (the %s %s loop publishing to a throw-away "
                          "Mosquitto)" % MQTT_TWIN)
@@ -580,6 +755,7 @@ def main(argv=None):
         f32, f32_why = float32_port(args)
         rows32 = None if f32 is None else loop_rows(f32, tmp, compiled, vectors, args, n1, n2,
                                                     prefix="f32-")
+        board, board_why = board_rows(args, vectors, compiled)
         imports = import_costs(mp, compiled)
         mqtt = None
         if not args.no_mqtt:
@@ -612,6 +788,7 @@ def main(argv=None):
           "importing zealfw.main; steady heap B: heap in use after run(); names: interned "
           "names and the heap they take, never freed)" % args.reports)
     print_float32(rows, rows32, f32_why, args.reports)
+    print_board(board, board_why, rows32)
     print("heap per module when imported, bytes (in this order, qstrs counted once): %s" % (
         ", ".join("%s %d" % (m[7:] or "__init__", b) for m, b in imports)))
     print(".mpy footprint, bytes: %d total (%s)" % (
