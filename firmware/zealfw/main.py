@@ -17,11 +17,20 @@
 #                 (default: repl; the mqtt keys and what they do: zealfw/mqtt_cfg.py,
 #                 zealfw/mqtt_out.py)
 #   watchdog_ms   0      machine.WDT timeout, 0..8388 (RP2040's maximum; 0: no watchdog)
+#                        (a board without machine.WDT stops with STATUS CONFIG, as it does
+#                        for an adc sensor without machine.ADC or a uart output without
+#                        machine.UART; `zeal flash` refuses such a config before copying)
 #   write_timeout_ms 250 a frame the output has not taken after this long is dropped and
 #                        counted (STATUS frames_dropped); the watchdog is fed meanwhile
 #   start_delay_ms 2000  grace period at boot, before Ctrl-C is disabled (repl output)
 #   crash_reset_ms 10000 after an unexpected error: STATUS CRASH, then machine.reset()
-#                        this long after (0: stay in the REPL)
+#                        this long after (0: stay in the REPL). The wait takes "!stop"
+#                        (STATUS STOPPED, the REPL; with watchdog_ms also HELD and a reset
+#                        into the held REPL) and Ctrl-C; each crash that resets counts
+#                        itself in the hold file zeal_hold (the number of crashes in a row),
+#                        removed at the first report; after 3 crashes in a row with no report
+#                        the next boot stays in the REPL (and removes the file): no crash
+#                        loop the host's tools cannot break
 #   profile       "zeal_profile.json"
 #   seed          "zeal_seed.bin"  the seed file, rewritten at every boot (needs a writable FS)
 #   vector_mode   false  allow a given generator key (tests only: frames are marked VECTOR)
@@ -42,7 +51,9 @@
 # frame must not stop the board). The way back to the REPL: send the line "!stop" (the host's
 # `zeal stop`), or reset the board and press Ctrl-C within start_delay_ms. With a watchdog
 # running (it cannot be stopped) "!stop" writes the hold file zeal_hold and resets the board;
-# boot() finds the file, removes it and stays in the REPL.
+# boot() finds the file, removes it and stays in the REPL. After a crash the same ways work
+# during the crash_reset_ms wait (zealfw.start.crash), and a board that keeps crashing before
+# its first report stops trying after 3 boots.
 #
 # A shuffle profile's tick makes t reports, its t messages (shared_spec/shuffle.md, "Wire"),
 # all in the one DATA frame: one reading, t reports, whatever the reading.
@@ -269,6 +280,13 @@ def _loop(st):
                 i -= 1
             full = sender.add(k)
             ticks += 1
+            if ticks == 1:  # a report made: crashes in a row (zealfw.start.crash) start again
+                try:
+                    import os
+
+                    os.remove(HOLD_PATH)
+                except (ImportError, OSError):
+                    pass
             if wdt is not None:
                 wdt.feed()
             if period:
@@ -304,23 +322,25 @@ def _loop(st):
 
 
 def boot(config_path="zeal_config.json"):
-    """Entry point for the board's main.py. After a stop with a watchdog running (hold file
-    present) it removes the file and returns at once: the board stays in the REPL.
+    """Entry point for the board's main.py. After a stop with a watchdog running, or after
+    crashes in a row before a first report (hold file present, zealfw.start.take_hold) it
+    removes the file and returns at once: the board stays in the REPL.
 
     A bug must not leave a deployed board silent: an unexpected error is reported as STATUS
     CRASH and the board resets after crash_reset_ms (a watchdog, if configured, would reset
-    it anyway); zealfw.start.crash has the details."""
+    it anyway), unless "!stop" arrives meanwhile; zealfw.start.crash has the details."""
     from . import start
 
     held = start.take_hold(HOLD_PATH)
     del start
     if held:
-        print("zeal: held after a stop; in the REPL. Reset the board to stream again.")
+        print(held)
         return 0
     try:
         return run(config_path)
     except Exception as exc:
         from . import start
 
-        start.crash(exc, config_path)  # returns only where there is nothing to reset
-        raise exc
+        if start.crash(exc, config_path, HOLD_PATH):  # "!stop" during the wait: the REPL
+            return 0
+        raise exc  # where there is nothing to reset, or crash_reset_ms is 0

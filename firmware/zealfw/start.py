@@ -3,8 +3,9 @@
 # (read and type-checked), the streams and the device id. Stage two (zealfw.build) loads the
 # profile (zealfw.profile), derives the boot key (zealfw.seed) and makes the Sender and the
 # source; the mechanism is made last, by zealfw.main, once build is freed. Also the rare
-# ends, imported when they happen: the hold after a stop with a watchdog, the CRASH report.
-# The config keys are documented at the top of main.py.
+# ends, imported when they happen: the hold after a stop with a watchdog, the CRASH report
+# and the count of crashes in a row (both in the hold file). The config keys are documented
+# at the top of main.py.
 #
 # Heap: the profile's loader is the largest start-up module; loading it while this module
 # was alive too was the start's highest peak, hence the split.
@@ -38,9 +39,11 @@ _DEFAULTS = {
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "write_timeout_ms", "start_delay_ms", "crash_reset_ms")
 _INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseconds
-_STATUS_CONFIG = const(5)       # = frames.STATUS_* (frames is not imported in stage one)
+_STATUS_STOPPED = const(4)      # = frames.STATUS_* (frames is not imported in stage one)
+_STATUS_CONFIG = const(5)
 _STATUS_CRASH = const(6)
 _STATUS_HELD = const(7)
+_CRASH_LIMIT = const(3)         # crashes in a row before a first report: then the REPL
 
 
 def _check_config(cfg):
@@ -151,6 +154,17 @@ def prepare(config_path, out, inp):
     dev = device_id(config_path)
     try:
         cfg = load_config(config_path)
+        if cfg["watchdog_ms"]:
+            # before anything starts: a board without machine.WDT would crash at every boot
+            # (a missing machine.ADC or UART is a STATUS CONFIG when the source or the
+            # output is made)
+            try:
+                import machine
+            except ImportError:
+                machine = None
+            if not hasattr(machine, "WDT"):
+                raise ConfigError("watchdog_ms needs machine.WDT: this board has none")
+            machine = None
         if out is None:
             out, inp2, on_repl = _streams(cfg, dev)
             inp = inp if inp is not None else inp2
@@ -193,28 +207,45 @@ def hold(sender, ticks, path):
     machine.reset()
 
 
+# The hold file holds "held" (a stop with a watchdog running: hold) or the number of crashes
+# in a row (crash). Helpers of their own would intern their names for good (heap): inline.
 def take_hold(path):
-    """True (and the file removed) if a stop left the hold file: the board stays in the REPL."""
+    """None (start streaming), or the line boot() prints before it stays in the REPL: a stop
+    with a watchdog left the hold file ("held"), or the board crashed _CRASH_LIMIT times in a
+    row without a report (crash() counts them in the same file; the loop removes it at its
+    first report). The file is removed then: the next reset starts afresh."""
+    try:
+        with open(path) as fh:
+            n = fh.read(8)
+    except OSError:
+        return None
+    n = int(n) if n.isdigit() else 0
+    if 0 < n < _CRASH_LIMIT:
+        return None
     try:
         import os
-    except ImportError:
-        return False
-    try:
-        os.stat(path)
-    except OSError:
-        return False
-    try:
+
         os.remove(path)
-    except OSError:
+    except (ImportError, OSError):
         pass
-    return True
+    if n:
+        return ("zeal: %d crashes in a row before a first report (STATUS CRASH); in the REPL. "
+                "Fix the cause and flash again, or reset the board to try again." % n)
+    return "zeal: held after a stop; in the REPL. Reset the board to stream again."
 
 
-def crash(exc, config_path):
+def crash(exc, config_path, path="zeal_hold"):
     """STATUS CRASH for an unexpected error, then machine.reset() after crash_reset_ms.
-    Returns (so that the caller re-raises) where there is nothing to reset (the unix port)
-    or crash_reset_ms is 0. The private build names the exception's type only (its text
-    could depend on a reading); the debug build sends the text too."""
+
+    The crash loop can always be broken. The wait watches the REPL's input: the line
+    "!stop" (`zeal stop`, `zeal flash`) gets STATUS STOPPED and the REPL (returns True:
+    boot() returns), or with watchdog_ms set (a watchdog may be running) STOPPED, HELD and a
+    reset into the held REPL, as a stop while streaming does; Ctrl-C works too. A crash that
+    resets counts itself in the hold file `path`, which the loop removes at its first
+    report: after _CRASH_LIMIT crashes in a row without one, the next boot stays in the REPL
+    (take_hold). Returns False (so that the caller re-raises) where there is nothing to reset
+    (the unix port) or crash_reset_ms is 0. The private build names the exception's type
+    only (its text could depend on a reading); the debug build sends the text too."""
     try:
         import micropython
 
@@ -237,8 +268,40 @@ def crash(exc, config_path):
 
         reset = machine.reset
     except (ImportError, AttributeError):  # the unix port: nothing to reset
-        return
+        return False
     if not delay:
-        return
-    frames.sleep_ms(delay)  # a window to connect and look before the reset
+        return False
+    n = 1
+    try:
+        with open(path) as fh:
+            n += int(fh.read(8))  # "held" (not a count) is a ValueError
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(path, "w") as fh:
+            fh.write(str(n))
+    except OSError:  # no writable filesystem: no count
+        pass
+    ctl = None
+    try:
+        from .control import Control
+
+        ctl = Control(sys.stdin.buffer)
+    except Exception:  # no input to watch: Ctrl-C only
+        pass
+    t0 = frames.ticks_ms()
+    while frames.ticks_diff(frames.ticks_ms(), t0) < delay:  # a window to connect and look
+        if ctl is not None and ctl.poll() == 1:  # "!stop" (control.CTL_STOP)
+            sender.status(_STATUS_STOPPED, b"stopped")
+            if cfg["watchdog_ms"] and hasattr(machine, "WDT"):
+                hold(sender, 0, path)  # does not return on a board
+            try:
+                import os
+
+                os.remove(path)
+            except (ImportError, OSError):
+                pass
+            return True
+        frames.sleep_ms(50)
     reset()
+    return False

@@ -31,9 +31,13 @@ traceback) and are mapped to one line. Before mpremote runs, the port is opened 
 REPL back (a board at the REPL just prints a SyntaxError). A board whose watchdog runs cannot
 stop it (a machine.WDT, once started, runs until reset): it sends STATUS STOPPED, then HELD,
 and resets into its REPL, held there by a marker file; stop_board waits for the port to come
-back and for the REPL to answer. Then one small `mpremote exec` (PROBE_CODE) checks that the
-board can write and remove a file and has os.urandom, so a board without either is named in
-one line instead of an `[Errno 19]` half-way through the copy.
+back and for the REPL to answer. Then one small `mpremote exec` (probe.probe_code) checks
+that the board can write and remove a file, has os.urandom, and has every feature the config
+asks for (board_needs: machine.WDT for watchdog_ms, machine.ADC for an adc sensor,
+machine.UART for a uart output, socket for MQTT, ...), so a board without one is named in one
+line, with what needs it and what to do instead, before anything is copied: not an
+`[Errno 19]` half-way through the copy, nor a board that cannot start what it was flashed
+for.
 
 .mpy compatibility: bytecode-only .mpy files load on any MicroPython with the same .mpy
 version (v6: MicroPython 1.19 and later; docs.micropython.org reference/mpyfiles). On older
@@ -352,6 +356,51 @@ def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None
     return doc
 
 
+# ---- what the config needs of the board's MicroPython (the probe checks it) ---------------
+def board_needs(cfg, watchdog_flag=False):
+    """{feature: (who, fix)} for every feature of MicroPython beyond a writable filesystem and
+    os.urandom that the config `cfg` (build_config's) needs: a module ("socket") or a module's
+    attribute ("machine.WDT"), what needs it, and what to do on a board without it. Looked up
+    by the probe, never started (a machine.WDT cannot be stopped). `watchdog_flag`: the
+    watchdog came from --watchdog-ms (the fix names the flag). The callable sensor's module
+    is the user's own (not checked); umqtt is installed by flash itself (mip)."""
+    needs = {}
+
+    def need(feature, who, fix):
+        needs.setdefault(feature, (who, fix))
+
+    wd = cfg.get("watchdog_ms", 0)
+    if wd:
+        need("machine.WDT", "watchdog_ms %d" % wd,
+             "flash without --watchdog-ms" if watchdog_flag else
+             "set watchdog_ms to 0 in the config, or flash with --watchdog-ms 0")
+    spec = cfg.get("sensor", {"kind": "replay"})
+    if sensor_kind(cfg) == "adc":
+        who = ("the rp2040 temperature sensor" if is_rp2040_temp(spec) else "the adc sensor")
+        need("machine.ADC", who, "flash with another --sensor")
+        if isinstance(spec.get("pin"), int):  # zealfw/src_adc.py: machine.ADC(machine.Pin(n))
+            need("machine.Pin", who, "flash with another --sensor")
+    out = cfg.get("output", {"kind": "repl"})
+    if out.get("kind") == "uart":
+        need("machine.UART", "output uart", "use output repl")
+        if "tx" in out or "rx" in out:
+            need("machine.Pin", "output uart", "use output repl")
+    elif out.get("kind") == "mqtt":
+        need("socket", "the mqtt output", "flash without --mqtt on a board without networking")
+        # as zealfw/mqtt_cfg.py decides: the tls key, else the URL's scheme; a CA means TLS
+        if (out["tls"] if "tls" in out else str(out.get("url", "")).startswith("mqtts://")) \
+                or out.get("ca") is not None:
+            need("ssl.SSLContext", "mqtts (TLS)", "use an mqtt:// URL")
+        if out.get("wifi_ssid"):
+            need("network.WLAN", "--wifi", "drop --wifi on a board already on a network")
+    return needs
+
+
+def _needs_text(needs):
+    names = ["os.urandom"] + list(needs)
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
 # ---- replay readings from a file on the board ------------------------------------------------
 def _replay_lines(path):
     """(line number, bytes, text) of every line of a replay file as the board reads it: lines
@@ -445,6 +494,7 @@ class Step:
     show: bool = False        # write: print the text in --dry-run
     shown: str = None         # write: the text printed instead of data (credentials hidden)
     port: str = None          # port, probe, mpremote
+    needs: dict = field(default_factory=dict)     # probe: board_needs() of the config
     files: list = field(default_factory=list)     # mpremote: [(local path, board path)]
     wait: float = None        # port: seconds to wait for the board's answer to "!stop"
 
@@ -615,8 +665,10 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     steps.append(Step("port", "open %s, send \"!stop\" and wait up to %g s for STOPPED or "
                               "the REPL (after HELD: for the board to reset into its REPL)"
                       % (port, stop_wait), port=port, wait=stop_wait))
-    steps.append(Step("probe", "mpremote: check that %s can write a file and has os.urandom"
-                      % port, argv=probe_argv(port), port=port))
+    needs = board_needs(cfg, watchdog_flag=watchdog_ms is not None)
+    steps.append(Step("probe", "mpremote: check that %s can write a file and has %s"
+                      % (port, _needs_text(needs)), argv=probe_argv(port, needs), port=port,
+                      needs=needs))
     # main.py last: a board reset half-way never starts a new main.py on an old package
     root_files.append((board_main, BOARD_MAIN))
     files = [(p, "%s/%s" % (BOARD_LIB, os.path.basename(p))) for p in pkg_files] + root_files
@@ -722,8 +774,9 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                 print("      " + stop_text(stop_board(step.port, wait=step.wait, out=out),
                                             step.port, step.wait), file=out, flush=True)
             elif step.kind == "probe":
-                run_probe(step.argv, step.port, timeout=timeout)
-                print("      the board can write files and has os.urandom", file=out)
+                run_probe(step.argv, step.port, timeout=timeout, needs=step.needs)
+                print("      the board can write files and has %s" % _needs_text(step.needs),
+                      file=out)
             elif step.kind == "mpremote":
                 run_mpremote(step.argv, step.port, out, timeout=timeout, stage=stage)
         if result_out is not False:
@@ -758,6 +811,8 @@ def plan_doc(port, steps):
             item["commands"] = [list(c) for c in step.commands]
         elif step.kind in ("mpremote", "probe"):
             item["argv"] = list(step.argv)
+            if step.kind == "probe":
+                item["needs"] = list(step.needs)  # besides a filesystem and os.urandom
         elif step.kind == "write":
             item["board_file"] = os.path.basename(step.path)
             if step.show:
@@ -833,8 +888,9 @@ def register(subparsers):
                         "firmware's defaults)")
     p.add_argument("--watchdog-ms", type=_non_negative_int, metavar="MS",
                    help="machine.WDT timeout on the board, 1..%d (the RP2040's maximum), 0 for "
-                        "none; overrides the config's watchdog_ms (default: the config's, "
-                        "else 0)" % WDT_MAX_MS)
+                        "none; a board without machine.WDT is refused before the copy; "
+                        "overrides the config's watchdog_ms (default: the config's, else 0)"
+                        % WDT_MAX_MS)
     p.add_argument("--replay-file", metavar="FILE",
                    help="readings for the replay sensor, one a line (16 hex digits: float64 "
                         "bits, 8: float32 bits, or a decimal raw count), copied to :%s; the "
