@@ -184,11 +184,12 @@ import hashlib
 p = profile.load("zeal_profile.json")
 with open("inputs.json") as f:
     inputs = json.load(f)
+f32_bits = mechanism.float32_bits_from_bytes  # zealfw.reference, loaded before the loop
 z = mechanism.Zeal(p, words.CounterWords(unhexlify(inputs["key"])).next)
 h = hashlib.sha256()
 low = 1 << 30
 for i, x in enumerate(inputs["f32le"]):
-    k = z.perturb_float32(mechanism.float32_bits_from_bytes(unhexlify(x)))
+    k = z.perturb_float32(f32_bits(unhexlify(x)))
     h.update(b"%d," % k)
     if i % 50 == 0:
         low = min(low, gc.mem_free())
@@ -215,7 +216,9 @@ def test_small_heap_reports_match_host(mp_port, tmp_path):
                                                       "f32le": [b.hex() for b in f32]}))
     compiled = tmp_path / "mpy"
     C.compile_tree(str(compiled), C.firmware_sources(include_runner=False))
-    (res,) = _run_mp(SMALL_HEAP, str(tmp_path), heapsize="64k", path=str(compiled))
+    # 68 KiB: 66 measured since issue 19's limb division (zealfw.wide, loaded for this
+    # profile's 53-bit bound 83.9), 63 before
+    (res,) = _run_mp(SMALL_HEAP, str(tmp_path), heapsize="68k", path=str(compiled))
 
     mech = ExactZeal(profile=prof, words=CounterWords(key))
     h = hashlib.sha256()
@@ -224,7 +227,7 @@ def test_small_heap_reports_match_host(mp_port, tmp_path):
         h.update(b"%d," % k)
     assert res["digest"] == h.hexdigest()
     assert res["clamped"] == mech.clamped > 0
-    assert res["heap"] <= 64 * 1024
+    assert res["heap"] <= 68 * 1024
 
 
 # ---- (d) device behaviours on the unix port --------------------------------------------------

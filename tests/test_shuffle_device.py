@@ -769,8 +769,13 @@ def test_shuffle_board_needs_a_tuple_source(mp_port, tmp_path):
 # The costliest privacy check (delta 2^-1074, d 64, t 64: E_LO^m with m ~ 750, decided by
 # its bounds) completes from 69 KiB on (73 failed once: fitting is not monotone in the heap
 # size, fragmentation), as the d = 64 vector profile of t = 5 does (66).
-SHUFFLE_HEAP_K = 45
-WORST_HEAP_K = 76
+# Issue 19 (the sampling path on small ints for 32-bit boards: the messages in a list, the
+# fixed-fraction BERNOULLI of zealfw.bern) costs heap here, on the 64-bit port: d = 4, t = 3
+# fits at 42, 44, 47 and from 49 KiB on (not 43, 45, 46, 48); the costliest check at 72-74
+# and from 79 on (not 75-78); on the emulated board (32-bit) the loop's live heap is 26-37
+# KiB (tools/bench_heap.py).
+SHUFFLE_HEAP_K = 49
+WORST_HEAP_K = 80
 LOOP_PER_REPORT = 256
 
 

@@ -129,7 +129,7 @@ MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.pfile", "zealfw.prof
            "zealfw.tsample", "zealfw.words", "zealfw.sources", "zealfw.src_replay",
            "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.frames",
            "zealfw.framing", "zealfw.build", "zealfw.mstart", "zealfw.mprofile",
-           "zealfw.msample", "zealfw.sprofile", "zealfw.sgamma", "zealfw.srand",
+           "zealfw.msample", "zealfw.bern", "zealfw.wide", "zealfw.sprofile", "zealfw.sgamma", "zealfw.srand",
            "zealfw.src_tuple")
 
 IMPORTS = """

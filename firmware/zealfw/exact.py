@@ -50,15 +50,25 @@ def init_zeal(self, profile, words):
     kn //= g
     kd = dn // g
     self._lo = (lon, _log2(lod), lod)  # lo = lon / lod = lon 2^-la
-    # bits brought down per long-division step, keeping r 2^s + g Kn below 2^62
-    s1 = 61 - _bits_of(kd if kd > kn else kn)
-    s0 = 62 - _bits_of(kd)
+    # bits brought down per long-division step, keeping r 2^s + g Kn below 2^30: a small
+    # int on a 32-bit board too (31-bit small ints); r < Kd, g < 2^s. A Kd from 2^29 on
+    # (bounds that are not short dyadic numbers, e.g. hi = 83.9) is a heap int on 32 bits
+    # anyway: then as many bits a step as 64-bit small ints allow, for the fewest steps.
+    top = 61 if kd >> 29 else 29
+    s1 = top - _bits_of(kd if kd > kn else kn)
+    s0 = top + 1 - _bits_of(kd)
     # Constants read together are kept together, as tuples (_lo, _div, _fin, _raw): an
     # instance's attributes live in a hash table that grows one step per attribute, each
     # step a new block while the old one is alive, and this is made at the start's fullest
     # heap. With at most 12 attributes the table stays at 192 bytes (at 13 it takes a
     # 272-byte block, at 18 a 368-byte one). Unpacking a tuple allocates nothing.
-    self._div = (kn, kd, e, s1 if s1 > 0 else 1, s0 if s0 > 0 else 1)
+    # a Kd from 2^29 to 2^56 with Kn < 2^28: the division in 28-bit limbs (zealfw.wide)
+    wide = None
+    if kd >> 29 and not kd >> 56 and not kn >> 28:
+        from .wide import _Wide
+
+        wide = _Wide(kd)
+    self._div = (kn, kd, e, s1 if s1 > 0 else 1, s0 if s0 > 0 else 1, wide)
     # _finish's: T as 8 little-endian bytes, UNIFORM(Nc), UNIFORM(N - Nc), Nc
     self._fin = (struct.pack("<Q", profile.threshold), _Uniform(profile.n_window),
                  _Uniform(steps), profile.n_window)

@@ -193,12 +193,14 @@ def _loop(st):
         kbd = micropython
         kbd.kbd_intr(-1)
     debug = cfg["debug"]
-    p_raw, p_f32, p_f64 = mech.perturb_raw, mech.perturb_float32, mech.perturb_f64
+    p_raw, p_f32, p_f64 = mech.perturb_raw, mech.perturb_f32, mech.perturb_f64
     pub_f64, pub_a, pub_b = public
-    # reports a tick: 1, or a shuffle profile's t messages, which low(k) holds as one int,
-    # message l at bit l * sender.bits (zealfw.mstart made the batch a multiple of it, so a
-    # tick's reports share one DATA frame and frames still leave only at tick starts)
-    per, bits, mask = mech.reports, sender.bits, sender._mask
+    # reports a tick: 1, or a shuffle profile's t messages, which the sampler keeps in its
+    # list .msgs (one int of t messages could pass 2^30: a heap int on a 32-bit board);
+    # zealfw.mstart made the batch a multiple of t, so a tick's reports share one DATA
+    # frame and frames still leave only at tick starts
+    per = mech.reports
+    msgs = mech.msgs if per > 1 else None
     ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
     cfg = None           # the config's dict is not needed while sampling: free it
@@ -261,7 +263,7 @@ def _loop(st):
                     if kind == _KIND_F64:
                         k = p_f64(value, source.lo)
                     elif kind == _KIND_F32:
-                        k = p_f32(value)
+                        k = p_f32(value, source.lo)
                     else:
                         k = p_raw(value)
                 except ReadingError:  # NaN, infinity, a raw count without calibration, type
@@ -272,13 +274,11 @@ def _loop(st):
                     k = p_f64(pub_a, pub_b)
                 else:
                     k = mech.perturb(pub_a, pub_b)
-            k = mech.low(k)
-            i = per
-            while i > 1:  # all but the last report of the tick, the low bits first
-                sender.add(k & mask)
-                k >>= bits
-                i -= 1
-            full = sender.add(k)
+            if msgs is None:
+                full = sender.add(mech.low(k))
+            else:
+                for i in range(per):  # the tick's messages, message 0 first
+                    full = sender.add(msgs[i])
             ticks += 1
             if ticks == 1:  # a report made: crashes in a row (zealfw.start.crash) start again
                 try:

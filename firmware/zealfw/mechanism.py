@@ -47,9 +47,9 @@ _F64_BIAS = const(1075)     # 1023 + 52: value = mantissa * 2^(e - 1075)
 _F32_EXP_MAX = const(0xFF)
 _F32_BIAS = const(150)      # 127 + 23
 _M32 = const(0xFFFFFFFF)
-_SMALL_N = const(1 << 30)   # uniform_below's multiply-high path: n * 2^32 < 2^62
-_CHUNK = const(8)           # long division: bits brought down per step (with divisor < 2^54)
-_BIG_Q = const(54)          # from 2^54 on, _bernoulli_frac divides one bit at a time
+_CHUNK = const(8)           # long division: bits brought down per step (with divisor < 2^22)
+_BIG_Q = const(22)          # from 2^22 on, _bernoulli_frac divides one bit at a time
+_BYTE_N = const(1 << 22)    # _Uniform's byte path: every value below 256 n <= 2^30
 _RAW_Q = const(61)          # a raw count's divisor below 2^61: small ints only (_raw_pos)
 
 
@@ -80,66 +80,78 @@ def _below(b, o, c):
     return False
 
 
-def _half(b, o):
-    # the u32 at b[o:o+4], little-endian (o + 4: the high half of the word at o)
-    return b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)
-
-
 class _Uniform:
     """UNIFORM(n) of mechanism.md on a word cursor: u = w // d, d = 2^64 // n, accepted when
-    u < n; the same u and the same words as `uniform_below`, computed from the word's 32-bit
-    halves wh, wl (w = wh 2^32 + wl) so that no 64-bit integer is formed.
+    u < n; the same u and the same words as `uniform_below`, with no 64-bit integer formed.
 
-    n < 2^30 (multiply-high): accept iff w < n d (u = floor(w/d) < n <=> w/d < n). Then
-    with v = floor(w n / 2^64) = floor((wh n + floor(wl n / 2^32)) / 2^32) (nested floors
-    of divisions by powers of two are one floor), u is v or v + 1: w/d >= w n / 2^64 as
-    n d <= 2^64, and w/d - w n/2^64 = w (2^64 - n d)/(d 2^64) < (n d) n / (d 2^64) =
-    n^2 / 2^64 < 1 for the accepted w < n d. So u = v + 1 exactly when (v + 1) d <= w,
-    compared in halves. Every product is below 2^62: wh n, wl n < 2^32 n; (v + 1) dh and
-    (v + 1) dl < 2^30 2^32; (v + 1) d <= n d <= 2^64 so its high half is <= 2^32.
+    n < 2^22 (every window of a grid profile up to 22 bits, a table row of small weights),
+    on a 32-bit board too, whose small ints have 31 bits: accept iff w < n d (u =
+    floor(w/d) < n <=> w < n d), compared byte by byte with n d's bytes (`_below`). Then
+    v = floor(w n / 2^64) is carried up w's bytes, least significant first (c = (c + b_i n)
+    >> 8; every value below 256 n <= 2^30); the bytes shifted out are those of L = w n mod
+    2^64. u is v or v + 1 (w/d >= w n / 2^64 as n d <= 2^64, and w/d - w n/2^64 =
+    w (2^64 - n d)/(d 2^64) < n^2/2^64 < 1 for the accepted w < n d), and with rho = 2^64 -
+    n d < n, d = (2^64 - rho)/n: u = v + 1 <=> (v + 1) d <= w <=> (v + 1)(2^64 - rho) <=
+    v 2^64 + L <=> 2^64 - L <= (v + 1) rho. As (v + 1) rho <= n (n - 1) < 2^44, that needs
+    L > 2^64 - 2^44, so L's top two bytes 0xFF: unless both are (probability about 2^-16),
+    u = v; if both are, u = w // d is computed whole (heap ints, rarely).
 
-    n >= 2^30 (so d <= 2^34): schoolbook long division of the digits wh, wl >> 16,
-    wl & 0xFFFF by d; every partial remainder is < d, so each dividend r 2^16 + digit is
-    < 2^50 and each quotient digit after the first is < 2^16; u = floor(w / d) exactly.
+    n >= 2^22 (a grid of 23 bits or more, whose report is near a heap int on 32 bits anyway;
+    a table's rows use zealfw.tsample's limbs): w // d by long division of three digits
+    of w (small ints on 64 bits).
     """
 
     def __init__(self, n):
+        # the constants draw reads, one tuple (a table profile swaps a row's in with one
+        # assignment): (n, lim), lim the 8 little-endian bytes of n d (None when n d = 2^64:
+        # every word is accepted); from 2^22 on also d
         d = _WORD // n
         lim = n * d  # <= 2^64
-        self.n = n
-        self.d = d
-        self.small = n < _SMALL_N
-        self.lh = lim >> 32
-        self.ll = lim & _M32
-        self.dh = d >> 32
-        self.dl = d & _M32
+        b = None if lim == _WORD else struct.pack("<Q", lim)
+        if n < _BYTE_N:
+            self.c = (n, b)
+        else:
+            self.c = (n, b, d)
 
     def draw(self, words):
-        n = self.n
+        k = self.c
+        n = k[0]
+        lim = k[1]
+        if n >= _BYTE_N:
+            d = k[2]
+            while True:
+                o = words.advance()
+                b = words.block
+                if lim is not None and not _below(b, o, lim):
+                    continue  # w >= n d: rejected
+                # schoolbook long division of w's digits wh, wl >> 16, wl & 0xFFFF by d
+                # (d <= 2^42): every partial remainder is < d, so each dividend r 2^16 +
+                # digit is < 2^58 and each quotient digit after the first < 2^16 (small ints
+                # on 64 bits, heap ints on 32); u = floor(w / d) exactly
+                wh = b[o + 4] | (b[o + 5] << 8) | (b[o + 6] << 16) | (b[o + 7] << 24)
+                wl = b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)
+                q = wh // d
+                t = ((wh - q * d) << 16) | (wl >> 16)
+                q2 = t // d
+                t = ((t - q2 * d) << 16) | (wl & 0xFFFF)
+                return (((q << 16) | q2) << 16) | (t // d)
         while True:
             o = words.advance()
             b = words.block
-            wh = _half(b, o + 4)
-            wl = _half(b, o)
-            if self.small:
-                lh = self.lh
-                if wh > lh or (wh == lh and wl >= self.ll):
-                    continue  # w >= n d: rejected
-                v = (wh * n + ((wl * n) >> 32)) >> 32
-                p = (v + 1) * self.dl
-                h = (v + 1) * self.dh + (p >> 32)
-                p &= _M32
-                if h < wh or (h == wh and p <= wl):
-                    v += 1
-                return v
-            d = self.d
-            q = wh // d
-            t = ((wh - q * d) << 16) | (wl >> 16)
-            q2 = t // d
-            t = ((t - q2 * d) << 16) | (wl & 0xFFFF)
-            u = (((q << 16) | q2) << 16) | (t // d)
-            if u < n:
-                return u
+            if lim is not None and not _below(b, o, lim):
+                continue  # w >= n d: rejected
+            c = 0
+            i = o
+            e = o + 6
+            while i < e:
+                c = (c + b[i] * n) >> 8
+                i += 1
+            c += b[i] * n
+            t = c & 0xFF       # byte 6 of L
+            c = (c >> 8) + b[i + 1] * n
+            if t == 0xFF and c & 0xFF == 0xFF:
+                return struct.unpack_from("<Q", b, o)[0] // (_WORD // n)
+            return c >> 8
 
 
 def _bernoulli_frac(r, low, f, q, words):
@@ -155,13 +167,17 @@ def _bernoulli_frac(r, low, f, q, words):
     comparing each word's bytes, most significant first, with these digits decides U < F at
     the first difference exactly as `bernoulli` does at the word; a tie on all eight reads
     the next word, unless nothing is left (r and the unused bits of low are 0): then F's
-    expansion has ended and U >= F (`bernoulli`'s rem == 0). With q < 2^54 every r 2^8
-    stays below 2^62 (a small int on the unix port). With 2^54 <= q the digits of r/q are
-    made one bit at a time (r = 2 r; the bit is r >= q, then r -= q): the same long
-    division in base 2, whose 8 bits are the base-256 digit; every value stays below 2 q,
-    so below 2^62 while q < 2^61 (a raw count's calibrated divisor, see `_raw_pos`).
+    expansion has ended and U >= F (`bernoulli`'s rem == 0). With q < 2^22 every r 2^8
+    stays below 2^30 (a small int on a 32-bit board, whose small ints have 31 bits). With
+    2^22 <= q < 2^29 the digits of r/q are made one bit at a time (r = 2 r; the bit is
+    r >= q, then r -= q): the same long division in base 2, whose 8 bits are the base-256
+    digit; every value stays below 2 q < 2^30. From 2^29 on q is a heap int on 32 bits
+    anyway: 8 bits a step again while r 2^8 < 2^62 (q < 2^54, small on 64 bits), one bit a
+    step beyond (values below 2 q, small on 64 bits while q < 2^61).
     """
-    big = q >> _BIG_Q
+    if type(q) is not int:  # a zealfw.wide._Wide divisor, which holds the remainder
+        return q._bernoulli_frac(low, f, words)
+    big = (q >> _BIG_Q and not q >> 29) or q >> 54
     while True:
         o = words.advance()
         b = words.block
@@ -305,7 +321,9 @@ class Zeal:
             if y:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
-        kn, kd, ke, s1, s0 = self._div  # pos = (x - lo) Kn 2^ke / Kd
+        kn, kd, ke, s1, s0, wide = self._div  # pos = (x - lo) Kn 2^ke / Kd
+        if wide is not None:  # Kd in limbs (zealfw.wide): small ints on 32 bits
+            return wide._divide(self, y, kn, m0 + ke)
         return self._divide(y, kn, kd, m0 + ke, s1, s0)
 
     def sample(self, n, d):
@@ -321,7 +339,7 @@ class Zeal:
                 self.clamped += 1
             return self._finish(0, 0, 0, 0, 1)
         # (a divisor this large is a heap int anyway: one step each, fewest operations)
-        kn, kd, ke, _, _ = self._div
+        kn, kd, ke, _, _, _ = self._div
         return self._divide(y, kn, d * lod * kd, ke, 64, 64)
 
     def perturb(self, n, d):
@@ -356,13 +374,22 @@ class Zeal:
         return self._k_lo + self._dyadic(f, e - _F64_BIAS)
 
     def perturb_float32(self, bits):
-        """One report for a float32 bit pattern (an int below 2^32): sign | 8-bit biased
-        exponent | 23-bit fraction, decoded to f 2^(e - 150) with integers only (a pattern is
-        below 2^32, a small int on the unix port; comparisons and masks never allocate)."""
+        """One report for a float32 bit pattern (an int below 2^32)."""
         if type(bits) is not int or bits < 0 or bits > _M32:
             raise ReadingError("type", "float32 pattern must be an int in [0, 2^32)")
-        t = bits >> 23           # sign and exponent
-        f = bits & 0x7FFFFF
+        return self.perturb_f32(bits >> 16, bits & 0xFFFF)
+
+    def perturb_f32(self, hi, lo):
+        """One report for the float32 whose bit pattern is hi 2^16 + lo (two 16-bit halves,
+        as the sources hand them over: a pattern from 2^30 on, every reading of magnitude
+        2 or more, would be a heap int on a 32-bit board): sign | 8-bit biased exponent |
+        23-bit fraction, decoded to f 2^(e - 150) with small ints only. Exactly
+        perturb_float32 of hi 2^16 + lo."""
+        if (type(hi) is not int or type(lo) is not int or hi < 0 or lo < 0 or hi > 0xFFFF
+                or lo > 0xFFFF):
+            raise ReadingError("type", "float32 halves must be ints in [0, 2^16)")
+        t = hi >> 7              # sign and exponent: (hi 2^16 + lo) >> 23
+        f = ((hi & 0x7F) << 16) | lo
         e = t & _F32_EXP_MAX
         if e == _F32_EXP_MAX:
             raise ReadingError("nan" if f else "inf")

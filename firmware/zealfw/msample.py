@@ -19,6 +19,7 @@ single-attribute packer appends an m-bit report. HELLO announces bits = 0; a DAT
 holds at most min(batch, 13264 // longest report) reports (MAX_BODY).
 """
 from . import frames, mechanism
+from .bern import Bern
 
 _ONE = 1 << 32
 
@@ -47,8 +48,9 @@ class Zeal:
         names = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits",
                  "cal", "fingerprint", "table")
         for a in attrs:
-            if len(a) == 2:  # OUE: (c, ratio_num)
-                parts.append((None, a[0], a[1] + _ONE))
+            if len(a) == 2:  # OUE: (c, BERNOULLI(1/2), BERNOULLI(2^32 / (ratio_num + 2^32)))
+                parts.append((None, a[0], Bern(1, 2),
+                              Bern(_ONE, a[1] + _ONE)))
                 widths.append(a[0])
                 continue
             f = _F()
@@ -123,11 +125,12 @@ class Zeal:
                 if not 0 <= x < c:
                     x = 0
                 y = 0
+                half, other = p[2], p[3]
                 for v in range(c):
                     if v == x:
-                        b = mechanism._bernoulli_frac(1, 0, 0, 2, words)
+                        b = half.draw(words)
                     else:
-                        b = mechanism._bernoulli_frac(_ONE, 0, 0, p[2], words)
+                        b = other.draw(words)
                     y |= b << v
                 val[i] = y
                 continue
@@ -136,7 +139,7 @@ class Zeal:
                 if kind == 2:
                     y = z.perturb_f64(src.vals[j], src.los[j]) - p[3]
                 elif kind == 1:
-                    y = z.perturb_float32(src.vals[j]) - p[3]
+                    y = z.perturb_f32(src.vals[j], src.los[j]) - p[3]
                 elif kind == 0:
                     y = z.perturb_raw(src.vals[j]) - p[3]
             except mechanism.ReadingError:
@@ -146,7 +149,7 @@ class Zeal:
             val[i] = y
         return self
 
-    perturb_float32 = perturb_raw  # bound by zealfw.main's loop; a tuple source's kind is 0
+    perturb_f32 = perturb_raw  # bound by zealfw.main's loop; a tuple source's kind is 0
     perturb_f64 = perturb
 
 

@@ -1,7 +1,9 @@
 # Sensor sources: what they share. A source's `read()` returns one reading's value, an int,
 # and sets `.kind`:
 #   KIND_RAW  - a raw count, turned into a reading by the profile's exact calibration
-#   KIND_F32  - a float32 bit pattern (what struct.pack('<f', x) gives)
+#   KIND_F32  - a float32 bit pattern (what struct.pack('<f', x) gives), returned as its
+#               high 16 bits with the low 16 bits in `.lo` (a pattern from 2^30 on, every
+#               reading of magnitude 2 or more, would be a heap int on a 32-bit board)
 #   KIND_F64  - a float64 bit pattern, returned as its high 32 bits with the low 32 bits in
 #               `.lo` (so no 64-bit int is made: above 2^62 it would be a heap int)
 # or None when the source is exhausted (replay). A reading is never handed on as a float:

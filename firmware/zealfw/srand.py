@@ -11,10 +11,11 @@ tuple source hands over (zealfw.src_tuple):
         if BERNOULLI(gamma_num, gamma_den): y_l = UNIFORM(k + 1)        (the blanket)
         else: y_l = b + BERNOULLI(r, q), with x k = b + r/q, x = (v - lo_c)/(hi_c - lo_c)
               clamped to [0, 1] (an invalid reading: x = 1/2)
-    result = sum over l of (c_l | y_l << ceil(log2 d)) << (l P)
+    message l = c_l | y_l << ceil(log2 d)
 
-The result is one int, message l at bit l P; zealfw.main's loop sends it as `reports` (= t)
-wire reports of P bits (the Sender's bits, HELLO announces P), message 0 first, and
+The messages are kept in the list .msgs (low() makes them one int, message l at bit l P,
+for the conformance runner); zealfw.main's loop sends them as `reports` (= t) wire
+reports of P bits (the Sender's bits, HELLO announces P), message 0 first, and
 zealfw.mstart makes the Sender's batch a multiple of t, so a tick's t reports are in one
 DATA frame and frames leave only at tick starts.
 
@@ -27,6 +28,7 @@ float32 pattern (a callable's float) is a valid reading; NaN, an infinity, a raw
 shuffle profile has no calibration) or a bad field is invalid.
 """
 from . import mechanism
+from .bern import Bern
 
 
 class _F:
@@ -61,9 +63,11 @@ class Zeal(mechanism.Zeal):
         cb = 0
         while (d - 1) >> cb:
             cb += 1
-        # the message's constants: (t, gamma_num, gamma_den, UNIFORM(d), UNIFORM(k + 1), k,
+        # the message's constants: (t, BERNOULLI(gamma), UNIFORM(d), UNIFORM(k + 1), k,
         # coordinate bits, message bits P)
-        self._m = (t, gn, gd, mechanism._Uniform(d), mechanism._Uniform(k + 1), k, cb, bits)
+        self._m = (t, Bern(gn, gd), mechanism._Uniform(d),
+                   mechanism._Uniform(k + 1), k, cb, bits)
+        self.msgs = [0] * t  # the tick's messages, message l at index l
 
     @property
     def reports(self):
@@ -75,22 +79,28 @@ class Zeal(mechanism.Zeal):
         return base + mechanism._bernoulli_frac(r, low, f, q, self.words)
 
     def low(self, k):
-        # the t messages travel whole (t P bits): no mask
-        return k
+        """The t messages as one int, message l at bit l P (for the conformance runner and
+        the tests; the loop sends self.msgs one by one, with no such int made)."""
+        pb = self._m[6]
+        out = 0
+        sh = 0
+        for m in self.msgs:
+            out |= m << sh
+            sh += pb
+        return out
 
     def perturb(self, n, d):
         return self.perturb_raw(None)
 
     def perturb_raw(self, src):
-        """The t messages for the tuple source src (None: every reading invalid), message l
-        at bit l P."""
+        """The t messages for the tuple source src (None: every reading invalid), in
+        self.msgs; returns the sampler (low() makes the one int)."""
         words = self.words
-        t, gn, gd, coord, lev, k, cb, pb = self._m
-        out = 0
-        sh = 0
+        t, gamma, coord, lev, k, cb, pb = self._m
+        msgs = self.msgs
         for i in range(t):
             c = coord.draw(words)
-            if mechanism._bernoulli_frac(gn, 0, 0, gd, words):
+            if gamma.draw(words):
                 y = lev.draw(words)
             else:
                 y = -1
@@ -101,11 +111,10 @@ class Zeal(mechanism.Zeal):
                         if kind == 2:
                             y = self.perturb_f64(src.vals[c], src.los[c])
                         elif kind == 1:
-                            y = self.perturb_float32(src.vals[c])
+                            y = self.perturb_f32(src.vals[c], src.los[c])
                     except mechanism.ReadingError:
                         y = -1
                 if y < 0:  # invalid: x = 1/2, x k = k/2
                     y = self._finish(k >> 1, k & 1, 0, 0, 2)
-            out |= (c | (y << cb)) << sh
-            sh += pb
-        return out
+            msgs[i] = c | (y << cb)
+        return self

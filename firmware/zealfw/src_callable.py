@@ -24,6 +24,7 @@ class Source:
         self._buf = bytearray(4)
         self._pack = struct.pack_into
         self.kind = _KIND_RAW
+        self.lo = 0
 
     def read(self):
         try:
@@ -39,5 +40,6 @@ class Source:
             b = self._buf
             self._pack("<f", b, 0, value)
             self.kind = _KIND_F32
-            return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
+            self.lo = b[0] | (b[1] << 8)  # the pattern's halves (sources.py)
+            return b[2] | (b[3] << 8)
         raise SourceError("sensor returned %s" % type(value).__name__)

@@ -15,12 +15,11 @@ _KIND_F32 = const(1)
 _KIND_F64 = const(2)
 
 
-def _hex8(buf, i):
-    """The u32 of the 8 hex digits at buf[i:i+8] (either case), or -1 if one is not a hex
-    digit. Below 2^32: a small int on the unix port (62-bit small ints); on a 32-bit board
-    a value at or above 2^30 is a heap int."""
+def _hex(buf, i, end):
+    """The value of the hex digits at buf[i:end] (either case), or -1 if one is not a hex
+    digit. Four digits make a small int on any port; eight are below 2^32, a small int on
+    the unix port (62-bit small ints), on a 32-bit board a heap int from 2^30 on."""
     v = 0
-    end = i + 8
     while i < end:
         c = buf[i]
         if 48 <= c <= 57:
@@ -39,17 +38,21 @@ def _hex8(buf, i):
 def parse_line(buf, start, end, src):
     """Parse buf[start:end] (spaces already trimmed) into src.kind and the value: 16 hex
     digits a float64 pattern (returned as its high 32 bits, the low 32 bits in src.lo: two
-    8-digit halves, so no 64-bit int is made), 8 a float32 pattern, else a decimal integer
-    (raw count, optional sign). Raises SourceError on anything else. In place: no slice."""
+    8-digit halves, so no 64-bit int is made), 8 a float32 pattern (its high 16 bits, the
+    low 16 in src.lo: no int from 2^30 on, a heap int on a 32-bit board), else a decimal
+    integer (raw count, optional sign). Raises SourceError on anything else. In place: no
+    slice."""
     n = end - start
     if n == 8:
-        v = _hex8(buf, start)
-        if v >= 0:
+        hi = _hex(buf, start, start + 4)
+        lo = _hex(buf, start + 4, end)
+        if hi >= 0 and lo >= 0:
             src.kind = _KIND_F32
-            return v
+            src.lo = lo
+            return hi
     elif n == 16:
-        hi = _hex8(buf, start)
-        lo = _hex8(buf, start + 8)
+        hi = _hex(buf, start, start + 8)
+        lo = _hex(buf, start + 8, end)
         if hi >= 0 and lo >= 0:
             src.kind = _KIND_F64
             src.lo = lo

@@ -4,8 +4,8 @@
 #                                                     of d values
 #   {"kind": "replay"[, "file": F]}                   one line of d comma-separated fields
 # read() returns the source itself (non-None) with, per value c, .kinds[c] (-1 invalid,
-# 0 a raw integer, 1 a float32 pattern, 2 a float64 pattern as its high half in .vals[c] and
-# its low half in .los[c]) and .vals[c]; .kind is 0 (the loop hands the tuple to the
+# 0 a raw integer, 1 a float32 or 2 a float64 pattern, each as its high half in .vals[c]
+# and its low half in .los[c]) and .vals[c]; .kind is 0 (the loop hands the tuple to the
 # sampler's perturb_raw). A value of the wrong type, a bad replay field: that value is
 # invalid (the sampler replaces it: a numeric attribute by its midpoint, a categorical one
 # by 0, a shuffle coordinate by 1/2). A tuple or line with the wrong number of values, and a
@@ -162,8 +162,9 @@ class Source:
                 self.vals[c] = v
             elif isinstance(v, float):
                 self._pack("<f", buf, 0, v)
-                kinds[c] = 1
-                self.vals[c] = buf[0] | (buf[1] << 8) | (buf[2] << 16) | (buf[3] << 24)
+                kinds[c] = 1  # the pattern's halves (zealfw.sources)
+                self.vals[c] = buf[2] | (buf[3] << 8)
+                self.los[c] = buf[0] | (buf[1] << 8)
             else:
                 kinds[c] = -1
         self.kind = 0
