@@ -405,9 +405,14 @@ def test_perturbation_path_fits_32k_and_allocates_little(mp_port, tmp_path, pid)
 # mechanism's set-up; bench_heap measures 31-32 KiB. Compiled as bench_heap does (each .mpy's
 # source name = its module's name). The bound is 34 KiB, not the goal's 32: the raw-count
 # ADC grid (adc-e1-m8) sits at 32-34 KiB depending on heap fragmentation (bench_heap: 34 KiB
-# at 400 reports on the PyPI port), and at 32 it failed in one full run and passed alone;
-# bringing every kind under 32 KiB on 32 bits is issue 19's item 5, still open.
-LOOP_HEAP_K = 34
+# at 400 reports on the PyPI port), and at 32 it failed in one full run and passed alone.
+# Issue 19 put the sampling path on small ints for 32-bit boards: a bound like 83.9 or a raw
+# count's calibration makes a 51- to 61-bit divisor, now divided in 28-bit limbs
+# (zealfw.wide, zealfw.wraw), whose code these 64-bit ports also load: bench_heap measures
+# 34 KiB (hum) and 38 (adc) on the PyPI port, 37 and 42 on the float32 build. The goal is
+# a 32-bit board's, and there it holds: tests/test_board_heap.py (the emulated Cortex-M3:
+# 27-28 KiB free heap for these grids).
+LOOP_HEAP_K = {"pypi": 40, "f32": 44}
 LOOP_PER_REPORT = 256
 
 
@@ -439,7 +444,7 @@ def test_whole_loop_from_mpy_fits_and_allocates_little(mp_port, tmp_path, pid, k
     assert (r1, r2) == (64, 64 + 256)
     per = (a2 - a1) / (r2 - r1)
     assert per <= LOOP_PER_REPORT, per
-    res, err = B.mp_run(mp, work, compiled, "fit", LOOP_HEAP_K)
+    res, err = B.mp_run(mp, work, compiled, "fit", LOOP_HEAP_K[mp_port])
     assert res is not None and res[0] == 64 + 256, err
 
 

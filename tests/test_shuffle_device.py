@@ -771,11 +771,12 @@ def test_shuffle_board_needs_a_tuple_source(mp_port, tmp_path):
 # size, fragmentation), as the d = 64 vector profile of t = 5 does (66).
 # Issue 19 (the sampling path on small ints for 32-bit boards: the messages in a list, the
 # fixed-fraction BERNOULLI of zealfw.bern) costs heap here, on the 64-bit port: d = 4, t = 3
-# fits at 42, 44, 47 and from 49 KiB on (not 43, 45, 46, 48); the costliest check at 72-74
-# and from 79 on (not 75-78); on the emulated board (32-bit) the loop's live heap is 26-37
-# KiB (tools/bench_heap.py).
+# fits at 42, 44, 47 and from 49 KiB on (not 43, 45, 46, 48); the costliest check (the PyPI
+# port, the float32 build) at 72-81 but not 73, 75, 77, 80, 82, 83: fragmentation decides,
+# so the bound is one where both passed, with both neighbours passing on one of them. On the
+# emulated 32-bit board a shuffle loop needs 26-37 KiB (tests/test_board_heap.py).
 SHUFFLE_HEAP_K = 49
-WORST_HEAP_K = 80
+WORST_HEAP_K = 79
 LOOP_PER_REPORT = 256
 
 

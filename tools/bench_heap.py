@@ -129,7 +129,7 @@ MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.pfile", "zealfw.prof
            "zealfw.tsample", "zealfw.words", "zealfw.sources", "zealfw.src_replay",
            "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.frames",
            "zealfw.framing", "zealfw.build", "zealfw.mstart", "zealfw.mprofile",
-           "zealfw.msample", "zealfw.bern", "zealfw.wide", "zealfw.sprofile", "zealfw.sgamma", "zealfw.srand",
+           "zealfw.msample", "zealfw.bern", "zealfw.wide", "zealfw.wraw", "zealfw.sprofile", "zealfw.sgamma", "zealfw.srand",
            "zealfw.src_tuple")
 
 IMPORTS = """
@@ -608,6 +608,66 @@ print("@@%%d %%d %%d %%d %%d" %% (n, inp.a1 - inp.a0, inp.hi, base, gc.mem_free(
 """
 
 
+# Speed: the loop from a replay file (as a board replays one), two runs of SPEED_TICKS[0] and
+# SPEED_TICKS[1] ticks from a fresh start each; the difference of their times over the
+# difference of their reports is the loop's own rate, start-up cancelling out.
+SPEED_TICKS = (100, 1100)
+SPEED_DRIVER = """
+import time
+import zealfw.main as zm
+class Out:
+    def write(self, b):
+        return len(b)
+t0 = time.ticks_ms()
+n1 = zm.run("s1.json", Out(), None)
+t1 = time.ticks_ms()
+n2 = zm.run("s2.json", Out(), None)
+t2 = time.ticks_ms()
+print("@@%d %d %d %d" % (n1, time.ticks_diff(t1, t0), n2, time.ticks_diff(t2, t1)))
+"""
+
+
+# The smallest free heap on the board: after a soft reset (a fresh heap) a ballast
+# bytearray takes all of the free heap but KEEP bytes, then the loop replays the speed
+# file's first SPEED_TICKS[0] ticks; the smallest KEEP (KiB, scanned upward from the loop's
+# live heap: fitting is not monotone in the heap size) in which they all complete is what a
+# board needs free after its boot.
+FIT_DRIVER = """
+import gc
+gc.collect()
+ballast = bytearray(gc.mem_free() - %(keep)d)
+import zealfw.main as zm
+class Out:
+    def write(self, b):
+        return len(b)
+print("@@%%d" %% zm.run("s1.json", Out(), None))
+"""
+
+
+def _board_fits(t, keep_k, n):
+    t.enter_raw_repl(soft_reset=True)
+    try:
+        out, err = t.exec_raw(FIT_DRIVER % {"keep": keep_k * 1024}, timeout=600)
+    except Exception:  # a board that ran out of heap may answer oddly: not a fit
+        return False
+    line = [ln for ln in out.decode().splitlines() if ln.startswith("@@")]
+    return bool(line) and not err and int(line[0][2:]) == n
+
+
+def _speed_files(replay):
+    """The speed runs' files: the case's replay lines repeated to SPEED_TICKS[1] lines, two
+    configs replaying them from the file."""
+    lines = replay.decode().splitlines()
+    lines = (lines * (SPEED_TICKS[1] // len(lines) + 1))[:SPEED_TICKS[1]]
+    key = hashlib.sha256(b"bench-heap").hexdigest()
+    files = {"long.txt": ("\n".join(lines) + "\n").encode()}
+    for name, n in (("s1.json", SPEED_TICKS[0]), ("s2.json", SPEED_TICKS[1])):
+        files[name] = json.dumps({"period_ms": 0, "start_delay_ms": 0, "batch": 64,
+                                  "max_reports": n, "vector_mode": True, "vector_key": key,
+                                  "sensor": {"kind": "replay", "file": "long.txt"}}).encode()
+    return files
+
+
 def _board_config(n):
     key = hashlib.sha256(b"bench-heap").hexdigest()
     return json.dumps({"period_ms": 0, "start_delay_ms": 0, "batch": 64, "max_reports": n,
@@ -629,6 +689,8 @@ def board_cases(args, vectors):
                 doc = table_doc(pid) if pid in TABLES else vectors[pid]["profile"]
                 kinds = args.kind or (["f32", "f64"] + (["raw"] if "cal_gain" in doc else []))
                 per = 1
+            if getattr(args, "case_kinds", None):  # {profile: [kinds]} (tests)
+                kinds = args.case_kinds[pid]
             for kind in kinds:
                 if kind == "raw" and pid in TUPLES:
                     continue
@@ -683,14 +745,39 @@ def board_rows(args, vectors, compiled):
                 line = [ln for ln in out.decode().splitlines() if ln.startswith("@@")]
                 if err or not line:
                     tail = (out + err).decode("utf-8", "replace").strip().splitlines()
-                    rows.append((pid, kind, None, None, None, tail[-1] if tail else "?"))
-                    print("  board %s %s: %s" % (rows[-1][:2] + rows[-1][-1:]), file=sys.stderr)
+                    rows.append((pid, kind, None, None, None, tail[-1] if tail else "?", None,
+                                 None))
+                    print("  board %s %s: %s" % (rows[-1][:2] + rows[-1][5:6]), file=sys.stderr)
                     continue
                 n, alloc, live, base, heap = (int(v) for v in line[0][2:].split())
+                rate = None
+                if kind != "f64" and not getattr(args, "no_speed", False):
+                    # the boards' reading kinds (a float64 replay is a test's)
+                    t.enter_raw_repl(soft_reset=True)
+                    for name, data in _speed_files(files["replay.txt"]).items():
+                        t.fs_writefile("/" + name, data)
+                    t.enter_raw_repl(soft_reset=True)
+                    out, err = t.exec_raw(SPEED_DRIVER, timeout=600)
+                    sp = [ln for ln in out.decode().splitlines() if ln.startswith("@@")]
+                    if sp and not err:
+                        n1, ms1, n2, ms2 = (int(v) for v in sp[0][2:].split())
+                        if ms2 > ms1:
+                            rate = (n2 - n1) * per * 1000.0 / (ms2 - ms1)
+                need = None
+                if kind != "f64" and not args.no_bisect:
+                    if getattr(args, "no_speed", False):  # the fit runs replay its files
+                        t.enter_raw_repl(soft_reset=True)
+                        for name, data in _speed_files(files["replay.txt"]).items():
+                            t.fs_writefile("/" + name, data)
+                    k = max(8, (live - base) // 1024)
+                    while k <= 128 and not _board_fits(t, k, SPEED_TICKS[0]):
+                        k += 1
+                    need = k if k <= 128 else None
                 rows.append((pid, kind, alloc / float(ticks * per), alloc / float(ticks),
-                             live - base, heap))
-                print("  board %s %s: %.0f B/report" % (pid, kind, alloc / float(ticks * per)),
-                      file=sys.stderr)
+                             live - base, heap, rate, need))
+                print("  board %s %s: %.0f B/report, %s reports/s" % (
+                    pid, kind, alloc / float(ticks * per), "-" if rate is None else "%.0f" % rate),
+                    file=sys.stderr)
         finally:
             t.close()
     return rows, None
@@ -704,21 +791,28 @@ def print_board(rows, why, rows32):
     print("emulated board (MicroPython's QEMU port, MPS2-AN385 Cortex-M3: 32-bit, 31-bit small "
           "ints, float32; firmware/boards/qemu), the loop from .mpy, vector mode, replay on "
           "the input, batch 64:")
-    print("%-14s %-4s %14s %12s %16s %14s" % ("profile", "kind", "alloc B/report",
-                                              "alloc B/tick", "live heap KiB", "min heap f32"))
+    print("%-14s %-4s %14s %12s %14s %14s %14s %10s" % (
+        "profile", "kind", "alloc B/report", "alloc B/tick", "live heap KiB", "free heap KiB",
+        "min heap f32", "reports/s"))
     f32 = {r[:2]: r for r in rows32 or ()}
-    for pid, kind, per, tick, live, heap in rows:
+    for pid, kind, per, tick, live, heap, rate, need in rows:
         if per is None:
             print("%-14s %-4s failed: %s" % (pid, kind, heap))
             continue
         t = f32.get((pid, kind))
-        print("%-14s %-4s %14.0f %12.0f %16.1f %14s" % (
-            pid, kind, per, tick, live / 1024.0, "-" if t is None or t[3] is None else t[3]))
+        print("%-14s %-4s %14.0f %12.0f %14.1f %14s %14s %10s" % (
+            pid, kind, per, tick, live / 1024.0, "-" if need is None else need,
+            "-" if t is None or t[3] is None else t[3], "-" if rate is None else "%.0f" % rate))
     print("(alloc: heap bytes allocated over the ticks of %d reports with the collector off, start-up "
           "excluded, per wire report and per tick (a shuffle tick sends t reports); live heap: "
           "the largest gc.mem_alloc() after a collection at a tick's reading, over the ticks "
-          "after, less the heap in use before the firmware was imported; min heap f32: the "
-          "float32 unix build's smallest heap, KiB, above)" % BOARD_REPORTS)
+          "after, less the heap in use before the firmware was imported; free heap KiB: the "
+          "smallest free heap after boot (the rest taken by a ballast) in which the loop "
+          "completes %d ticks from its start, scanned upward; min heap f32: the "
+          "float32 unix build's smallest heap, KiB, above; reports/s: wire reports a second "
+          "replaying a file at period_ms 0, from two runs of %d and %d ticks, start-up "
+          "cancelling out; free heap and speed not for float64 replays)"
+          % ((BOARD_REPORTS, SPEED_TICKS[0]) + SPEED_TICKS))
 
 
 def main(argv=None):

@@ -428,7 +428,9 @@ class Zeal:
         gives the same numbers with heap ints. Clamping and the Bernoulli on the fraction
         are those of _divide and _dyadic for the same position.
         """
-        q, ai, af, bi, bf, ni, nf = self._raw
+        q, ai, af, bi, bf, ni, nf, wide = self._raw
+        if wide is not None:  # Q in limbs (zealfw.wraw): small ints on 32 bits
+            return wide._raw_pos(self, raw)
         if raw >= 0:
             m = raw
         else:
