@@ -21,15 +21,17 @@ uniform (more only after a rejection). Readings are rejected (ReadingError) befo
 is drawn.
 
 Heap: the sampling path allocates (almost) nothing besides the generator's hash object and
-digest (224 bytes per four words on the 64-bit unix port). A word is never made into an
-int: it is read in place from the digest (`CounterWords.advance()` / `.block`), byte by byte
-for comparisons and as two 32-bit halves for the uniform draw; the reading's position is
-found by a long division whose partial remainders stay below the divisor times 2^8. On the
-unix port (small ints < 2^62) a float32 reading on a profile whose range is a float64 and
-whose grid has up to ~2^20 cells is privatised with small ints only; larger products
-(float64 readings, m near 52, raw counts with a non-dyadic calibration) still work exactly
-with heap ints, only costing some bytes. Each shortcut's exactness argument is in the
-docstring of the function that takes it.
+digest (224 bytes per four words on the 64-bit unix port, 192 on a 32-bit board). A word is
+never made into an int: it is read in place from the digest (`CounterWords.advance()` /
+`.block`), byte by byte for comparisons and for the uniform draw. Every value on the path
+stays below 2^30, a small int on a 32-bit board too (31-bit small ints): a float32 reading
+arrives as two 16-bit halves (`perturb_f32`), the position's long division brings down at
+most as many bits a step as keep r 2^s + g Kn below 2^30, and a divisor from 2^29 on (bounds
+that are not short dyadic numbers, like 83.9; a raw count's calibration) is worked in 28-bit
+limbs by zealfw.wide and zealfw.wraw, loaded only for such profiles. What still makes heap
+ints on 32 bits: float64 readings (a 53-bit mantissa; a test's replay, not a sensor's),
+windows of 2^22 cells or more (m from about 23), divisors from 2^56 on. Each shortcut's
+exactness argument is in the docstring of the function that takes it.
 """
 try:
     from micropython import const
