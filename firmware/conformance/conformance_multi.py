@@ -83,8 +83,8 @@ def _invalid(fields, src):
             ok = kind == 0 and 0 <= v < a[0]
         elif kind == 2:
             ok = (v >> 20) & 0x7FF != 0x7FF
-        elif kind == 1:
-            ok = (v >> 23) & 0xFF != 0xFF
+        elif kind == 1:  # a float32 pattern's high 16 bits (its low 16 in src.los)
+            ok = (v >> 7) & 0xFF != 0xFF
         else:
             ok = kind == 0 and a[8] is not None
         if not ok:

@@ -333,6 +333,20 @@ def main():
         req = None
 
 
+def _where(exc):
+    """' at File "...", line N, in f': the innermost frame of exc's traceback (MicroPython's
+    print_exception), or "" where there is none."""
+    try:
+        import io
+
+        buf = io.StringIO()
+        sys.print_exception(exc, buf)
+        lines = [ln.strip() for ln in buf.getvalue().splitlines() if ln.strip().startswith("File")]
+        return " at " + lines[-1] if lines else ""
+    except Exception:  # CPython (no print_exception), or no heap left even now
+        return ""
+
+
 def _serve(req):
     # one request, answered; a function of its own, so that nothing of the case (its
     # profile text, its sampler) stays referenced from main's frame while the next request
@@ -354,7 +368,7 @@ def _serve(req):
     except MemoryError as exc:
         req = res = None
         gc.collect()
-        emit({"id": rid, "ok": False, "error": "internal:MemoryError:%s" % exc})
+        emit({"id": rid, "ok": False, "error": "internal:MemoryError:%s%s" % (exc, _where(exc))})
     except Exception as exc:  # report, keep serving the next request
         req = res = None
         emit({"id": rid, "ok": False, "error": "internal:%s:%s" % (type(exc).__name__, exc)})

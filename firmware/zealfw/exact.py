@@ -80,8 +80,8 @@ def init_zeal(self, profile, words):
         # raw counts (see _raw_pos): pos = (A + B raw) / Q, reduced, with
         # A = (c0 lod - lon cd) steps hid, B = c1 lod steps hid, Q = cd b; then
         # A = ai Q + af and +-B = bi Q + bf (0 <= af, bf < Q) for raw >= 0 / raw < 0, as
-        # _raw = (Q, ai, af, bi, bf for raw >= 0, bi, bf for raw < 0, the limbs' _WideRaw
-        # or None)
+        # _raw = (Q, ai, af, bi, bf for raw >= 0, bi, bf for raw < 0, the limbs: None, True
+        # or their zealfw.wraw._WideRaw)
         c0, c1, cd = cal
         ra = (c0 * lod - lon * cd) * steps * hid
         rb = c1 * lod * steps * hid
@@ -90,12 +90,9 @@ def init_zeal(self, profile, words):
         ra //= g
         rb //= g
         q //= g
-        raw = (q, ra // q, ra % q, rb // q, rb % q, (-rb) // q, (-rb) % q)
-        wide = None
-        if q >> 29:  # the remainders in 28-bit limbs (zealfw.wraw): small ints on 32 bits
-            from .wraw import _WideRaw
-
-            wide = _WideRaw(q, raw[2], raw[4], raw[6])
-        self._raw = raw + (wide,)
+        # a Q from 2^29 on: the remainders in 28-bit limbs (zealfw.wraw), made at the first
+        # raw count (True until then: a board whose readings are floats never holds them)
+        self._raw = (q, ra // q, ra % q, rb // q, rb % q, (-rb) // q, (-rb) % q,
+                     True if q >> 29 else None)
     self.clamped = 0  # finite readings outside [lo, hi], counted
 

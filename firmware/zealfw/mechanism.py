@@ -432,6 +432,11 @@ class Zeal:
         """
         q, ai, af, bi, bf, ni, nf, wide = self._raw
         if wide is not None:  # Q in limbs (zealfw.wraw): small ints on 32 bits
+            if wide is True:  # the first raw count: make them (once)
+                from .wraw import _WideRaw
+
+                wide = _WideRaw(q, af, bf, nf)
+                self._raw = (q, ai, af, bi, bf, ni, nf, wide)
             return wide._raw_pos(self, raw)
         if raw >= 0:
             m = raw
