@@ -48,8 +48,15 @@ runs the same loops: its B/report and smallest heap are printed beside the 64-bi
 the PyPI port's: it has no frozen modules, so names the PyPI port holds in ROM are interned
 at run time (tests/test_table_device.py's pin says what that costs).
 
+The emulated board (tools/qemu_board.py: MicroPython's QEMU port for a Cortex-M3, 32 bits,
+31-bit small ints, float32; built from ZEAL_MICROPYTHON_SRC; --no-board skips it) runs the
+same loops from .mpy, after a soft reset each: bytes allocated per wire report and per tick
+(the collector off for 64 reports' ticks, start-up excluded), the live heap while sampling,
+the smallest free heap after boot in which the loop completes (a ballast takes the rest;
+with --no-bisect not searched) and reports a second replaying a file at period_ms 0.
+
 Usage: python tools/bench_heap.py [--reports N] [--profile ID] [--kind f32|f64|raw]
-       [--firmware DIR] [--no-bisect] [--no-f32] [--no-mqtt]
+       [--firmware DIR] [--no-bisect] [--no-f32] [--no-board] [--no-mqtt]
        (DIR holds a zealfw/ package; default: this repository's)
 """
 import argparse
