@@ -467,9 +467,9 @@ def test_main_loop_refuses_a_broken_table(mp_port, tmp_path, designer_4bit):
 # 292 (6,061 B) for the grid). A board without frozen modules is in the same place.
 # Issue 19 (the row sums near 2^32 drawn in 28-bit limbs, _WideUniform, so that a 32-bit
 # board samples with small ints: 122-191 B a report there instead of 1,334-1,441) costs
-# heap here: 38 KiB on the PyPI port, 42 on the float32 build (the loop's live heap on the
-# emulated 32-bit board: 26-27 KiB).
-TABLE_HEAP_K = {"pypi": 38, "f32": 42}
+# heap here: 38-39 KiB on the PyPI port (38 failed in one full run), 41-42 on the float32
+# build (the loop's free heap on the emulated 32-bit board: 31-32 KiB).
+TABLE_HEAP_K = {"pypi": 40, "f32": 44}
 LOOP_PER_REPORT = 256
 
 

@@ -651,8 +651,23 @@ print("@@%%d" %% zm.run("s1.json", Out(), None))
 """
 
 
+def _raw_repl(t, tries=4):
+    """mpremote's enter_raw_repl with a soft reset (a fresh heap), retried: on a loaded
+    machine the emulated board can miss mpremote's short wait for its prompt."""
+    from mpremote.transport import TransportError
+
+    for i in range(tries):
+        try:
+            t.enter_raw_repl(soft_reset=True)
+            return
+        except TransportError:
+            if i == tries - 1:
+                raise
+            time.sleep(1.0)
+
+
 def _board_fits(t, keep_k, n):
-    t.enter_raw_repl(soft_reset=True)
+    _raw_repl(t)
     try:
         out, err = t.exec_raw(FIT_DRIVER % {"keep": keep_k * 1024}, timeout=600)
     except Exception:  # a board that ran out of heap may answer oddly: not a fit
@@ -735,17 +750,17 @@ def board_rows(args, vectors, compiled):
     with Q.QemuBoard(fw) as board:
         t = SerialTransport(board.port, baudrate=115200)
         try:
-            t.enter_raw_repl(soft_reset=True)
+            _raw_repl(t)
             for d in ("/lib", "/lib/zealfw"):
                 t.fs_mkdir(d)
             for f in sorted(os.listdir(os.path.join(compiled, "zealfw"))):
                 with open(os.path.join(compiled, "zealfw", f), "rb") as fh:
                     t.fs_writefile("/lib/zealfw/" + f, fh.read())
             for pid, kind, files, per in cases:
-                t.enter_raw_repl(soft_reset=True)  # the last run's heap freed
+                _raw_repl(t)  # the last run's heap freed
                 for name, data in files.items():
                     t.fs_writefile("/" + name, data)
-                t.enter_raw_repl(soft_reset=True)  # a fresh heap, as at boot
+                _raw_repl(t)  # a fresh heap, as at boot
                 ticks = BOARD_REPORTS // per
                 out, err = t.exec_raw(BOARD_DRIVER % {"l1": BOARD_L1, "l2": BOARD_L1 + ticks},
                                       timeout=600)
@@ -760,10 +775,10 @@ def board_rows(args, vectors, compiled):
                 rate = None
                 if kind != "f64" and not getattr(args, "no_speed", False):
                     # the boards' reading kinds (a float64 replay is a test's)
-                    t.enter_raw_repl(soft_reset=True)
+                    _raw_repl(t)
                     for name, data in _speed_files(files["replay.txt"]).items():
                         t.fs_writefile("/" + name, data)
-                    t.enter_raw_repl(soft_reset=True)
+                    _raw_repl(t)
                     out, err = t.exec_raw(SPEED_DRIVER, timeout=600)
                     sp = [ln for ln in out.decode().splitlines() if ln.startswith("@@")]
                     if sp and not err:
@@ -773,7 +788,7 @@ def board_rows(args, vectors, compiled):
                 need = None
                 if kind != "f64" and not args.no_bisect:
                     if getattr(args, "no_speed", False):  # the fit runs replay its files
-                        t.enter_raw_repl(soft_reset=True)
+                        _raw_repl(t)
                         for name, data in _speed_files(files["replay.txt"]).items():
                             t.fs_writefile("/" + name, data)
                     k = max(8, (live - base) // 1024)
