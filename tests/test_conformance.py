@@ -225,8 +225,10 @@ def test_device_is_stricter_than_host_on_whitespace(mp_port):
 
 # ---- the board target, against a raw-REPL emulator on a pty -----------------------------------
 # Speaks the device side of MicroPython's raw REPL as mpremote's SerialTransport drives it
-# (ctrl-A, soft reset, "R\\x00" = no raw-paste, code + ctrl-D -> "OK", output, 0x04, error,
-# 0x04, ">"; ctrl-A, ctrl-B and ctrl-C act while code is typed, as pyexec_raw_repl has them),
+# (ctrl-A, soft reset, code + ctrl-D -> "OK", output, 0x04, error, 0x04, ">"; ctrl-A, ctrl-B
+# and ctrl-C act while code is typed, as pyexec_raw_repl has them; raw-paste mode, "R\\x01"
+# and flow control, as MicroPython has it since 1.14, or with ZEAL_FAKE_RAW_PASTE=0 in its
+# environment "R\\x00" = none, where mpremote sends 256 bytes every 10 ms instead),
 # executing the code with this CPython in a scratch directory that plays the board's
 # filesystem. It proves the harness's use of mpremote (install, exec, lockstep lines, quit,
 # follow) end to end without hardware; the firmware itself then runs under CPython.
@@ -239,6 +241,8 @@ FAKE_BOARD = r"""
 import errno, os, sys, traceback
 os.chdir(sys.argv[1])
 FAULT, TEXT = (sys.argv[2].split(":", 1) + [""])[:2] if len(sys.argv) > 2 else (None, "")
+RAW_PASTE = os.environ.get("ZEAL_FAKE_RAW_PASTE", "1") != "0"
+WINDOW = 128  # raw-paste flow control: half of MicroPython's default 256-byte buffer
 inp = os.fdopen(0, "rb", buffering=0)
 out = os.fdopen(1, "wb", buffering=0)
 
@@ -282,6 +286,22 @@ class Out:
     def flush(self):
         pass
 
+def execute(code, ok):
+    out.write(ok)
+    err = ""
+    saved = sys.stdin, sys.stdout
+    sys.stdin, sys.stdout = In(), Out()
+    try:
+        exec(code.decode(), ns)
+    except OSError as exc:
+        err = "Traceback (most recent call last):\nOSError: [Errno %d] %s\n" % (
+            exc.errno, errno.errorcode.get(exc.errno, "EIO"))
+    except (Exception, KeyboardInterrupt):
+        err = traceback.format_exc()
+    finally:
+        sys.stdin, sys.stdout = saved
+    out.write(b"\x04" + err.replace("\n", "\r\n").encode() + b"\x04>")
+
 raw, ns = False, {}
 while True:
     b = rd()
@@ -300,8 +320,29 @@ while True:
             del sys.modules[name]
         out.write(b"soft reboot\r\nraw REPL; CTRL-B to exit\r\n>")
     elif b == b"\x05":
-        rd(), rd()
-        out.write(b"R\x00")
+        rd(), rd()  # "A", ctrl-A: raw-paste mode asked for
+        if not RAW_PASTE:
+            out.write(b"R\x00")
+            continue
+        # raw-paste mode as pyexec_raw_repl has it: the window's size (a first window free),
+        # then 0x01 whenever another window is free; ctrl-D ends the code and ctrl-C abandons
+        # it, either acknowledged with 0x04; no "OK"
+        out.write(b"R\x01" + bytes([WINDOW & 0xFF, WINDOW >> 8]) + b"\x01")
+        code, left = bytearray(), WINDOW
+        while True:
+            c = rd()
+            if c in (b"\x03", b"\x04"):
+                out.write(b"\x04")
+                break
+            code += c
+            left -= 1
+            if not left:
+                out.write(b"\x01")
+                left = WINDOW
+        if c == b"\x03":
+            out.write(b"\x04Traceback (most recent call last):\r\nKeyboardInterrupt: \r\n\x04>")
+            continue
+        execute(code, b"")
     else:
         code = bytearray(b)
         while True:
@@ -323,27 +364,15 @@ while True:
                 code += c
         if code is None:
             continue
-        out.write(b"OK")
-        err = ""
-        saved = sys.stdin, sys.stdout
-        sys.stdin, sys.stdout = In(), Out()
-        try:
-            exec(code.decode(), ns)
-        except OSError as exc:
-            err = "Traceback (most recent call last):\nOSError: [Errno %d] %s\n" % (
-                exc.errno, errno.errorcode.get(exc.errno, "EIO"))
-        except (Exception, KeyboardInterrupt):
-            err = traceback.format_exc()
-        finally:
-            sys.stdin, sys.stdout = saved
-        out.write(b"\x04" + err.replace("\n", "\r\n").encode() + b"\x04>")
+        execute(code, b"OK")
 """
 
 
 @contextlib.contextmanager
-def fake_board(tmp_path, fault=None, installed=False):
+def fake_board(tmp_path, fault=None, installed=False, raw_paste=True):
     """The raw-REPL emulator on a pty (FAKE_BOARD): yields (port path, its filesystem).
-    installed: the runner and firmware already on it (the harness's copy then only hashes)."""
+    installed: the runner and firmware already on it (the harness's copy then only hashes);
+    raw_paste=False: it refuses raw-paste mode (mpremote's other way to send code)."""
     pytest.importorskip("mpremote")
     import pty
     import shutil
@@ -363,7 +392,7 @@ def fake_board(tmp_path, fault=None, installed=False):
     for rel, path in firmware_sources() if installed else ():
         (fs / C.BOARD_DIR / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, fs / C.BOARD_DIR / rel)
-    env = dict(os.environ, PYTHONPATH="")
+    env = dict(os.environ, PYTHONPATH="", ZEAL_FAKE_RAW_PASTE="1" if raw_paste else "0")
     proc = subprocess.Popen([sys.executable, str(script), str(fs)] + ([fault] if fault else []),
                             stdin=master, stdout=master, env=env)
     os.close(master)  # the emulator holds it; if the emulator dies, reads fail, never hang
@@ -454,7 +483,8 @@ SMALL_HEAP = "88k"  # the multi modules and the small cases fit, the d = 16, k =
     ("hang:gen-1", "no answer for 3 s")])
 def test_board_target_survives_a_dead_or_silent_runner(tmp_path, fault, words):
     said = []
-    with fake_board(tmp_path, fault, installed=True) as (port, _):
+    # without raw-paste mode: mpremote's other way of sending code is exercised here
+    with fake_board(tmp_path, fault, installed=True, raw_paste=False) as (port, _):
         t0 = time.monotonic()
         rows = C.run("board", suites=["generator"], port=port, timeout=3, progress=said.append)
         took = time.monotonic() - t0

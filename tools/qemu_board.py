@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import re
+import selectors
 import shutil
 import signal
 import socket
@@ -160,9 +161,162 @@ def _free_port():
         return s.getsockname()[1]
 
 
+class _Relay:
+    """The board's UART as the host's programs reach it: a local TCP port whose one client at
+    a time is relayed to QEMU's serial port, to which the relay stays connected.
+
+    Why: pyserial's socket:// opens its TCP connection without TCP_NODELAY, so a small write
+    (mpremote's end-of-code 0x04 after the code, the harness's 64-byte chunks) waits for the
+    ACK of the one before, and QEMU's end of the connection delays its ACKs (40 ms on Linux):
+    about 50 ms lost on every raw-REPL exchange, three or more per file mpremote copies or
+    hashes. The relay acknowledges at once (TCP_QUICKACK after every read) and writes without
+    delay (TCP_NODELAY) both ways; bytes pass unchanged.
+
+    What the board's port does is kept: what the board sends while no program has the port
+    open is dropped (a UART with nobody listening; QEMU's server socket, wait=off, does the
+    same); one program at a time has it (the next one's connection waits until the current
+    one closes); bytes a program wrote before closing still reach the board; and the port
+    closes when QEMU ends. A side that does not read is not read for either (QEMU then holds
+    the board's output, as with a program that does not read its port)."""
+
+    BUFFER = 1 << 16  # bytes held for a side that does not read, before its source waits
+
+    def __init__(self, qemu_port):
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.upstream = socket.create_connection(("127.0.0.1", qemu_port), timeout=5)
+        self.upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="qemu-uart-relay", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _quick_ack(sock):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, "TCP_QUICKACK", 12), 1)
+        except OSError:
+            pass
+
+    def _run(self):
+        up, listener = self.upstream, self.listener
+        for s in (up, listener, self._wake_r):
+            s.setblocking(False)
+        client = None
+        to_board = bytearray()   # from the client, for QEMU
+        to_client = bytearray()  # from QEMU, for the client
+        sel = selectors.DefaultSelector()
+        try:
+            while not self._stopping:
+                want = {self._wake_r: selectors.EVENT_READ}
+                if len(to_client) < self.BUFFER:
+                    want[up] = selectors.EVENT_READ
+                if to_board:
+                    want[up] = want.get(up, 0) | selectors.EVENT_WRITE
+                if client is None:
+                    if not to_board:  # what a closed client wrote goes first
+                        want[listener] = selectors.EVENT_READ
+                else:
+                    ev = selectors.EVENT_READ if len(to_board) < self.BUFFER else 0
+                    if to_client:
+                        ev |= selectors.EVENT_WRITE
+                    if ev:
+                        want[client] = ev
+                for s, ev in want.items():
+                    sel.register(s, ev)
+                try:
+                    ready = sel.select()
+                finally:
+                    for s in want:
+                        sel.unregister(s)
+                for key, ev in ready:
+                    s = key.fileobj
+                    if s is self._wake_r:
+                        continue
+                    if s is listener:
+                        try:
+                            client, _ = listener.accept()
+                        except OSError:
+                            continue
+                        client.setblocking(False)
+                        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        self._quick_ack(client)
+                        to_client.clear()
+                        continue
+                    if s is up:
+                        if ev & selectors.EVENT_READ:
+                            try:
+                                data = up.recv(65536)
+                            except (BlockingIOError, InterruptedError):
+                                data = None
+                            if data == b"":
+                                return  # QEMU ended: the port closes
+                            if data and client is not None:
+                                to_client += data
+                        if ev & selectors.EVENT_WRITE and to_board:
+                            try:
+                                del to_board[:up.send(to_board)]
+                            except (BlockingIOError, InterruptedError):
+                                pass
+                        continue
+                    if s is client:
+                        gone = False
+                        if ev & selectors.EVENT_READ:
+                            try:
+                                data = client.recv(65536)
+                                self._quick_ack(client)
+                            except (BlockingIOError, InterruptedError):
+                                data = None
+                            except OSError:
+                                data = b""
+                            if data == b"":
+                                gone = True
+                            elif data:
+                                to_board += data
+                        if not gone and ev & selectors.EVENT_WRITE and to_client:
+                            try:
+                                del to_client[:client.send(to_client)]
+                            except (BlockingIOError, InterruptedError):
+                                pass
+                            except OSError:
+                                gone = True
+                        if gone:
+                            client.close()
+                            client = None
+                            to_client.clear()
+        except OSError:
+            pass  # QEMU's side failed: the port closes
+        finally:
+            sel.close()
+            if client is not None:
+                client.close()
+            for s in (listener, up):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def close(self):
+        self._stopping = True
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+        for s in (self._wake_r, self._wake_w, self.listener, self.upstream):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
 class QemuBoard:
     """One emulated board: QEMU running `firmware`, its UART on `self.port` (a pyserial URL
-    socket://127.0.0.1:PORT, or with pty=True a /dev/pts/N path). A fresh board has an empty
+    socket://127.0.0.1:PORT, relayed to QEMU's own TCP port by a thread of this process:
+    _Relay; or with pty=True a /dev/pts/N path). A fresh board has an empty
     filesystem; with filesystem=False none is mounted (as on the stock QEMU port). stop() (or
     leaving the `with` block) ends QEMU; `returncode` is then set (a firmware that exits on a
     fatal error ends QEMU by itself: `alive` turns false)."""
@@ -174,6 +328,7 @@ class QemuBoard:
         self.port = None
         self.proc = None
         self.output = []  # what QEMU itself printed (not the board's UART)
+        self._relay = None  # the TCP port's relay (_Relay), not with pty
         self._start(start_timeout)
 
     def _argv(self, serial):
@@ -205,10 +360,12 @@ class QemuBoard:
                 else:
                     try:
                         socket.create_connection(("127.0.0.1", tcp), timeout=1).close()
-                        self.port = "socket://127.0.0.1:%d" % tcp
-                        return
                     except OSError:
                         pass
+                    else:
+                        self._relay = _Relay(tcp)
+                        self.port = "socket://127.0.0.1:%d" % self._relay.port
+                        return
                 time.sleep(0.05)
             said = " ".join("".join(self.output).split())[-300:]
             self.stop()
@@ -241,6 +398,9 @@ class QemuBoard:
                 self.proc.wait()
         self._reader.join(timeout=5)
         self.proc.stdout.close()
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
 
     def restart(self):
         """A fresh board (empty filesystem) on a new port."""

@@ -568,15 +568,36 @@ class BoardImpl(_LineChannel):
         self._note(data.decode("utf-8", "replace"))
 
     def _read_waiting(self):
-        # the bytes waiting, or after 10 ms b"": never a blocking read
+        # the bytes waiting, or b"" when none came within 10 ms: never a blocking read
+        ser = self.t.serial
         try:
-            n = self.t.serial.in_waiting
+            n = ser.in_waiting
+            if not n:
+                self._wait_readable(ser, 0.01)
+                n = ser.in_waiting
             if n:
-                return self.t.serial.read(n)
+                return ser.read(n)
         except OSError as exc:
             raise ConformanceError("board connection lost: %s" % exc) from None
-        time.sleep(0.01)
         return b""
+
+    @staticmethod
+    def _wait_readable(ser, timeout):
+        """Until the line has a byte or `timeout` s pass: select() on the port where it has a
+        file descriptor (a device, a pty, socket://), else a sleep."""
+        import select
+
+        try:
+            fd = ser.fileno()
+        except (AttributeError, OSError, ValueError, NotImplementedError):
+            fd = None
+        if fd is None:
+            time.sleep(timeout)
+            return
+        try:
+            select.select([fd], [], [], timeout)
+        except (OSError, ValueError):  # (the port just closed: the read says so)
+            time.sleep(timeout)
 
     def _write(self, data):
         try:
