@@ -45,7 +45,8 @@ def rows(tmp_path_factory):
     compiled = str(tmp_path_factory.mktemp("mpy"))
     B.compile_firmware(compiled, B.C.FIRMWARE)
     args = argparse.Namespace(profile=list(CASES), kind=None, no_board=False, no_bisect=False,
-                              no_speed=True, case_kinds={p: [c[0]] for p, c in CASES.items()})
+                              no_speed=True, case_kinds={p: [c[0]] for p, c in CASES.items()},
+                              fit_at={p: c[1] for p, c in CASES.items()})
     got, why = B.board_rows(args, vectors, compiled)  # one board, every case from a reset
     assert got, why
     return {r[0]: r for r in got}
@@ -60,5 +61,6 @@ def test_the_loop_allocates_little_on_32_bits(rows, pid):
 
 @pytest.mark.parametrize("pid", sorted(CASES))
 def test_the_loop_fits_its_heap_goal_on_32_bits(rows, pid):
+    # one run with exactly the goal's free heap (bench_heap searches the smallest)
     need = rows[pid][7]
     assert need is not None and need <= CASES[pid][1], (pid, need)

@@ -791,10 +791,14 @@ def board_rows(args, vectors, compiled):
                         _raw_repl(t)
                         for name, data in _speed_files(files["replay.txt"]).items():
                             t.fs_writefile("/" + name, data)
-                    k = max(8, (live - base) // 1024)
-                    while k <= 128 and not _board_fits(t, k, SPEED_TICKS[0]):
-                        k += 1
-                    need = k if k <= 128 else None
+                    goal = (getattr(args, "fit_at", None) or {}).get(pid)
+                    if goal:  # (tests) one run at the goal instead of the search
+                        need = goal if _board_fits(t, goal, SPEED_TICKS[0]) else None
+                    else:
+                        k = max(8, (live - base) // 1024)
+                        while k <= 128 and not _board_fits(t, k, SPEED_TICKS[0]):
+                            k += 1
+                        need = k if k <= 128 else None
                 rows.append((pid, kind, alloc / float(ticks * per), alloc / float(ticks),
                              live - base, heap, rate, need))
                 print("  board %s %s: %.0f B/report, %s reports/s" % (
