@@ -99,6 +99,34 @@ def board(request):
     return request.getfixturevalue("emulated_board").port
 
 
+def wait_streaming(port, timeout=30.0):
+    """Hold `port` open until the board shows that it streams: a HELLO frame ("!hello", the
+    collector's request for one, is sent every second in case the first went out before the
+    port was open: an emulated board drops what it sends while nobody has its port). True
+    once seen, False after `timeout` s. For a test that needs a streaming board, instead of
+    sleeping for as long as a board might take to get there."""
+    import time
+
+    import serial
+
+    from zeal import wire
+
+    ser = serial.serial_for_url(port, baudrate=115200, timeout=0.1)
+    try:
+        deframer = wire.Deframer()
+        deadline = time.monotonic() + timeout
+        asked = None
+        while time.monotonic() < deadline:
+            if asked is None or time.monotonic() - asked >= 1.0:
+                ser.write(wire.HELLO_REQUEST)
+                asked = time.monotonic()
+            if any(isinstance(f, wire.Hello) for f in deframer.feed(ser.read(256))):
+                return True
+        return False
+    finally:
+        ser.close()
+
+
 # ---- every conformance vector on an emulated board, in the background ------------------------
 _background = {}
 

@@ -35,6 +35,7 @@ from zeal.board.firmware import locate_micropython
 from zeal.errors import ZealError
 from zeal.mechanism import profile as P
 
+from board_plugin import wait_streaming
 from conftest import HUMIDITY, ROOT
 
 FIRMWARE = os.path.join(ROOT, "firmware")
@@ -389,7 +390,7 @@ def test_flash_with_a_watchdog_is_refused_and_the_board_stays_usable(board, tmp_
                                                       "start_delay_ms": 500}))
     zeal("flash", "--port", board, "--profile", "p.json", "--config", "config.json",
          cwd=tmp_path)
-    time.sleep(3)
+    assert wait_streaming(board), "the board did not stream after the plain flash"
     stopped = json.loads(zeal("stop", "--port", board, "--json", cwd=tmp_path).stdout)
     assert stopped["state"] == "stopped" and 4 in stopped["status_codes"], stopped
 
@@ -432,10 +433,11 @@ def test_a_crash_loop_is_broken_by_stop_and_ends_by_itself(board, tmp_path):
         assert stop["state"] == "stopped" and 4 in stop["status_codes"], stop
         assert time.monotonic() - t0 < 20  # not the 30 s wait
         assert "zeal_hold" not in board_files(board)
-        # left alone (1 s between crashes): three crashes, then the REPL
+        # left alone (0.3 s between crashes: how long does not matter here): three crashes,
+        # then the REPL
         (tmp_path / "config.json").write_text(json.dumps({"sensor": sensor,
                                                           "start_delay_ms": 500,
-                                                          "crash_reset_ms": 1000}))
+                                                          "crash_reset_ms": 300}))
         mpremote(board, "fs", "cp", str(tmp_path / "config.json"), ":zeal_config.json")
         statuses, seen = reset_and_watch(board, lambda st, seen: seen.endswith(b">>> "), 60)
         assert statuses == [("CRASH", "RuntimeError")] * 3, (statuses, seen[-400:])

@@ -30,6 +30,7 @@ from fractions import Fraction
 
 import pytest
 
+from board_plugin import wait_streaming
 from zeal.analysis import datasets
 from zeal.analysis.multi_demo import RANGES
 
@@ -178,7 +179,7 @@ def test_stop_a_streaming_board(board, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"period_ms": 20, "start_delay_ms": 500}))
     mpremote(board, "fs", "cp", str(tmp_path / "config.json"), ":zeal_config.json", "+",
              "reset")
-    time.sleep(3)
+    assert wait_streaming(board), "the board did not stream after its reset"
     first = json.loads(zeal("stop", "--port", board, "--json", cwd=tmp_path).stdout)
     assert first["state"] == "stopped" and 4 in first["status_codes"], first
     again = json.loads(zeal("stop", "--port", board, "--json", cwd=tmp_path).stdout)
