@@ -81,15 +81,24 @@ def _step(steps, kind):
 def test_dry_run_plan_compiled(prof_file):
     steps = D.plan_flash("/dev/ttyACM0", str(prof_file), sensor="replay")
     kinds = [s.kind for s in steps]
-    assert kinds == ["note", "compile", "write", "write", "port", "probe", "mpremote"]
+    assert kinds == ["note", "compile", "write", "write", "port", "probe", "native",
+                     "mpremote"]
     assert "--replay-file" in steps[0].label  # replay from the line: say how a board gets one
     probe = _step(steps, "probe")
     assert probe.argv == [sys.executable, "-m", "mpremote", "connect", "/dev/ttyACM0", "+",
                           "exec", PR.PROBE_CODE]
     comp = _step(steps, "compile")
-    assert [rel for rel, _ in comp.sources] == ["lib/zealfw/" + m for m in MODULES]
-    assert comp.tool == F.locate_mpy_cross()
-    for cmd, (rel, src) in zip(comp.commands, comp.sources):
+    # native code is compiled after the probe, for the board's architecture
+    native = _step(steps, "native")
+    assert [rel for rel, _ in comp.sources] == ["lib/zealfw/" + m for m in MODULES
+                                                if "zealfw/" + m not in F.NATIVE_MODULES]
+    assert [rel for rel, _ in native.sources] == ["lib/" + m for m in F.NATIVE_MODULES]
+    assert comp.tool == F.locate_mpy_cross() == native.tool
+    for cmd in native.commands:
+        assert cmd[len(native.tool)] == "-march=ARCH"
+    for cmd, (rel, src) in zip(comp.commands + [c[:len(native.tool)] + c[len(native.tool) + 1:]
+                                                for c in native.commands],
+                               comp.sources + native.sources):
         mod = os.path.basename(src)[:-3]
         # -s: the .mpy names its module, not the host's path (interned on the board for good)
         assert cmd == comp.tool + ["-s", "zealfw" if mod == "__init__" else "zealfw." + mod,
@@ -269,8 +278,10 @@ def test_dry_run_prints_every_step_and_touches_nothing(prof_file, capsys):
     assert code == 0 and err == ""
     assert "nothing is sent to /dev/ttyZEAL-missing" in out
     assert "note: /dev/ttyZEAL-missing does not exist now" in out
-    assert "[6/6] mpremote" in out and "mpremote connect /dev/ttyZEAL-missing + exec" in out
-    assert "[5/6] mpremote: check that /dev/ttyZEAL-missing can write a file" in out
+    assert "[7/7] mpremote" in out and "mpremote connect /dev/ttyZEAL-missing + exec" in out
+    assert "[5/7] mpremote: check that /dev/ttyZEAL-missing can write a file" in out
+    assert "[6/7] compile zealfw/sha256_viper.py for the board's architecture" in out
+    assert "-march=ARCH" in out
     assert "ZEAL-PROBE" in out  # the probe's code, as sent
     assert '"module": "drv"' in out
     for m in MODULES:
@@ -337,6 +348,9 @@ def test_compiled_tree_loads_on_the_unix_port(mp_port, tmp_path, prof_file):
     steps = D.plan_flash("/dev/ttyACM0", str(prof_file), stage=str(tmp_path))
     comp = _step(steps, "compile")
     sizes = C.compile_tree(str(tmp_path), sources=comp.sources, mpy_cross=comp.tool)
+    native = _step(steps, "native")  # for the unix port, as the probe would name it
+    sizes.update(C.compile_tree(str(tmp_path), sources=native.sources, mpy_cross=native.tool,
+                                arch=F.micropython_arch()))
     assert sorted(sizes) == sorted("lib/zealfw/%s.mpy" % m[:-3] for m in MODULES)
     pkg = [p for p, _ in _step(steps, "mpremote").files if p.endswith(".mpy")]
     for p in pkg:
@@ -505,6 +519,8 @@ def _reset(log=_os.path.join(_os.path.abspath(_sys.argv[1]), "..", "resets.log")
         fh.write("reset\n")
 _machine.reset = _reset
 _sys.modules["machine"] = _machine
+if _os.environ.get("ZEAL_FAKE_MPY"):  # the unix port's, for the probe's native architecture
+    _sys.implementation._mpy = int(_os.environ["ZEAL_FAKE_MPY"])
 class _Stat(tuple):  # os.stat as MicroPython returns it: a tuple (mpremote <= 1.28 evals its repr)
     def __new__(cls, st):
         self = tuple.__new__(cls, tuple(st)[:10])
@@ -528,9 +544,13 @@ class FakeBoard:
         self.fs = tmp_path / "fs"
         self.fs.mkdir()
         self.resets = tmp_path / "resets.log"
+        # it answers the probe as the unix port does, which boots what it received (below)
+        mp = C.locate_micropython()
+        mpy = subprocess.run([mp, "-c", "import sys; print(sys.implementation._mpy)"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
         self.proc = subprocess.Popen([sys.executable, str(script), str(self.fs)],
                                      stdin=self.master, stdout=self.master,
-                                     env=dict(os.environ, PYTHONPATH=""))
+                                     env=dict(os.environ, PYTHONPATH="", ZEAL_FAKE_MPY=mpy))
         os.close(self.master)  # the emulator holds it
         self.port = os.ttyname(self.slave)
         self.watchdog = threading.Timer(300, self.proc.kill)
@@ -592,7 +612,10 @@ def test_flash_into_a_fake_board(mp_port, fake_board, tmp_path, prof_file):
     steps = D.flash(fake_board.port, str(prof_file), sensor="replay", config=str(conf),
                     out=out, stop_wait=0.05, timeout=240)
     text = out.getvalue()
-    assert "[1/6] compile %d modules" % len(MODULES) in text
+    assert "[1/7] compile %d modules" % (len(MODULES) - len(F.NATIVE_MODULES)) in text
+    # native code for the architecture the probe reported: the unix port's
+    assert "[6/7] compile zealfw/sha256_viper.py for the board's architecture" in text
+    assert "      for %s\n" % F.micropython_arch() in text
     assert "Up to date: main.py" in text and "Up to date: zeal_profile.json" in text
     want_mpy = ["lib/zealfw/%s.mpy" % m[:-3] for m in MODULES]
     assert fake_board.files() == sorted(want_mpy + ["main.py", "zeal_config.json",
@@ -603,6 +626,8 @@ def test_flash_into_a_fake_board(mp_port, fake_board, tmp_path, prof_file):
     ref = tmp_path / "ref"
     C.compile_tree(str(ref), sources=_step(steps, "compile").sources,
                    mpy_cross=_step(steps, "compile").tool)
+    C.compile_tree(str(ref), sources=_step(steps, "native").sources,
+                   mpy_cross=_step(steps, "native").tool, arch=F.micropython_arch())
     for rel in want_mpy:
         assert (fake_board.fs / rel).read_bytes() == (ref / rel).read_bytes(), rel
     assert (fake_board.fs / "zeal_profile.json").read_text() == P.load(str(prof_file)).to_json()

