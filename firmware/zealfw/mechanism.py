@@ -20,8 +20,9 @@ one word for the stochastic rounding (more only after a tie), one for the branch
 uniform (more only after a rejection). Readings are rejected (ReadingError) before any word
 is drawn.
 
-Heap: the sampling path allocates (almost) nothing besides the generator's hash object and
-digest (224 bytes per four words on the 64-bit unix port, 192 on a 32-bit board). A word is
+Heap: the sampling path allocates (almost) nothing; nor does the generator where its SHA-256
+runs as native code (zealfw.sha256_viper; with hashlib, a hash object and digest per four
+words: 224 bytes on the 64-bit unix port, 192 on a 32-bit board). A word is
 never made into an int: it is read in place from the digest (`CounterWords.advance()` /
 `.block`), byte by byte for comparisons and for the uniform draw. Every value on the path
 stays below 2^30, a small int on a 32-bit board too (31-bit small ints): a float32 reading
