@@ -31,6 +31,7 @@ import pytest
 from zeal import wire
 from zeal.board import flash as D
 from zeal.board import probe as PR
+from zeal.board import firmware as F
 from zeal.board.firmware import locate_micropython
 from zeal.errors import ZealError
 from zeal.mechanism import profile as P
@@ -153,7 +154,12 @@ def test_run_probe_refuses_in_one_line(tmp_path):
         "MicroPython has no machine.WDT, which watchdog_ms 2000 needs (flash without "
         "--watchdog-ms) (Zeal needs os.urandom for its generator key; use a MicroPython build "
         "that has it)")
-    PR.run_probe(_fake_mpremote(tmp_path, "ZEAL-PROBE ok\r\n"), "/dev/ttyACM0", needs=needs)
+    assert PR.run_probe(_fake_mpremote(tmp_path, "ZEAL-PROBE ok\r\n"), "/dev/ttyACM0",
+                        needs=needs) is None  # no architecture said: no native code
+    assert PR.run_probe(_fake_mpremote(tmp_path, "ZEAL-PROBE ok arch=4\r\n"), "/dev/ttyACM0",
+                        needs=needs) == "armv6m"  # an RP2040
+    assert PR.run_probe(_fake_mpremote(tmp_path, "ZEAL-PROBE ok arch=0\r\n"), "/dev/ttyACM0",
+                        needs=needs) is None
 
 
 def test_probe_code_runs_on_the_unix_port(mp_port, tmp_path):
@@ -166,8 +172,11 @@ def test_probe_code_runs_on_the_unix_port(mp_port, tmp_path):
     done = subprocess.run([mp, "-c", PR.probe_code(needs)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done
+    # and the port's native architecture, for the native modules (zeal.board.firmware)
     assert done.stdout.strip() == ("ZEAL-PROBE missing=machine.WDT missing=nosuchmodule "
-                                   "missing=machine.NoSuch")
+                                   "missing=machine.NoSuch arch=%d"
+                                   % F._ARCHES.index(F.micropython_arch(mp)))
+    assert PR.probe_arch(done.stdout) == F.micropython_arch(mp)
     assert PR.probe_problems(done.stdout) == ["its MicroPython has no machine.WDT",
                                               "its MicroPython has no nosuchmodule",
                                               "its MicroPython has no machine.NoSuch"]

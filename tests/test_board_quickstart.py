@@ -22,6 +22,7 @@ started without a filesystem (as the stock QEMU port is) is refused in one line.
 import csv
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -86,8 +87,12 @@ def flash_collect_analyze(board, tmp_path, profile_args, replay_lines, profile="
     zeal("profile", *profile_args, "-o", profile, cwd=tmp_path)
     (tmp_path / "readings.txt").write_text("".join(line + "\n" for line in replay_lines))
     (tmp_path / "config.json").write_text(json.dumps(config))
-    zeal("flash", "--port", board, "--profile", profile, "--sensor", "replay",
-         "--replay-file", "readings.txt", "--config", "config.json", cwd=tmp_path)
+    done = zeal("flash", "--port", board, "--profile", profile, "--sensor", "replay",
+                "--replay-file", "readings.txt", "--config", "config.json", cwd=tmp_path)
+    # the generator's native SHA-256, compiled for the architecture the probe reported
+    assert "compile zealfw/sha256_viper.py for the board's architecture" in done.stderr
+    # (the port's build names its Cortex-M3 armv7em; the native emitter's code is the same)
+    assert re.search(r"\n      for armv7e?m\n", done.stderr), done.stderr
     t0 = time.monotonic()
     done = zeal("collect", "--port", board, "--db", "telemetry.db", "--profile", profile,
                 "--until-stopped", "--duration", 240, "--json", cwd=tmp_path)
@@ -184,6 +189,11 @@ def test_stop_a_streaming_board(board, tmp_path):
     assert first["state"] == "stopped" and 4 in first["status_codes"], first
     again = json.loads(zeal("stop", "--port", board, "--json", cwd=tmp_path).stdout)
     assert again["state"] == "repl", again
+    # at the REPL: the firmware flash put there draws its words with the native SHA-256
+    out = mpremote(board, "exec", "import zealfw.words as w\nprint('native', w.digest1 "
+                   "is not None, w.CounterWords(bytes(32)).next())")
+    from zeal.mechanism.words import CounterWords
+    assert "native True %d" % CounterWords(bytes(32))() in out, out
 
 
 def test_table(board, tmp_path):
