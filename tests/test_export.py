@@ -175,7 +175,8 @@ def test_duckdb_reads_the_same_types_from_csv_and_parquet(store, tmp_path):
     kinds = dict((r[0], r[1]) for r in types_csv)
     assert kinds == {"device": "VARCHAR", "boot": "BIGINT", "seq": "BIGINT",
                      "report": "BIGINT", "arrival": "TIMESTAMP WITH TIME ZONE",
-                     "estimate": "DOUBLE", "low": "BIGINT", "fingerprint": "VARCHAR"}
+                     "estimate": "DOUBLE", "low": "BIGINT", "fingerprint": "VARCHAR",
+                     "attribute": "BIGINT", "name": "VARCHAR", "value": "VARCHAR"}
     rows_csv = con.sql("SELECT * FROM read_csv('%s')" % csv_path).fetchall()
     rows_pq = con.sql("SELECT * FROM read_parquet('%s')" % pq_path).fetchall()
     assert rows_csv == rows_pq
@@ -426,7 +427,7 @@ def test_cli_options(store, tmp_path, capsys):
         assert json.load(fh)["unit"] == ""
     assert run(["export", "--db", store.path, "--format", "parquet", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc == {"reports": 233, "format": "parquet", "unit": "", "metadata": None,
+    assert doc == {"reports": 233, "rows": 233, "format": "parquet", "unit": "", "metadata": None,
                    "output": os.path.splitext(store.path)[0] + ".parquet"}
     with pytest.raises(ZealError, match="--json"):
         run(["export", "--db", store.path, "-o", "-", "--json"])

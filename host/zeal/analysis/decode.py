@@ -147,10 +147,10 @@ def _decode_same_count(rows: Sequence, count: int, profile: Profile, add: int,
     lay = _layout(bits)
     joined = _check_payloads(rows, list(map(itemgetter(ROW_PAYLOAD), rows)), count, bits)
     nf = len(rows)
-    first, last = profile.k_lo - profile.wire_base, profile.k_hi - profile.wire_base
 
     def in_grid(lo, hi):
-        if check and not (first <= int(lo) and int(hi) <= last):
+        if check and not (profile.k_lo - profile.wire_base <= int(lo)
+                          and int(hi) <= profile.k_hi - profile.wire_base):
             _grid_error(rows, count, profile)
 
     if count % lay.group == 0:
@@ -250,6 +250,32 @@ def decode_values(profile: Profile, rows: Sequence) -> np.ndarray:
         raise DecodeError("profile %s is a table profile: its reports are cells 0..%d, not "
                           "doubles" % (profile.fingerprint[:16], profile.n_cells - 1))
     return _decode(profile, rows, profile.high_bits).view(np.float64)
+
+
+class PayloadReader:
+    """What a kind object (zeal.mechanism.kinds) reads stored frames with: the wire's bit
+    layout is this side's to decode."""
+
+    @staticmethod
+    def offsets(profile, rows) -> np.ndarray:
+        """A scalar profile's offsets j (decode_frames: checked against its grid)."""
+        return decode_frames(profile, rows)
+
+    @staticmethod
+    def lows(profile, rows) -> np.ndarray:
+        """The m-bit reports (uint64) of fixed-width reports, unchecked (unpack_frames)."""
+        return unpack_frames(rows, profile)
+
+    @staticmethod
+    def multi_reports(profile, row) -> list:
+        """A multi-attribute frame's reports [[(j, y)] * k] (multi_profile.unpack_multi);
+        DecodeError naming the frame."""
+        from ..mechanism.multi_profile import PayloadError, unpack_multi
+
+        try:
+            return unpack_multi(profile, row[ROW_PAYLOAD], row[ROW_COUNT])
+        except PayloadError as exc:
+            raise DecodeError("%s: %s" % (_frame_name(row), exc)) from None
 
 
 # ---- reading a store -----------------------------------------------------------------------------

@@ -75,20 +75,18 @@ count; `metadata(...)`, `estimate_map(profile)`, `estimates(profile, j)`, `devic
 `register(subparsers)` adds `zeal export`.
 """
 import json
-import math
 import os
 import secrets
 import sys
-from fractions import Fraction
 
 import numpy as np
 
 from ..collect.store import Store, StoreError, is_url, open_store
 from ..errors import ZealError
-from ..mechanism.grid import ExactGrid
+from ..mechanism import kinds
 from ..mechanism.profile import Profile
 from .decode import (ROW_ARRIVAL, ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ,
-                     Loaded, decode_frames, frame_counts)
+                     Loaded, PayloadReader, frame_counts)
 
 META_FORMAT = "zeal-export/1"
 PARQUET_META_KEY = b"zeal"
@@ -109,6 +107,12 @@ COLUMNS = (
                             "mean"),
     ("low", "int64", "the m bits transmitted, 0 <= low < 2^m"),
     ("fingerprint", "string", "SHA-256 fingerprint of the report's profile"),
+    ("attribute", "int64", "what the row estimates: 0 for a one-reading profile; a multi "
+                           "profile's attribute index; a shuffle message's coordinate"),
+    ("name", "string", "the attribute's name (multi), 'coordinate C' (shuffle), else "
+                       "'reading'"),
+    ("value", "string", "what the estimate is of: 'mean', or 'frequency of V' for a "
+                        "categorical attribute's domain value V"),
 )
 EXPORT_COLUMNS = tuple(c[0] for c in COLUMNS)
 _ARRIVAL_MAX = 253402300800  # 10000-01-01T00:00:00Z: the last instant with a 4-digit year
@@ -122,80 +126,20 @@ def device_text(device_id: bytes) -> str:
 # ---- the estimate --------------------------------------------------------------------------------
 def estimate_map(profile: Profile) -> tuple:
     """(a, b, d) integers with estimate(j) = (a + b j) / d exactly (d > 0), j = k - k_lo:
-    lo + g (j - c0) of the module docstring, from ExactGrid's slope and intercept."""
-    g = ExactGrid(profile)
-    gain = g.gain
-    base = g.lo - gain * g.intercept
-    d = base.denominator * gain.denominator // math.gcd(base.denominator, gain.denominator)
-    return base.numerator * (d // base.denominator), gain.numerator * (d // gain.denominator), d
-
-
-def _is_table(profile) -> bool:
-    return getattr(profile, "kind", "grid") == "table"
+    lo + g (j - c0) of the module docstring (a window grid's; zeal.mechanism.kinds)."""
+    return kinds.GRID.estimate_map(profile)
 
 
 def table_values(profile) -> list:
     """A table profile's per-cell estimates g_j = lo + (hi - lo) a_j / Q, exact Fractions."""
-    lo, hi = Fraction(profile.lo), Fraction(profile.hi)
-    return [lo + (hi - lo) * Fraction(int(a), int(profile.value_den)) for a in profile.values]
+    return kinds.TABLE.values(profile)
 
 
 def estimates(profile: Profile, j: np.ndarray) -> np.ndarray:
-    """Per-report estimates (float64) of offsets j: each the exact (a + b j) / d rounded once
-    to the nearest double (CPython's int / int is correctly rounded), computed once per
-    distinct offset. Table profiles: the cell's exact g_j rounded once likewise."""
-    j = np.asarray(j, dtype=np.int64)
-    if j.size == 0:
-        return np.empty(0, dtype=np.float64)
-    if _is_table(profile):
-        table = np.array([float(g) for g in table_values(profile)], dtype=np.float64)
-        return table[j.reshape(-1)]
-    a, b, d = estimate_map(profile)
-    uniq, inverse = np.unique(j, return_inverse=True)
-    table = np.array([(a + b * v) / d for v in uniq.tolist()], dtype=np.float64)
-    return table[inverse.reshape(-1)]
-
-
-def _ratio(x: Fraction) -> str:
-    return "%d/%d" % (x.numerator, x.denominator)
-
-
-def _table_profile_doc(profile, unit: str, reports: int) -> dict:
-    """A table profile's metadata: the estimate of each cell (low = cell j), exactly."""
-    values = table_values(profile)
-    doc = {"fingerprint": profile.fingerprint, "kind": "table", "lo": profile.lo,
-           "hi": profile.hi, "unit": unit, "epsilon": profile.epsilon, "bits": profile.bits,
-           "n_cells": profile.n_cells, "anchors": profile.anchors, "reports": reports,
-           "estimate_from_low": {"values": [float(g) for g in values],
-                                 "values_exact": [_ratio(g) for g in values],
-                                 "formula": "estimate = values[low] = lo + (hi - lo) * "
-                                            "a[low] / Q (the profile's values and value_den)"},
-           "profile": dict(profile.canonical(), fingerprint=profile.fingerprint)}
-    if profile.calibration is not None:
-        doc["calibration"] = {"gain": str(profile.calibration.gain),
-                              "offset": str(profile.calibration.offset)}
-    return doc
-
-
-def _profile_doc(profile: Profile, unit: str, reports: int) -> dict:
-    if _is_table(profile):
-        return _table_profile_doc(profile, unit, reports)
-    a, b, d = estimate_map(profile)
-    first = profile.k_lo - profile.wire_base  # the low of offset 0: j = low - first
-    intercept, gain = Fraction(a - b * first, d), Fraction(b, d)  # estimate = i + g * low
-    doc = {"fingerprint": profile.fingerprint, "kind": "grid", "lo": profile.lo,
-           "hi": profile.hi, "unit": unit, "epsilon": profile.epsilon, "bits": profile.bits,
-           "exponent": profile.exponent, "n_cells": profile.n_cells,
-           "n_window": profile.n_window, "threshold": profile.threshold, "reports": reports,
-           "estimate_from_low": {"intercept": float(intercept), "gain": float(gain),
-                                 "intercept_exact": _ratio(intercept),
-                                 "gain_exact": _ratio(gain),
-                                 "formula": "estimate = intercept + gain * low"},
-           "profile": dict(profile.canonical(), fingerprint=profile.fingerprint)}
-    if profile.calibration is not None:
-        doc["calibration"] = {"gain": str(profile.calibration.gain),
-                              "offset": str(profile.calibration.offset)}
-    return doc
+    """Per-report estimates (float64) of a one-reading profile's offsets j: each the exact
+    (a + b j) / d rounded once to the nearest double (CPython's int / int is correctly
+    rounded), computed once per distinct offset; a table profile's cell value g_j likewise."""
+    return kinds.of(profile).estimates(profile, j)
 
 
 # ---- columns -------------------------------------------------------------------------------------
@@ -219,29 +163,38 @@ def _arrival_us(rows) -> np.ndarray:
 
 
 class _Columns:
-    """The export in columns, one entry per report, in stored frame order: per-frame values
-    (device, boot, seq, arrival, fingerprint) and their expansion by the frames' counts."""
+    """The export in columns, one entry per row (zeal.mechanism.kinds: a report of a
+    one-reading profile; a multi report's attribute or categorical value; a shuffle message),
+    in stored frame order: per-frame values (device, boot, seq, arrival, fingerprint), taken
+    by each row's frame (`frame`)."""
 
     def __init__(self, data: Loaded):
         rows = data.rows
         nrows = len(rows)
-        self.counts = frame_counts(rows)   # 1..255 each, checked before sizing anything by them
-        starts = np.cumsum(self.counts) - self.counts
-        self.n = int(self.counts.sum())
-        self.low = np.empty(self.n, dtype=np.int64)
-        self.estimate = np.empty(self.n, dtype=np.float64)
+        counts = frame_counts(rows)   # 1..255 each, checked before sizing anything by them
         fp_index = {fp: i for i, fp in enumerate(data.by_fp)}
         row_fp = np.fromiter((fp_index[r[ROW_FP]] for r in rows), dtype=np.int64, count=nrows)
-        self.per_fp = {}
+        parts, self.per_fp = [], {}
         for fp, i in fp_index.items():
             prof = data.profiles[fp]
             idx = np.flatnonzero(row_fp == i)
-            j = decode_frames(prof, data.by_fp[fp])  # that profile's frames, in row order
-            pos = _positions(starts[idx], self.counts[idx])
-            self.low[pos] = j + (prof.k_lo - prof.wire_base)
-            self.estimate[pos] = estimates(prof, j)
-            self.per_fp[fp] = int(j.size)
-        self.report = np.arange(self.n, dtype=np.int64) - np.repeat(starts, self.counts)
+            got = kinds.of(prof).export(prof, data.by_fp[fp], counts[idx], PayloadReader)
+            got["frame"] = idx[got["frame"]]  # that profile's frames -> the store's
+            self.per_fp[fp] = int(counts[idx].sum())
+            parts.append(got)
+        if parts:
+            cols = {k: np.concatenate([p[k] for p in parts]) for k in kinds.EXPORT_FIELDS}
+            order = np.argsort(cols["frame"], kind="stable")  # stored frame order
+            cols = {k: v[order] for k, v in cols.items()}
+        else:
+            cols = {k: np.empty(0, dtype=object if k in ("name", "value") else np.int64)
+                    for k in kinds.EXPORT_FIELDS}
+            cols["estimate"] = np.empty(0, dtype=np.float64)
+        self.frame = cols["frame"]
+        self.n = int(self.frame.size)
+        self.reports = int(counts.sum())
+        self.report, self.low, self.estimate = cols["report"], cols["low"], cols["estimate"]
+        self.attribute, self.name, self.value = cols["attribute"], cols["name"], cols["value"]
         self.frame_device = [device_text(r[ROW_DEVICE]) for r in rows]
         self.frame_boot = np.fromiter((r[ROW_BOOT] for r in rows), dtype=np.int64, count=nrows)
         self.frame_seq = np.fromiter((r[ROW_SEQ] for r in rows), dtype=np.int64, count=nrows)
@@ -256,7 +209,8 @@ class _Columns:
                 doc["debug_reports"] += r[ROW_COUNT]
 
     def expand(self, per_frame, dtype=None) -> np.ndarray:
-        return np.repeat(np.asarray(per_frame, dtype=dtype), self.counts)
+        """A per-frame value for every row."""
+        return np.asarray(per_frame, dtype=dtype)[self.frame]
 
     def arrival_text(self) -> np.ndarray:
         """Per frame: ISO-8601 UTC text, microseconds, 'Z'."""
@@ -271,7 +225,8 @@ def metadata(cols: _Columns, profiles: dict, *, unit: str = "",
         "format": META_FORMAT,
         "columns": [{"name": n, "type": t, "description": d} for n, t, d in COLUMNS],
         "unit": unit,
-        "reports": cols.n,
+        "reports": cols.reports,
+        "rows": cols.n,
         "include_vector": include_vector,
         "estimate": "estimate = lo + g (j - c0), j = k - k_lo: unbiased per report; the mean "
                     "of the column is zeal analyze's calibrated mean (shared_spec/mechanism.md "
@@ -280,7 +235,8 @@ def metadata(cols: _Columns, profiles: dict, *, unit: str = "",
         "devices": [{"device": dev, "reports": d["reports"], "private": not d["debug_reports"],
                      "debug_reports": d["debug_reports"]}
                     for dev, d in sorted(cols.devices.items())],
-        "profiles": [_profile_doc(profiles[fp], unit, n) for fp, n in cols.per_fp.items()],
+        "profiles": [kinds.of(profiles[fp]).export_doc(profiles[fp], unit, n)
+                     for fp, n in cols.per_fp.items()],
     }
 
 
@@ -331,7 +287,7 @@ def _write_csv(fh, cols: _Columns) -> None:
     fp = cols.expand(cols.frame_fp, object)
     est = map(repr, cols.estimate.tolist())  # repr: the shortest text that reads back exact
     out.writerows(zip(dev, boot, seq, cols.report.tolist(), arrival, est, cols.low.tolist(),
-                      fp))
+                      fp, cols.attribute.tolist(), cols.name, cols.value))
 
 
 def _parquet_table(cols: _Columns, meta: dict):
@@ -347,6 +303,9 @@ def _parquet_table(cols: _Columns, meta: dict):
         "estimate": cols.estimate,
         "low": cols.low,
         "fingerprint": cols.expand(cols.frame_fp, object),
+        "attribute": cols.attribute,
+        "name": cols.name,
+        "value": cols.value,
     }
     fields, arrays = [], []
     for name, kind, desc in COLUMNS:
@@ -385,9 +344,10 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: str = "",
-           meta=None) -> int:
-    """Write every report (one row each; columns EXPORT_COLUMNS) to `path` as `fmt` ('csv' or
-    'parquet'), atomically. Returns the row count. `path` '-' writes to stdout (Parquet only
+           meta=None, summary=None) -> int:
+    """Write every report (one row each, or one per attribute or value of a multi report;
+    columns EXPORT_COLUMNS) to `path` as `fmt` ('csv' or 'parquet'), atomically. Returns the
+    row count; `summary` (a dict), if given, receives "rows" and "reports". `path` '-' writes to stdout (Parquet only
     when stdout is not a terminal). The metadata goes into a Parquet file's schema; for CSV to
     `meta` if given, else to sidecar_path(path) (none for CSV on stdout without `meta`).
     `meta` given with Parquet writes the same JSON there too."""
@@ -436,6 +396,8 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
     if meta is not None:
         text = json.dumps(doc, indent=1) + "\n"
         write_atomically(meta, lambda fh: fh.write(text), binary=False)
+    if summary is not None:
+        summary.update(rows=cols.n, reports=cols.reports)
     return cols.n
 
 
@@ -455,18 +417,23 @@ def cmd_export(args) -> int:
                         "give -o FILE")
     if meta is None and args.format == "csv" and out != "-":
         meta = sidecar_path(out)
+    got = {}
     with open_store(args.db, read_only=True) as store:
-        n = export(store, out, args.format, include_vector=args.include_vector, unit=unit,
-                   meta=meta)
+        export(store, out, args.format, include_vector=args.include_vector, unit=unit,
+               meta=meta, summary=got)
+    what = "%d reports" % got["reports"]
+    if got["rows"] != got["reports"]:  # a multi report: a row per attribute (and value)
+        what = "%d rows (%d reports)" % (got["rows"], got["reports"])
     if as_json:
-        print(json.dumps({"reports": n, "format": args.format, "output": out,
-                          "metadata": meta, "unit": unit}, indent=1))
+        print(json.dumps({"reports": got["reports"], "rows": got["rows"],
+                          "format": args.format, "output": out, "metadata": meta,
+                          "unit": unit}, indent=1))
     elif out == "-":
-        print("zeal: %d reports written to stdout%s" % (n, "; metadata to %s" % meta
-                                                        if meta else ""), file=sys.stderr)
+        print("zeal: %s written to stdout%s" % (what, "; metadata to %s" % meta
+                                                if meta else ""), file=sys.stderr)
     else:
-        print("%d reports written to %s%s" % (n, out, " (metadata: %s)" % meta if meta
-                                                 else " (metadata in the file's schema)"))
+        print("%s written to %s%s" % (what, out, " (metadata: %s)" % meta if meta
+                                      else " (metadata in the file's schema)"))
     return 0
 
 

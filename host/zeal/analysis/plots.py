@@ -40,7 +40,8 @@ from ..mechanism.estimate import Estimator, estimator, is_table
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
 from ..wire.codec import device_name
-from .decode import ROW_BOOT, ROW_COUNT, ROW_DEVICE, ROW_SEQ, Loaded
+from ..mechanism import kinds
+from .decode import ROW_BOOT, ROW_COUNT, ROW_DEVICE, ROW_SEQ, Loaded, PayloadReader, frame_counts
 
 MAX_BINS = 120
 RUNNING_POINTS = 400
@@ -469,6 +470,16 @@ def plot_store(store, outdir, *, include_vector: bool = False,
     paths = []
     for fp in data.by_fp:
         prof = data.profiles[fp]
+        kind = kinds.of(prof)
+        if not kind.distribution_plots:  # several attributes a report: a panel each
+            rows = data.by_fp[fp]
+            got = kind.export(prof, rows, frame_counts(rows), PayloadReader)
+            path = os.path.join(outdir, "attributes-%s.png" % fp[:8])
+            try:
+                paths.append(attribute_means(prof, got, path, unit=unit))
+            except OSError as exc:
+                raise ZealError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+            continue
         j = data.offsets(fp)
         for name, draw in (("histogram", histogram), ("running-mean", running_mean)):
             path = os.path.join(outdir, "%s-%s.png" % (name, fp[:8]))
@@ -486,5 +497,58 @@ def _finish_cells(fig, ax, top, profile, what, title_extra, path):
     ax.set_ylim(0, top * 1.15)
     ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
     _legend(fig, ax)
+    fig.savefig(path, format="png")
+    return path
+
+
+# ---- profiles of several attributes (multi, shuffle) ------------------------------------------
+MAX_PANELS = 16
+Z99 = 2.5758293035489004  # the normal distribution's 99.5% quantile
+
+
+def attribute_means(profile, rows, path: str, *, unit: Optional[str] = None) -> str:
+    """One panel per attribute (a multi profile's attributes, a shuffle profile's
+    coordinates; at most MAX_PANELS): the running mean of the rows' unbiased estimates
+    (zeal.mechanism.kinds's export rows: exactly `zeal analyze`'s estimate at the last report)
+    against the reports (messages) so far, with a 99% interval by the normal approximation at
+    each n; a categorical attribute has a line per value (its frequency)."""
+    groups = {}
+    for a, name, value, est in zip(rows["attribute"].tolist(), rows["name"].tolist(),
+                                   rows["value"].tolist(), rows["estimate"].tolist()):
+        if a < 0:
+            continue  # a message no randomiser sends: analyze leaves it out too
+        groups.setdefault((a, name), {}).setdefault(value, []).append(est)
+    keys = sorted(groups)[:MAX_PANELS]
+    if not keys:
+        raise ZealError("profile %s: no reports to plot" % profile.fingerprint[:16])
+    cols = min(len(keys), 4)
+    nrow = -(-len(keys) // cols)
+    fig = new_figure(3.2 * cols + 0.6, 2.6 * nrow + 1.1)
+    for i, (a, name) in enumerate(keys):
+        ax = fig.add_subplot(nrow, cols, i + 1)
+        for value, ests in sorted(groups[(a, name)].items()):
+            x = np.asarray(ests, dtype=np.float64)
+            n = np.arange(1, x.size + 1)
+            mean = np.cumsum(x) / n
+            var = np.maximum(np.cumsum(x * x) / n - mean * mean, 0.0) * n / np.maximum(n - 1, 1)
+            half = Z99 * np.sqrt(var / n)
+            line, = ax.plot(n, mean, lw=1.2, label=value)
+            ax.fill_between(n[1:], (mean - half)[1:], (mean + half)[1:],
+                            color=line.get_color(), alpha=0.18, lw=0)
+        categorical = any(v != "mean" for v in groups[(a, name)])
+        ax.set_title("%s (attribute %d)" % (name, a), fontsize=8.5)
+        ax.set_xscale("log")
+        ax.set_xlabel(kinds.of(profile).rows_per_attribute, fontsize=7.5)
+        ax.set_ylabel("estimated frequency" if categorical else
+                      "estimated mean%s" % (" (%s)" % unit if unit else ""), fontsize=7.5)
+        ax.tick_params(labelsize=7)
+        if categorical:
+            ax.legend(fontsize=6.5, loc="best")
+    shown = "" if len(groups) <= MAX_PANELS else " (the first %d of %d)" % (MAX_PANELS,
+                                                                            len(groups))
+    fig.suptitle("profile %s (%s): each attribute's running estimate%s; shaded: 99%% "
+                 "interval, normal approximation at each n" % (
+                     profile.fingerprint[:8], kinds.of(profile).name, shown), fontsize=9)
+    fig.tight_layout()
     fig.savefig(path, format="png")
     return path

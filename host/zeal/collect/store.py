@@ -79,7 +79,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from ..errors import ProfileError, ZealError
 from . import accounting
 from ..mechanism.profile import Profile
-from ..mechanism.profiles import kind_of, loads_any
+from ..mechanism import kinds
+from ..mechanism.profiles import loads_any
 
 SCHEMA_VERSION = 2
 
@@ -790,7 +791,7 @@ class Store:
         rows = self._query("SELECT fingerprint, doc FROM profiles")
         docs = {fp: doc for fp, doc in rows if isinstance(fp, str) and isinstance(doc, str)}
         # single-attribute kinds first; a multi header finds its attribute files by fingerprint
-        rows.sort(key=lambda r: isinstance(r[1], str) and kind_of(r[1]) == "multi")
+        rows.sort(key=lambda r: isinstance(r[1], str) and kinds.sniff(r[1]).refers_to_others)
         for fp, doc in rows:
             if not isinstance(fp, str) or not isinstance(doc, str):
                 raise StoreError("database %s: profile row %r is damaged (not text)"

@@ -193,13 +193,17 @@ def format_size_table(doc: dict) -> str:
 
 # ---- command ------------------------------------------------------------------------------------
 def _grid_profiles_only(profiles) -> None:
-    """The archive stores reports as binade doubles: window-grid profiles only. A table
-    profile (zeal-table/1, reports are cells) is one ZealError line, never a traceback."""
+    """The archive stores reports as binade doubles: window-grid profiles only. Any other
+    kind (zeal.mechanism.kinds: `archivable` says why not) is one ZealError line, before any
+    work, never a traceback."""
+    from ...mechanism import kinds
+
     for prof in profiles:
-        if getattr(prof, "kind", "grid") == "table":
+        kind = kinds.of(prof)
+        if kind.archivable is not None:
             raise ZealError("zeal compress takes window-grid profiles only; profile %s is a "
-                            "table profile (its reports are cells, not doubles)"
-                            % prof.fingerprint[:16])
+                            "%s profile (%s)" % (prof.fingerprint[:16], kind.name,
+                                                 kind.archivable))
 
 
 def cmd_compress(args) -> int:

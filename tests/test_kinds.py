@@ -1,0 +1,231 @@
+"""The profile kinds behind one interface (zeal.mechanism.kinds), and the commands on every
+kind: a store of each kind, made by its demo (virtual boards on the MicroPython unix port),
+through `zeal export` (CSV and Parquet), `zeal analyze --json`, `zeal analyze --plots`,
+`zeal events` and `zeal compress`, as a user runs them (`python -m zeal`).
+
+Before the registry, `export`, `analyze --plots` and `compress` ended in a traceback on a
+multi-attribute or shuffle store ('MultiProfile' object has no attribute 'wire_base',
+'ShuffleProfile' object has no attribute 'n_window' / 'exponent').
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+from zeal.mechanism import kinds
+from zeal.mechanism import profile as GP
+
+from conftest import HOST, ROOT
+
+VECTORS = os.path.join(ROOT, "shared_spec", "vectors")
+ENV = dict(os.environ, PYTHONPATH=HOST + os.pathsep + os.environ.get("PYTHONPATH", ""))
+DEMOS = {  # kind: the demo's options (the shuffle's privacy needs 2,439 readings or more)
+    "grid": ["--count", "400"],
+    "table": ["--mechanism", "duchi", "--count", "400"],
+    "multi": ["--attributes", "--count", "400"],
+    "shuffle": ["--shuffle", "--count", "2500"],
+}
+
+
+def zeal(*args, cwd, check=True):
+    done = subprocess.run([sys.executable, "-m", "zeal", *map(str, args)], cwd=str(cwd),
+                          capture_output=True, text=True, env=ENV, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    if check:
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+    return done
+
+
+# ---- the registry ------------------------------------------------------------------------------
+def _vector_files():
+    """(kind, file bytes, fetch) of profile files from the vectors, of every kind."""
+    out = []
+    for case in json.load(open(os.path.join(VECTORS, "profiles.json")))["cases"]:
+        if "profile" in case:
+            out.append(("grid", json.dumps(case["profile"]).encode(), None))
+            break
+    for name, kind in (("tables.json", "table"), ("shuffle.json", "shuffle")):
+        for case in json.load(open(os.path.join(VECTORS, name)))["cases"]:
+            if case["result"] == "valid":
+                out.append((kind, case["file"].encode(), None))
+                break
+    return out
+
+
+def test_each_kind_sniffs_and_owns_its_profiles(tmp_path):
+    from zeal.mechanism import multi_profile as MP
+
+    found = {}
+    for kind, data, fetch in _vector_files():
+        got = kinds.sniff(data)
+        assert got.name == kind
+        prof = kinds.loads(data, fetch)
+        assert kinds.of(prof) is got
+        found[kind] = prof
+    # a multi header and its attribute files, written as zeal profile --attributes does
+    head = tmp_path / "m.json"
+    zeal("profile", "--attributes", "--attribute", "humidity:0:100", "--attribute",
+         "light:0:1000", "--categorical", "door:3", "--epsilon", "2",
+         "-o", head, cwd=tmp_path)
+    prof = kinds.load(str(head))
+    assert kinds.sniff(head.read_bytes()) is kinds.MULTI and kinds.of(prof) is kinds.MULTI
+    assert isinstance(prof, MP.MultiProfile)
+    assert {"grid", "table", "shuffle"} <= set(found)
+    with pytest.raises(TypeError):
+        kinds.of(object())
+
+
+def test_the_grid_estimate_map_is_exactly_unbiased():
+    # estimate(j) = (a + b j) / d: its mean under the grid's exact law is the reading itself,
+    # at the ends of the range and inside (here: 2 bits on [0, 1] at eps 1, a small grid)
+    from fractions import Fraction
+
+    from zeal.mechanism.grid import ExactGrid
+
+    prof = GP.from_bits(0.0, 1.0, 1.0, 2)
+    a, b, d = kinds.GRID.estimate_map(prof)
+    g = ExactGrid(prof)
+    for x in (Fraction(0), Fraction(1, 3), Fraction(1)):
+        law = g.distribution(x)   # {offset j: probability}
+        assert sum(law.values()) == 1
+        assert sum(p * Fraction(a + b * j, d) for j, p in law.items()) == x
+
+
+# ---- every command on every kind ---------------------------------------------------------------
+@pytest.fixture(scope="module", params=sorted(DEMOS))
+def store(request, tmp_path_factory):
+    kind = request.param
+    where = tmp_path_factory.mktemp("kind-" + kind)
+    zeal("demo", *DEMOS[kind], "--db", "demo.db", cwd=where)
+    return kind, where
+
+
+def _analyze(where):
+    return json.loads(zeal("analyze", "--db", "demo.db", "--json", cwd=where).stdout)
+
+
+def _expected_means(kind, doc):
+    """{(attribute, value): analyze's figure} for the export's groups."""
+    if kind in ("grid", "table"):
+        return {(0, "mean"): doc["overall"]["mean_calibrated"]}
+    if kind == "multi":
+        out = {}
+        for j, a in enumerate(doc["attributes"]):
+            if a["kind"] == "numeric":
+                out[(j, "mean")] = a["mean_calibrated"]
+            else:
+                for v, f in a["frequencies"].items():
+                    out[(j, "frequency of %s" % v)] = f["estimate"]
+        return out
+    (sec,) = doc["shuffle"]
+    return {(c, "mean"): m for c, m in enumerate(sec["mean"]) if m is not None}
+
+
+def test_export_csv_groups_average_to_analyze(store):
+    kind, where = store
+    done = zeal("export", "--db", "demo.db", "-o", "out.csv", "--json", cwd=where)
+    summary = json.loads(done.stdout)
+    with open(where / "out.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == summary["rows"] >= summary["reports"] > 0
+    groups = defaultdict(list)
+    for r in rows:
+        assert r["fingerprint"] and r["device"].startswith("id:")
+        groups[(int(r["attribute"]), r["value"])].append(float(r["estimate"]))
+    want = _expected_means(kind, _analyze(where))
+    assert set(want) <= set(groups)
+    for key, figure in want.items():
+        got = sum(groups[key]) / (summary["reports"] if kind == "multi" else len(groups[key]))
+        assert got == pytest.approx(figure, rel=1e-9, abs=1e-9), (kind, key)
+    meta = json.load(open(where / "out.csv.json"))
+    assert [p["kind"] for p in meta["profiles"]] == [kind]
+    assert meta["reports"] == summary["reports"] and meta["rows"] == summary["rows"]
+
+
+def test_export_parquet_equals_csv(store):
+    pd = pytest.importorskip("pandas")
+    kind, where = store
+    zeal("export", "--db", "demo.db", "-o", "out2.csv", cwd=where)
+    zeal("export", "--db", "demo.db", "--format", "parquet", "-o", "out.parquet", cwd=where)
+    a = pd.read_csv(where / "out2.csv")
+    b = pd.read_parquet(where / "out.parquet")
+    assert list(a.columns) == list(b.columns)
+    assert (a["estimate"].to_numpy() == b["estimate"].to_numpy()).all()
+    assert (a["low"].to_numpy() == b["low"].to_numpy()).all()
+
+
+def test_analyze_plots(store):
+    kind, where = store
+    done = zeal("analyze", "--db", "demo.db", "--plots", "plots", "--json", cwd=where)
+    paths = json.loads(done.stdout)["plots"]
+    assert paths
+    for p in paths:
+        with open(os.path.join(where, p) if not os.path.isabs(p) else p, "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    names = sorted(os.path.basename(p).split("-")[0] for p in paths)
+    assert names == (["histogram", "running"] if kinds.__dict__[kind.upper()].distribution_plots
+                     else ["attributes"])
+
+
+def test_events(store):
+    kind, where = store
+    done = zeal("events", "--db", "demo.db", cwd=where)
+    assert done.stdout.strip()
+
+
+def test_compress_keeps_a_grid_and_refuses_the_rest_in_one_line(store):
+    kind, where = store
+    done = zeal("compress", "--db", "demo.db", "--out", "a.zip", cwd=where, check=False)
+    if kinds.__dict__[kind.upper()].archivable is None:
+        assert done.returncode == 0, done.stderr
+        back = json.loads(zeal("analyze", "--archive", "a.zip", "--json", cwd=where).stdout)
+        assert back["overall"]["mean_calibrated"] == _analyze(where)["overall"][
+            "mean_calibrated"]
+    else:
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert "is a %s profile" % kind in done.stderr
+        assert not os.path.exists(where / "a.zip")
+
+
+def test_multi_export_rows_average_to_the_estimator_with_a_categorical_attribute():
+    # numeric (grid and table) and categorical attributes, k = 2 of d = 3: every group's mean
+    # over the n reports is MultiEstimator's figure, exactly up to float64 rounding
+    import numpy as np
+
+    from zeal.analysis.decode import PayloadReader
+    from zeal.mechanism import multi_profile as MP
+    from zeal.mechanism.multi import Categorical, MultiEstimator, Numeric
+    from zeal.mechanism.words import CounterWords
+
+    prof = MP.build([Numeric("t", 0, 40), Numeric("h", 0, 100, mechanism="duchi"),
+                     Categorical("door", ("shut", "open", "ajar"))], 2, k=2)
+    sampler = MP.MultiSampler(prof, CounterWords(bytes(32)))
+    rng = np.random.default_rng(5)
+    reports = [sampler.sample((float(rng.uniform(0, 40)), float(rng.uniform(0, 100)),
+                               int(rng.integers(3)))) for _ in range(300)]
+    frames = [reports[i:i + 60] for i in range(0, 300, 60)]
+    rows = [(b"d" * 8, 1, s, prof.fingerprint, len(f), MP.pack_multi(prof, f), 0.0, None, 0)
+            for s, f in enumerate(frames)]
+    got = kinds.MULTI.export(prof, rows, np.array([len(f) for f in frames]), PayloadReader)
+    assert len(got["frame"]) == 300 * (2 + 3)  # 2 numeric attributes, 3 door values
+    idx = np.array([[j for j, _ in r] for r in reports])
+    val = np.array([[y for _, y in r] for r in reports])
+    summary = MultiEstimator(prof.multi()).summarize(idx, val)
+    for j, s in enumerate(summary):
+        sel = got["attribute"] == j
+        if s.kind == "numeric":
+            assert got["estimate"][sel].mean() == pytest.approx(s.mean, rel=1e-12)
+        else:
+            for v, (freq, _) in s.frequencies.items():
+                mine = got["estimate"][sel & (got["value"] == "frequency of %s" % v)]
+                assert mine.size == 300 and mine.mean() == pytest.approx(freq, abs=1e-12)
+    # low: the value carried, -1 where the report did not carry the attribute
+    for j in range(3):
+        carriers = int((idx == j).sum())
+        per_row = 1 if j < 2 else 3   # a categorical attribute: a row per value
+        assert int(((got["attribute"] == j) & (got["low"] >= 0)).sum()) == carriers * per_row
