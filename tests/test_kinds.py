@@ -31,10 +31,11 @@ DEMOS = {  # kind: the demo's options (the shuffle's privacy needs 2,439 reading
 }
 
 
-def zeal(*args, cwd, check=True):
+def zeal(*args, cwd, check=True, input_text=None):
     done = subprocess.run([sys.executable, "-m", "zeal", *map(str, args)], cwd=str(cwd),
                           capture_output=True, text=True, env=ENV, timeout=600,
-                          stdin=subprocess.DEVNULL)
+                          input=input_text,
+                          stdin=subprocess.DEVNULL if input_text is None else None)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
     if check:
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
@@ -229,3 +230,89 @@ def test_multi_export_rows_average_to_the_estimator_with_a_categorical_attribute
         carriers = int((idx == j).sum())
         per_row = 1 if j < 2 else 3   # a categorical attribute: a row per value
         assert int(((got["attribute"] == j) & (got["low"] >= 0)).sum()) == carriers * per_row
+
+
+# ---- perturb and aggregate on every kind -------------------------------------------------------
+SEED = "5eed" * 16
+
+
+def _profiles(tmp_path):
+    zeal("profile", "--attributes", "--attribute", "t:0:40", "--attribute", "h:0:100",
+         "--categorical", "door:3", "--epsilon", "2", "-o", "m.json", cwd=tmp_path)
+    zeal("profile", "--shuffle", "--dims", "2", "--levels", "4", "--t", "1", "--n", "5000",
+         "--delta", "1e-6", "--ranges", "0", "40", "0", "100", "--epsilon", "1", "-o",
+         "s.json", cwd=tmp_path)
+    return kinds.load(str(tmp_path / "m.json")), kinds.load(str(tmp_path / "s.json"))
+
+
+def test_perturb_and_aggregate_a_multi_profile(tmp_path):
+    import numpy as np
+
+    from zeal.mechanism import multi_profile as MP
+    from zeal.mechanism.multi import MultiEstimator
+    from zeal.mechanism.words import CounterWords, key_from_hex
+
+    prof, _ = _profiles(tmp_path)
+    rng = np.random.default_rng(3)
+    rows = [(round(float(rng.uniform(0, 40)), 2), round(float(rng.uniform(0, 100)), 2),
+             int(rng.integers(3))) for _ in range(200)]
+    (tmp_path / "in.csv").write_text("".join("%s, %s, %d\n" % r for r in rows))
+    out = zeal("perturb", "--profile", "m.json", "--input", "in.csv", "--seed", SEED,
+               cwd=tmp_path).stdout.splitlines()
+    # the reference sampler with the same words, reading the same exact decimals
+    from fractions import Fraction
+    ref = MP.MultiSampler(prof, CounterWords(key_from_hex(SEED)))
+    want = [" ".join("%d:%d" % jy for jy in ref.sample((Fraction(str(a)), Fraction(str(b)), c)))
+            for a, b, c in rows]
+    assert out == want
+    doc = json.loads(zeal("aggregate", "--profile", "m.json", "--input", "-", "--json",
+                          cwd=tmp_path, input_text="\n".join(out)).stdout)
+    reps = [[tuple(map(int, f.split(":"))) for f in line.split()] for line in out]
+    idx = np.array([[j for j, _ in r] for r in reps])
+    val = np.array([[y for _, y in r] for r in reps])
+    exact = [a.as_dict() for a in MultiEstimator(prof.multi()).summarize(idx, val)]
+    assert doc == {"n": 200, "attributes": json.loads(json.dumps(exact))}
+    # a user's mistakes: one line each
+    (tmp_path / "bad.csv").write_text("20, 50\n")
+    done = zeal("perturb", "--profile", "m.json", "--input", "bad.csv", cwd=tmp_path,
+                check=False)
+    assert done.returncode == 1 and done.stderr == (
+        "zeal: line 1: not 3 comma-separated readings (t, h, door)\n")
+    done = zeal("aggregate", "--profile", "m.json", "--input", "-", cwd=tmp_path, check=False,
+                input_text="0:1 2:9\n")
+    assert done.returncode == 1 and done.stderr.startswith("zeal: line 1: ")
+
+
+def test_perturb_and_aggregate_a_shuffle_profile(tmp_path):
+    from fractions import Fraction
+
+    import numpy as np
+
+    from zeal.mechanism import shuffle as S
+    from zeal.mechanism import shuffle_profile as SP
+    from zeal.mechanism.words import CounterWords, key_from_hex
+
+    _, prof = _profiles(tmp_path)
+    rng = np.random.default_rng(4)
+    rows = [(round(float(rng.uniform(0, 40)), 2), round(float(rng.uniform(0, 100)), 2))
+            for _ in range(300)]
+    (tmp_path / "in.csv").write_text("".join("%s,%s\n" % r for r in rows))
+    done = zeal("perturb", "--profile", "s.json", "--input", "in.csv", "--seed", SEED,
+                cwd=tmp_path)
+    assert "private only once a shuffler mixes them" in done.stderr
+    out = done.stdout.splitlines()
+    ref = SP.ShuffleSampler(prof, CounterWords(key_from_hex(SEED)))
+    want = [str(m) for a, b in rows for m in ref.sample([Fraction(str(a)), Fraction(str(b))])]
+    assert out == want and len(out) == 300 * prof.t
+    doc = json.loads(zeal("aggregate", "--profile", "s.json", "--input", "-", "--json",
+                          cwd=tmp_path, input_text="\n".join(out)).stdout)
+    p = prof.params
+    hist = np.zeros((p.d, p.levels), dtype=np.int64)
+    for m in out:
+        c, y = S.decode_message(p, int(m))
+        hist[c, y] += 1
+    means = S.Analyzer(p).estimate(hist)
+    for c, d in enumerate(doc["coordinates"]):
+        lo, hi = (Fraction(v) for v in prof.ranges[c])
+        assert d["messages"] == int(hist[c].sum())
+        assert d["mean"] == float(lo + (hi - lo) * means[c])

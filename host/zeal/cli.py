@@ -310,32 +310,6 @@ def cmd_profile(args) -> int:
 
 
 # ---- perturb ------------------------------------------------------------------------------------
-def _reading_from_text(text: str):
-    from decimal import Decimal, InvalidOperation
-    from fractions import Fraction
-
-    t = text.strip()
-    low = t.lower()
-    if low in ("nan", "+nan", "-nan"):
-        raise InputError("reading is NaN")
-    if low.lstrip("+-") in ("inf", "infinity"):
-        raise InputError("reading is infinite")
-    try:
-        dec = Decimal(t)
-    except (InvalidOperation, ValueError):
-        raise InputError("not a number: %r" % t[:40]) from None
-    if not dec.is_finite():  # "snan", "-nan" and such spellings
-        raise InputError("reading is not a finite number: %r" % t[:40])
-    # Exponents beyond float64's are cut before the exact conversion, which would otherwise
-    # build a 10^999999 integer: a magnitude above 1e400 is clamped like any out-of-range
-    # reading, one below 1e-400 (but not zero) cannot come from a sensor.
-    if dec and dec.adjusted() > 400:
-        return Fraction(-(10 ** 401) if dec < 0 else 10 ** 401)
-    if dec and dec.adjusted() < -400:
-        raise InputError("reading %r is closer to zero than any float64" % t[:40])
-    return Fraction(dec)  # exact decimal: "35.58" is 3558/100, not its float64 rounding
-
-
 FORMATS = ("bits", "low", "float")
 
 
@@ -356,22 +330,20 @@ def _perturb_format(args):
 
 
 def cmd_perturb(args) -> int:
-    from .mechanism import profile as prof_mod
-    from .mechanism import reports
-    from .mechanism.scalar import ExactZeal
+    from .mechanism import kinds
     from .mechanism.words import CounterWords, key_from_hex, system_words
 
-    prof = prof_mod.load(args.profile)
-    table = getattr(prof, "kind", "grid") == "table"
-    if table:  # a table profile's report is its cell j, sent as the m-bit value j
-        if args.output in FORMATS and args.format is None:
-            args.format, args.output = args.output, None
-        if args.format not in (None, "low"):
-            raise ZealError("a table profile's reports are cells 0..%d (the m bits sent): "
-                            "use --format low" % (prof.n_cells - 1))
-        args.format = "low"
-    else:
+    prof = kinds.load(args.profile)
+    kind = kinds.of(prof)
+    if kind.formats == FORMATS:
         _perturb_format(args)
+    elif args.output in FORMATS and args.format is None:  # the old --output spelling
+        args.format, args.output = args.output, None
+    if args.format is None:
+        args.format = kind.formats[0]
+    if args.format not in kind.formats:
+        raise ZealError("a %s profile's reports are written as %s: use --format %s"
+                        % (kind.name, " or ".join(kind.formats), kind.formats[0]))
     if args.seed is not None:
         try:
             words = CounterWords(key_from_hex(args.seed))
@@ -379,32 +351,20 @@ def cmd_perturb(args) -> int:
             raise ZealError(str(exc)) from None
     else:
         words = system_words()
-    if table:
-        from .mechanism.table_sampler import TableSampler
-
-        mech = TableSampler(prof, words)
-        mech.perturb = mech.sample_exact
-        spell = str
-    else:
-        mech = ExactZeal(profile=prof, words=words)
-        spell = {"bits": lambda k: "%016x" % reports.to_bits(prof, k),
-                 "low": lambda k: str(reports.to_low(prof, k)),
-                 "float": lambda k: repr(reports.value_of_bits(reports.to_bits(prof, k)))
-                 }[args.format]
+    mech = kind.perturber(prof, words, args.format)
     skipped = 0
     with _open(args.output, "w") as out:
         for lineno, line in _lines(args.input):
             try:
-                x = _reading_from_text(line)
+                got = mech.lines(line)
             except InputError as exc:
                 if not args.skip_invalid:
                     raise InputError("line %d: %s" % (lineno, exc)) from None
                 skipped += 1
                 continue
-            out.write(spell(mech.perturb(x)) + "\n")
-    if mech.clamped:
-        print("zeal: clamped %d reading(s) outside [%r, %r]" % (mech.clamped, prof.lo, prof.hi),
-              file=sys.stderr)
+            out.write("".join(t + "\n" for t in got))
+    for note in mech.notes():
+        print("zeal: %s" % note, file=sys.stderr)
     if skipped:
         print("zeal: skipped %d invalid line(s)" % skipped, file=sys.stderr)
     return 0
@@ -412,59 +372,20 @@ def cmd_perturb(args) -> int:
 
 # ---- aggregate ----------------------------------------------------------------------------------
 def cmd_aggregate(args) -> int:
-    import numpy as np
+    from .mechanism import kinds
 
-    from .mechanism import profile as prof_mod
-    from .mechanism import reports
-    from .mechanism.estimate import estimator, is_table
-
-    prof = prof_mod.load(args.profile)
-    table = is_table(prof)
-    offsets = []
-    for lineno, line in _lines(args.input):
-        try:
-            offsets.append(_table_report(prof, line) if table
-                           else reports.parse_line(prof, line) - prof.k_lo)
-        except ReportError as exc:
-            raise ReportError("line %d: %s" % (lineno, exc)) from None
-    if not offsets:
-        raise ZealError("no reports to aggregate")
+    prof = kinds.load(args.profile)
     try:
-        summary = estimator(prof).summarize(np.array(offsets, dtype=np.int64))
-    except OverflowError:  # the variance bound is about (hi - lo)^2: beyond float64
-        raise ZealError("cannot aggregate under this profile: the estimate's error bound "
-                        "overflows float64 for the range [%r, %r] (ranges up to about 1e150 "
-                        "wide work)" % (prof.lo, prof.hi)) from None
-    doc = summary.as_dict()
+        doc, text = kinds.of(prof).aggregate(prof, _lines(args.input))
+    except ReportError as exc:
+        if str(exc) == "no reports to aggregate" or str(exc).startswith("cannot aggregate"):
+            raise ZealError(str(exc)) from None
+        raise
     if args.json:  # an interval past float64 is null (JSON has no inf)
-        doc = {k: ([_finite(x) for x in v] if isinstance(v, (list, tuple)) else _finite(v))
-               for k, v in doc.items()}
         print(json.dumps(doc, indent=1, allow_nan=False))
     else:
-        print("n                 %d" % summary.n)
-        print("mean (calibrated) %s" % _num(summary.mean_calibrated))
-        print("99%% interval      [%s, %s]  (Bernstein; normal approx. [%s, %s])"
-              % tuple(_num(v) for v in summary.ci99 + summary.ci99_clt))
-        if table:
-            print("AVG*              n/a (the paper's estimator is a window-grid notion; "
-                  "table profile)")
-        else:
-            print("AVG* (exact)      %s" % _num(summary.avg_star))
-            print("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
-                  % _num(summary.avg_star_naive))
+        print("\n".join(text))
     return 0
-
-
-def _table_report(prof, text: str) -> int:
-    """One line of `zeal perturb` output under a table profile: the cell j, 0 <= j < N."""
-    t = text.strip()
-    if not t.isdigit():
-        raise ReportError("not a report of a table profile (a cell number 0..%d): %r"
-                          % (prof.n_cells - 1, t[:40]))
-    j = int(t)
-    if j >= prof.n_cells:
-        raise ReportError("cell %d is outside the table's %d cells" % (j, prof.n_cells))
-    return j
 
 
 # ---- demo ---------------------------------------------------------------------------------------

@@ -26,6 +26,13 @@ Each kind object answers:
   rows_per_attribute     what one attribute's export rows count (a plot's axis label)
   refers_to_others       its file names other profile files by fingerprint (a multi header's
                          attribute files): a store loads it after the others
+  formats                `zeal perturb --format` choices, the default first
+  perturber(profile, words, fmt)
+                         `zeal perturb`: .lines(text) -> the output lines for one input line
+                         (InputError for a line that is no reading), .notes() -> stderr lines
+  aggregate(profile, lines)
+                         `zeal aggregate`: (JSON document, text lines) of `zeal perturb`'s
+                         output lines [(line number, text)] (ReportError naming the line)
 
 The export's rows. Every row is one unbiased estimate: grouped by (fingerprint, attribute,
 value) the mean of `estimate` is exactly the figure `zeal analyze` prints for that group
@@ -52,7 +59,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import ProfileError
+from ..errors import InputError, ProfileError, ReportError
 from . import multi_profile as MP
 from . import profile as GP
 from . import shuffle_profile as SP
@@ -127,6 +134,103 @@ class Kind:
     def owns(self, profile) -> bool:
         return type(profile) is self.profile_class
 
+    formats = ("low",)
+
+
+def _lines_of(lines, parse):
+    out = []
+    for lineno, text in lines:
+        try:
+            out.append(parse(text))
+        except ReportError as exc:
+            raise ReportError("line %d: %s" % (lineno, exc)) from None
+    if not out:
+        raise ReportError("no reports to aggregate")
+    return out
+
+
+def _finite(value):
+    """A float figure, or None where float64 cannot hold it (JSON has no inf/NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _num(value) -> str:
+    """Six decimals for figures of everyday size, 10 significant digits beyond 1e15."""
+    if value is None:
+        return "n/a"
+    return "%.6f" % value if abs(value) < 1e15 else "%.10g" % value
+
+
+def reading_from_text(text: str) -> Fraction:
+    """One reading as typed: an exact decimal ("35.58" is 3558/100, not its float64
+    rounding); InputError for anything else."""
+    from decimal import Decimal, InvalidOperation
+
+    t = text.strip()
+    low = t.lower()
+    if low in ("nan", "+nan", "-nan"):
+        raise InputError("reading is NaN")
+    if low.lstrip("+-") in ("inf", "infinity"):
+        raise InputError("reading is infinite")
+    try:
+        dec = Decimal(t)
+    except (InvalidOperation, ValueError):
+        raise InputError("not a number: %r" % t[:40]) from None
+    if not dec.is_finite():  # "snan", "-nan" and such spellings
+        raise InputError("reading is not a finite number: %r" % t[:40])
+    # Exponents beyond float64's are cut before the exact conversion, which would otherwise
+    # build a 10^999999 integer: a magnitude above 1e400 is clamped like any out-of-range
+    # reading, one below 1e-400 (but not zero) cannot come from a sensor.
+    if dec and dec.adjusted() > 400:
+        return Fraction(-(10 ** 401) if dec < 0 else 10 ** 401)
+    if dec and dec.adjusted() < -400:
+        raise InputError("reading %r is closer to zero than any float64" % t[:40])
+    return Fraction(dec)
+
+
+class _Scalar:
+    """`zeal perturb` for one reading a line (grid, table)."""
+
+    def __init__(self, profile, mech, spell):
+        self.profile, self.mech, self.spell = profile, mech, spell
+
+    def lines(self, text):
+        return [self.spell(self.mech.perturb(reading_from_text(text)))]
+
+    def notes(self):
+        if self.mech.clamped:
+            return ["clamped %d reading(s) outside [%r, %r]" % (self.mech.clamped,
+                                                                self.profile.lo,
+                                                                self.profile.hi)]
+        return []
+
+
+def _scalar_aggregate(profile, offsets, table: bool):
+    from .estimate import estimator
+
+    try:
+        summary = estimator(profile).summarize(np.array(offsets, dtype=np.int64))
+    except OverflowError:  # the variance bound is about (hi - lo)^2: beyond float64
+        raise ReportError("cannot aggregate under this profile: the estimate's error bound "
+                          "overflows float64 for the range [%r, %r] (ranges up to about "
+                          "1e150 wide work)" % (profile.lo, profile.hi)) from None
+    doc = {k: ([_finite(x) for x in v] if isinstance(v, (list, tuple)) else _finite(v))
+           for k, v in summary.as_dict().items()}
+    text = ["n                 %d" % summary.n,
+            "mean (calibrated) %s" % _num(summary.mean_calibrated),
+            "99%% interval      [%s, %s]  (Bernstein; normal approx. [%s, %s])"
+            % tuple(_num(v) for v in summary.ci99 + summary.ci99_clt)]
+    if table:
+        text.append("AVG*              n/a (the paper's estimator is a window-grid notion; "
+                    "table profile)")
+    else:
+        text.append("AVG* (exact)      %s" % _num(summary.avg_star))
+        text.append("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
+                    % _num(summary.avg_star_naive))
+    return doc, text
+
 
 # ---- the window grid ---------------------------------------------------------------------------
 class GridKind(Kind):
@@ -155,6 +259,24 @@ class GridKind(Kind):
     def estimates(self, profile, j) -> np.ndarray:
         a, b, d = self.estimate_map(profile)
         return _by_value(j, lambda v: (a + b * v) / d)
+
+    formats = ("bits", "low", "float")
+
+    def perturber(self, profile, words, fmt):
+        from . import reports
+        from .scalar import ExactZeal
+
+        spell = {"bits": lambda k: "%016x" % reports.to_bits(profile, k),
+                 "low": lambda k: str(reports.to_low(profile, k)),
+                 "float": lambda k: repr(reports.value_of_bits(reports.to_bits(profile, k)))
+                 }[fmt]
+        return _Scalar(profile, ExactZeal(profile=profile, words=words), spell)
+
+    def aggregate(self, profile, lines):
+        from . import reports
+
+        offsets = _lines_of(lines, lambda t: reports.parse_line(profile, t) - profile.k_lo)
+        return _scalar_aggregate(profile, offsets, False)
 
     def export(self, profile, rows, counts, io):
         j = io.offsets(profile, rows)
@@ -202,6 +324,27 @@ class TableKind(Kind):
         table = np.array([float(g) for g in self.values(profile)], dtype=np.float64)
         return table[np.asarray(j, dtype=np.int64).reshape(-1)]
 
+    formats = ("low",)  # a report is its cell j, sent as the m-bit value j
+
+    def perturber(self, profile, words, fmt):
+        from .table_sampler import TableSampler
+
+        mech = TableSampler(profile, words)
+        mech.perturb = mech.sample_exact
+        return _Scalar(profile, mech, str)
+
+    def aggregate(self, profile, lines):
+        def cell(text):
+            t = text.strip()
+            if not t.isdigit():
+                raise ReportError("not a report of a table profile (a cell number 0..%d): "
+                                  "%r" % (profile.n_cells - 1, t[:40]))
+            if int(t) >= profile.n_cells:
+                raise ReportError("cell %d is outside the table's %d cells"
+                                  % (int(t), profile.n_cells))
+            return int(t)
+        return _scalar_aggregate(profile, _lines_of(lines, cell), True)
+
     def export(self, profile, rows, counts, io):
         j = io.offsets(profile, rows)  # a cell: low = j
         frame, report = _frame_report(counts)
@@ -233,6 +376,48 @@ class MultiKind(Kind):
 
     def loads(self, data, fetch=None):
         return MP.loads(data, fetch if fetch is not None else (lambda i, fp: None))
+
+    formats = ("pairs",)  # a report as "j:y j:y ..." (its k attribute indices and values)
+
+    def perturber(self, profile, words, fmt):
+        return _MultiPerturber(profile, words)
+
+    def aggregate(self, profile, lines):
+        from .multi import MultiEstimator
+
+        def report(text):
+            pairs = []
+            for field in text.split():
+                j, _, y = field.partition(":")
+                if not (j.isdigit() and y.isdigit()):
+                    raise ReportError("not a multi report ('j:y j:y ...'): %r" % text[:60])
+                pairs.append((int(j), int(y)))
+            try:  # the payload's own checks: indices ascending below d, values of each
+                MP.unpack_multi(profile, MP.pack_multi(profile, [pairs]), 1)
+            except (MP.PayloadError, ValueError, KeyError, IndexError) as exc:
+                raise ReportError("not a report of this profile: %s" % exc) from None
+            if len(pairs) != profile.k:
+                raise ReportError("a report holds k = %d pairs, got %d" % (profile.k,
+                                                                            len(pairs)))
+            return pairs
+        reps = _lines_of(lines, report)
+        idx = np.array([[j for j, _ in r] for r in reps], dtype=np.int64)
+        val = np.array([[y for _, y in r] for r in reps], dtype=np.int64)
+        atts = [a.as_dict() for a in MultiEstimator(profile.multi()).summarize(idx, val)]
+        text = ["n                 %d reports (k = %d of d = %d attributes each)"
+                % (len(reps), profile.k, profile.d)]
+        for a in atts:
+            if a["kind"] == "numeric":
+                lo, hi = a["ci99"]
+                text.append("%-17s %s  99%% interval [%s, %s] (Bernstein), carried by %d"
+                            % (a["name"], _num(a["mean_calibrated"]), _num(lo), _num(hi),
+                               a["carried"]))
+            else:
+                for v, f in a["frequencies"].items():
+                    text.append("%-17s frequency of %s: %s  99%% interval [%s, %s]"
+                                % (a["name"], v, _num(f["estimate"]), _num(f["ci99"][0]),
+                                   _num(f["ci99"][1])))
+        return {"n": len(reps), "attributes": atts}, text
 
     def export(self, profile, rows, counts, io):
         m = profile.multi()
@@ -306,6 +491,41 @@ class ShuffleKind(Kind):
     def loads(self, data, fetch=None):
         return SP.loads(data)
 
+    formats = ("messages",)  # t message integers a reading, one a line
+
+    def perturber(self, profile, words, fmt):
+        return _ShufflePerturber(profile, words)
+
+    def aggregate(self, profile, lines):
+        from . import shuffle as S
+
+        p = profile.params
+
+        def message(text):
+            t = text.strip()
+            if not t.isdigit():
+                raise ReportError("not a shuffle message (a decimal integer): %r" % t[:40])
+            try:
+                return S.decode_message(p, int(t))
+            except S.ShuffleError as exc:
+                raise ReportError(str(exc)) from None
+        pairs = _lines_of(lines, message)
+        hist = np.zeros((p.d, p.levels), dtype=np.int64)
+        for c, y in pairs:
+            hist[c, y] += 1
+        means = S.Analyzer(p).estimate(hist)
+        coords = []
+        for c, (m, (lo, hi)) in enumerate(zip(means, profile.ranges)):
+            value = None if m is None else Fraction(lo) + (Fraction(hi) - Fraction(lo)) * m
+            coords.append({"coordinate": c, "messages": int(hist[c].sum()),
+                           "mean": None if value is None else float(value)})
+        text = ["messages          %d (t = %d a reading)" % (len(pairs), p.t)]
+        text += ["coordinate %-6d %s  from %d messages" % (d["coordinate"], _num(d["mean"]),
+                                                            d["messages"]) for d in coords]
+        text.append("privacy           the shuffle's (epsilon, delta) holds only for messages "
+                    "mixed by a shuffler with the profile's n readings (zeal analyze says)")
+        return {"messages": len(pairs), "coordinates": coords}, text
+
     def export(self, profile, rows, counts, io):
         from .shuffle import ShuffleError, decode_message
 
@@ -341,6 +561,59 @@ class ShuffleKind(Kind):
                                "levels - gamma / 2) / (1 - gamma); the mean over a "
                                "coordinate's messages is zeal analyze's"},
                 "profile": dict(profile.canonical(), fingerprint=profile.fingerprint)}
+
+
+class _MultiPerturber:
+    """`zeal perturb` under a multi profile: a line of d comma-separated readings (numeric:
+    an exact decimal; categorical: its value's index 0..c-1) -> one report "j:y j:y ..."."""
+
+    def __init__(self, profile, words):
+        self.profile = profile
+        self.sampler = MP.MultiSampler(profile, words)
+
+    def lines(self, text):
+        prof = self.profile
+        fields = text.split(",")
+        if len(fields) != prof.d:
+            raise InputError("not %d comma-separated readings (%s)" % (prof.d,
+                                                                        ", ".join(prof.names)))
+        values = []
+        for a, name, field in zip(prof.attributes, prof.names, fields):
+            field = field.strip()
+            if a.kind == "oue":  # a categorical attribute: its value's index 0..c-1
+                if not (field.isdigit() and int(field) < a.c):
+                    raise InputError("%s: %r is not a value index 0..%d" % (name, field[:20],
+                                                                           a.c - 1))
+                values.append(int(field))
+            else:
+                try:
+                    values.append(reading_from_text(field))
+                except InputError as exc:
+                    raise InputError("%s: %s" % (name, exc)) from None
+        return [" ".join("%d:%d" % jy for jy in self.sampler.sample(values))]
+
+    def notes(self):
+        return (["clamped %d reading(s) to their attribute's range" % self.sampler.clamped]
+                if self.sampler.clamped else [])
+
+
+class _ShufflePerturber:
+    """`zeal perturb` under a shuffle profile: a line of d comma-separated readings -> its t
+    messages, one a line (for a shuffler: alone they carry no guarantee)."""
+
+    def __init__(self, profile, words):
+        self.profile = profile
+        self.sampler = SP.ShuffleSampler(profile, words)
+
+    def lines(self, text):
+        fields = text.split(",")
+        if len(fields) != self.profile.d:
+            raise InputError("not %d comma-separated readings" % self.profile.d)
+        return [str(m) for m in self.sampler.sample([reading_from_text(f) for f in fields])]
+
+    def notes(self):
+        return ["these messages are private only once a shuffler mixes them with the other "
+                "readings' (the profile's n = %d)" % self.profile.n]
 
 
 # ---- the registry ------------------------------------------------------------------------------
