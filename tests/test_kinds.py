@@ -98,16 +98,41 @@ def test_the_grid_estimate_map_is_exactly_unbiased():
 
 
 # ---- every command on every kind ---------------------------------------------------------------
-@pytest.fixture(scope="module", params=sorted(DEMOS))
+def _copy_to_postgres(path, url):
+    """The SQLite store at `path` copied into the PostgreSQL database `url`, through the
+    stores' own API (profiles, then the frames as the collector writes them)."""
+    from zeal.collect.store import FrameRecord, open_store
+
+    with open_store(str(path), read_only=True) as src:
+        profiles = src.profiles()
+        frames = [FrameRecord(device_id=bytes(r[0]), boot=r[1], nonce=bytes(r[7]), seq=r[2],
+                              crc=0, fingerprint=r[3], count=r[4], payload=bytes(r[5]),
+                              arrival=r[6], vector=vec, debug=bool(r[8]))
+                  for vec in (False, True) for r in src.frames(vector=vec)]
+    with open_store(url) as dst:
+        for prof in profiles.values():
+            dst.add_profile(prof)
+        assert dst.write(frames=frames) == len(frames)
+
+
+@pytest.fixture(scope="module", params=[(k, b) for k in sorted(DEMOS)
+                                        for b in ("sqlite", "postgresql")],
+                ids=lambda p: "%s-%s" % p)
 def store(request, tmp_path_factory):
-    kind = request.param
+    """(kind, folder, --db) of a store made by the kind's demo: the SQLite file it wrote, or
+    a PostgreSQL database holding the same frames."""
+    kind, backend = request.param
     where = tmp_path_factory.mktemp("kind-" + kind)
     zeal("demo", *DEMOS[kind], "--db", "demo.db", cwd=where)
-    return kind, where
+    if backend == "sqlite":
+        return kind, where, "demo.db"
+    url = request.getfixturevalue("postgres_server").create_database()
+    _copy_to_postgres(where / "demo.db", url)
+    return kind, where, url
 
 
-def _analyze(where):
-    return json.loads(zeal("analyze", "--db", "demo.db", "--json", cwd=where).stdout)
+def _analyze(where, db):
+    return json.loads(zeal("analyze", "--db", db, "--json", cwd=where).stdout)
 
 
 def _expected_means(kind, doc):
@@ -128,8 +153,8 @@ def _expected_means(kind, doc):
 
 
 def test_export_csv_groups_average_to_analyze(store):
-    kind, where = store
-    done = zeal("export", "--db", "demo.db", "-o", "out.csv", "--json", cwd=where)
+    kind, where, db = store
+    done = zeal("export", "--db", db, "-o", "out.csv", "--json", cwd=where)
     summary = json.loads(done.stdout)
     with open(where / "out.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -138,7 +163,7 @@ def test_export_csv_groups_average_to_analyze(store):
     for r in rows:
         assert r["fingerprint"] and r["device"].startswith("id:")
         groups[(int(r["attribute"]), r["value"])].append(float(r["estimate"]))
-    want = _expected_means(kind, _analyze(where))
+    want = _expected_means(kind, _analyze(where, db))
     assert set(want) <= set(groups)
     for key, figure in want.items():
         got = sum(groups[key]) / (summary["reports"] if kind == "multi" else len(groups[key]))
@@ -150,9 +175,9 @@ def test_export_csv_groups_average_to_analyze(store):
 
 def test_export_parquet_equals_csv(store):
     pd = pytest.importorskip("pandas")
-    kind, where = store
-    zeal("export", "--db", "demo.db", "-o", "out2.csv", cwd=where)
-    zeal("export", "--db", "demo.db", "--format", "parquet", "-o", "out.parquet", cwd=where)
+    kind, where, db = store
+    zeal("export", "--db", db, "-o", "out2.csv", cwd=where)
+    zeal("export", "--db", db, "--format", "parquet", "-o", "out.parquet", cwd=where)
     a = pd.read_csv(where / "out2.csv")
     b = pd.read_parquet(where / "out.parquet")
     assert list(a.columns) == list(b.columns)
@@ -161,8 +186,8 @@ def test_export_parquet_equals_csv(store):
 
 
 def test_analyze_plots(store):
-    kind, where = store
-    done = zeal("analyze", "--db", "demo.db", "--plots", "plots", "--json", cwd=where)
+    kind, where, db = store
+    done = zeal("analyze", "--db", db, "--plots", "plots", "--json", cwd=where)
     paths = json.loads(done.stdout)["plots"]
     assert paths
     for p in paths:
@@ -174,19 +199,20 @@ def test_analyze_plots(store):
 
 
 def test_events(store):
-    kind, where = store
-    done = zeal("events", "--db", "demo.db", cwd=where)
+    kind, where, db = store
+    done = zeal("events", "--db", db, cwd=where)
     assert done.stdout.strip()
 
 
 def test_compress_keeps_a_grid_and_refuses_the_rest_in_one_line(store):
-    kind, where = store
-    done = zeal("compress", "--db", "demo.db", "--out", "a.zip", cwd=where, check=False)
+    kind, where, db = store
+    done = zeal("compress", "--db", db, "--out", "a.zip", cwd=where, check=False)
     if kinds.__dict__[kind.upper()].archivable is None:
         assert done.returncode == 0, done.stderr
         back = json.loads(zeal("analyze", "--archive", "a.zip", "--json", cwd=where).stdout)
-        assert back["overall"]["mean_calibrated"] == _analyze(where)["overall"][
+        assert back["overall"]["mean_calibrated"] == _analyze(where, db)["overall"][
             "mean_calibrated"]
+        os.remove(where / "a.zip")  # (the next backend writes its own)
     else:
         assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
         assert "is a %s profile" % kind in done.stderr
@@ -316,3 +342,11 @@ def test_perturb_and_aggregate_a_shuffle_profile(tmp_path):
         lo, hi = (Fraction(v) for v in prof.ranges[c])
         assert d["messages"] == int(hist[c].sum())
         assert d["mean"] == float(lo + (hi - lo) * means[c])
+
+
+@pytest.mark.parametrize("opts", [[], ["--attributes"], ["--shuffle"]])
+def test_a_serial_demo_refuses_a_postgresql_store_in_one_line(tmp_path, opts):
+    done = zeal("demo", *opts, "--db", "postgresql://zeal@127.0.0.1:1/none", cwd=tmp_path,
+                check=False)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "zeal demo --mqtt --db postgresql://" in done.stderr

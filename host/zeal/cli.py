@@ -391,7 +391,11 @@ def cmd_aggregate(args) -> int:
 # ---- demo ---------------------------------------------------------------------------------------
 def cmd_demo(args) -> int:
     from .analysis import shuffle_cli  # boards -> shuffler -> collector (analysis.shuffle_demo)
+    from .collect.store import is_url
 
+    if args.db and is_url(args.db) and not getattr(args, "mqtt", False):
+        raise ZealError("--db %s: this demo writes a new SQLite file; a PostgreSQL store is "
+                        "the fleet demo's (zeal demo --mqtt --db postgresql://...)" % args.db)
     if shuffle_cli.demo_wants_shuffle(args):
         from .analysis.shuffle_demo import cmd_demo_shuffle
 

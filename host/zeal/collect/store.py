@@ -579,10 +579,7 @@ class Store:
         """Store a profile file (any kind); a multi header's attribute files are stored too,
         each as its own row (its fingerprint, its file), so the header loads from the store."""
         self._writable()
-        rows = [(profile.fingerprint, profile.to_json())]
-        if getattr(profile, "kind", None) == "multi":
-            rows += [(a.fingerprint, text) for a, text in
-                     ((profile.attributes[i], t) for i, t in profile.attribute_files().items())]
+        rows = kinds.of(profile).files(profile)
         try:
             self._guard()
             self.db.executemany("INSERT OR IGNORE INTO profiles (fingerprint, doc) VALUES (?, ?)",
@@ -1329,10 +1326,7 @@ class PgStore(Store):
                           (port, now, kind, detail, n, key))
 
     def add_profile(self, profile) -> None:
-        rows = [(profile.fingerprint, profile.to_json())]
-        if getattr(profile, "kind", None) == "multi":
-            rows += [(a.fingerprint, text) for a, text in
-                     ((profile.attributes[i], t) for i, t in profile.attribute_files().items())]
+        rows = kinds.of(profile).files(profile)
         rows.sort()
 
         def body():

@@ -26,6 +26,8 @@ Each kind object answers:
   rows_per_attribute     what one attribute's export rows count (a plot's axis label)
   refers_to_others       its file names other profile files by fingerprint (a multi header's
                          attribute files): a store loads it after the others
+  files(profile)         [(fingerprint, file text)] of the profile and every file it refers to
+                         (what a store keeps, so that the profile loads from it)
   formats                `zeal perturb --format` choices, the default first
   perturber(profile, words, fmt)
                          `zeal perturb`: .lines(text) -> the output lines for one input line
@@ -133,6 +135,9 @@ class Kind:
 
     def owns(self, profile) -> bool:
         return type(profile) is self.profile_class
+
+    def files(self, profile) -> list:
+        return [(profile.fingerprint, profile.to_json())]
 
     formats = ("low",)
 
@@ -373,6 +378,11 @@ class MultiKind(Kind):
 
     def matches(self, data):
         return MP.is_multi_file(data)
+
+    def files(self, profile) -> list:
+        return [(profile.fingerprint, profile.to_json())] + [
+            (profile.attributes[i].fingerprint, text)
+            for i, text in profile.attribute_files().items()]
 
     def loads(self, data, fetch=None):
         return MP.loads(data, fetch if fetch is not None else (lambda i, fp: None))
