@@ -26,6 +26,7 @@ import numpy as np
 from ..collect.store import Store, StoreError, wrap_sql_error
 from .. import wire
 from ..errors import ReportError
+from ..mechanism import kinds
 from ..mechanism.profile import Profile
 
 (ROW_DEVICE, ROW_BOOT, ROW_SEQ, ROW_FP, ROW_COUNT, ROW_PAYLOAD, ROW_ARRIVAL, ROW_NONCE,
@@ -246,9 +247,10 @@ def decode_values(profile: Profile, rows: Sequence) -> np.ndarray:
     ((E + 1023) << 52) | (wire_base + low), i.e. reports.floats_from_offsets's bits(k_lo) + j,
     built in one pass from the narrow lanes instead of through an offsets array. A table
     profile's reports are cells, not doubles: DecodeError."""
-    if getattr(profile, "kind", "grid") == "table":
-        raise DecodeError("profile %s is a table profile: its reports are cells 0..%d, not "
-                          "doubles" % (profile.fingerprint[:16], profile.n_cells - 1))
+    kind = kinds.of(profile)
+    if not kind.double_reports:
+        raise DecodeError("profile %s is a %s profile: its reports are not doubles"
+                          % (profile.fingerprint[:16], kind.name))
     return _decode(profile, rows, profile.high_bits).view(np.float64)
 
 

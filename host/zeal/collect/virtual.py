@@ -58,6 +58,7 @@ except ImportError:
 
 from ..board.firmware import MICROPYTHON_MISSING, find_firmware, locate_micropython
 from ..errors import ZealError
+from ..mechanism import kinds
 
 _STOP = b"!stop"
 _HELLO = b"!hello"
@@ -180,14 +181,15 @@ class VirtualDevice:
             folder = self._tmp
         self.folder = str(folder)
         os.makedirs(self.folder, exist_ok=True)
-        text = profile if isinstance(profile, str) else profile.to_json()
-        with open(os.path.join(self.folder, "zeal_profile.json"), "w") as fh:
-            fh.write(text)
+        where = os.path.join(self.folder, "zeal_profile.json")
         self._categorical = frozenset()
-        if getattr(profile, "kind", None) == "multi":   # attribute files beside the header
-            profile.write(os.path.join(self.folder, "zeal_profile.json"))
-            self._categorical = frozenset(j for j, a in enumerate(profile.attributes)
-                                          if a.kind == "oue")
+        if isinstance(profile, str):
+            with open(where, "w") as fh:
+                fh.write(profile)
+        else:  # the file, and any it refers to beside it (a multi header's attributes)
+            kind = kinds.of(profile)
+            kind.write(profile, where)
+            self._categorical = kind.value_attributes(profile)
         cfg = {"start_delay_ms": 0, "period_ms": period_ms, "batch": batch,
                "hello_every": hello_every, "status_every": status_every}
         if vector_key is not None:

@@ -19,8 +19,8 @@ Each kind object answers:
                          wire's bit layout is the analysis side's to read)
   export_doc(profile, unit, reports)
                          the export metadata's entry for the profile
-  archivable             whether `zeal compress` can keep its reports (the archive stores
-                         float64 report patterns: a grid's); None, or the one line saying why
+  archivable             None where `zeal compress` keeps its reports (double_reports: the
+                         archive stores float64 report patterns), else the words saying why not
   distribution_plots     whether analyze's per-profile histogram and running-mean plots
                          apply (a scalar report of one reading)
   rows_per_attribute     what one attribute's export rows count (a plot's axis label)
@@ -28,6 +28,16 @@ Each kind object answers:
                          attribute files): a store loads it after the others
   files(profile)         [(fingerprint, file text)] of the profile and every file it refers to
                          (what a store keeps, so that the profile loads from it)
+  write(profile, path)   the profile's file at `path` and those it refers to beside it
+  split_payload(profile, payload, count)
+                         a DATA payload's reports where they are not one fixed width (a multi
+                         report: its (attribute, value) pairs; multi_profile.PayloadError for
+                         a bad one), None where every report is `bits` wide
+  value_attributes(profile)
+                         the attributes of a reading tuple given as a value's index (a multi
+                         profile's categorical ones), for whoever writes replay lines
+  double_reports         its reports are the paper's float64 patterns x* (the window grid):
+                         what an archive keeps and decode_values gives
   formats                `zeal perturb --format` choices, the default first
   perturber(profile, words, fmt)
                          `zeal perturb`: .lines(text) -> the output lines for one input line
@@ -139,6 +149,17 @@ class Kind:
     def files(self, profile) -> list:
         return [(profile.fingerprint, profile.to_json())]
 
+    def write(self, profile, path) -> None:
+        with open(path, "w") as fh:
+            fh.write(profile.to_json())
+
+    def split_payload(self, profile, payload, count):
+        return None
+
+    def value_attributes(self, profile) -> frozenset:
+        return frozenset()
+
+    double_reports = False
     formats = ("low",)
 
 
@@ -242,6 +263,7 @@ class GridKind(Kind):
     name = "grid"
     profile_class = GP.Profile
     distribution_plots = True
+    double_reports = True
 
     def matches(self, data):
         return True  # the sniff rule's last resort
@@ -383,6 +405,15 @@ class MultiKind(Kind):
         return [(profile.fingerprint, profile.to_json())] + [
             (profile.attributes[i].fingerprint, text)
             for i, text in profile.attribute_files().items()]
+
+    def write(self, profile, path) -> None:
+        profile.write(path)   # the header, and its attribute files beside it
+
+    def split_payload(self, profile, payload, count):
+        return tuple(MP.unpack_multi(profile, payload, count))
+
+    def value_attributes(self, profile) -> frozenset:
+        return frozenset(j for j, a in enumerate(profile.attributes) if a.kind == "oue")
 
     def loads(self, data, fetch=None):
         return MP.loads(data, fetch if fetch is not None else (lambda i, fp: None))
@@ -656,6 +687,11 @@ def load(path):
     except OSError as exc:
         raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
     return loads(data, MP.file_fetcher(path))
+
+
+def is_profile(obj) -> bool:
+    """Is `obj` a loaded profile of any kind?"""
+    return any(kind.owns(obj) for kind in KINDS)
 
 
 def of(profile) -> Kind:

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..errors import ReportError
 from ..mechanism import reports
-from ..mechanism.multi_profile import PayloadError, unpack_multi
-from ..mechanism.profile import Profile
+from ..mechanism import kinds
+from ..mechanism.profile import Profile  # (annotations: a profile of any kind)
+from ..mechanism.multi_profile import PayloadError
 from .codec import (MAX_SEQ32, TYPE_DATA, TYPE_MASK, Data, FrameError, Hello, SealedData,
                     Status, cobs_encode, crc32, parse_body, session_bytes, unpack_reports)
 from .deframer import Deframer
@@ -236,8 +237,7 @@ class Decoder:
         # are cells 0..N-1 in m bits, so it exposes the grid's k_lo/k_hi/wire_base offsets; a
         # multi profile (multi_profile.MultiProfile, bits 0) has variable-length reports; a
         # shuffle profile's message is one fixed-width report (offset = the message integer)
-        if not (isinstance(profile, Profile)
-                or getattr(profile, "kind", None) in ("table", "multi", "shuffle")):
+        if not kinds.is_profile(profile):
             raise TypeError("profiles are zeal.mechanism.profile.Profile, "
                             "table_profile.TableProfile, multi_profile.MultiProfile or "
                             "shuffle_profile.ShuffleProfile objects")
@@ -513,13 +513,12 @@ class Decoder:
             self._reject("unknown_profile", "DATA seq %d under fingerprint %s"
                          % (u, h.fingerprint.hex()))
             return None
-        multi = None
-        if prof.kind == "multi":
-            try:
-                multi = tuple(unpack_multi(prof, d.payload, d.count))
-            except PayloadError as exc:  # length, padding, grid
-                self._reject(exc.reason, str(exc))
-                return None
+        try:  # reports of no one fixed width (a multi report's pairs), else None
+            multi = kinds.of(prof).split_payload(prof, d.payload, d.count)
+        except PayloadError as exc:  # length, padding, grid
+            self._reject(exc.reason, str(exc))
+            return None
+        if multi is not None:
             lows = offsets = np.zeros(0, dtype=np.int64)
         else:
             try:

@@ -91,6 +91,7 @@ import numpy as np
 from ... import wire
 from ...collect.store import MAX_DEVICES as STORE_MAX_DEVICES
 from ...errors import ZealError
+from ...mechanism import kinds
 from ...mechanism.pfile import MAX_FILE as PROFILE_MAX_FILE
 from ...mechanism.profile import Profile, loads as profile_loads
 from ..decode import ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ
@@ -739,7 +740,7 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
         if prof.fingerprint != fp:
             raise ArchiveError("%s: profile %s has fingerprint %s"
                                % (path, fp[:16], prof.fingerprint[:16]))
-        if getattr(prof, "kind", "grid") != "grid":
+        if not kinds.of(prof).double_reports:
             raise ArchiveError("%s: profile %s is not a window-grid profile"
                                % (path, fp[:16]))
         profiles[fp] = prof

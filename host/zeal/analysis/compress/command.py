@@ -200,7 +200,7 @@ def _grid_profiles_only(profiles) -> None:
 
     for prof in profiles:
         kind = kinds.of(prof)
-        if kind.archivable is not None:
+        if not kind.double_reports:
             raise ZealError("zeal compress takes window-grid profiles only; profile %s is a "
                             "%s profile (%s)" % (prof.fingerprint[:16], kind.name,
                                                  kind.archivable))

@@ -1,0 +1,112 @@
+"""No code outside the kind registry asks which kind of profile it holds (issue 20).
+
+A probe is: a comparison of a `.kind` (or getattr(x, "kind", ...), or kind_of(...)) with a
+kind's name ("grid", "table", "multi", "shuffle"); `is_table(...)`; getattr(x, "kind");
+isinstance(x, <a profile class>). The registry (zeal.mechanism.kinds) and each kind's own
+modules may; everything else asks the kind object (kinds.of(profile)) what it needs.
+
+REMAINING lists the probes the registry has not yet replaced, per file: the test fails on any
+new one (a file over its count) and on one removed without lowering its count here, so the
+list only shrinks. It is the work left of issue 20, item 1.
+"""
+import ast
+import os
+
+from conftest import HOST
+
+PACKAGE = os.path.join(HOST, "zeal")
+KIND_NAMES = {"grid", "table", "multi", "shuffle"}
+PROFILE_CLASSES = {"Profile", "TableProfile", "MultiProfile", "ShuffleProfile"}
+# the registry, and each kind's own modules (a kind may know its own type)
+OWNERS = {"mechanism/kinds.py", "mechanism/profiles.py",
+          "mechanism/profile.py", "mechanism/grid.py", "mechanism/scalar.py",
+          "mechanism/bulk.py", "mechanism/reports.py",
+          "mechanism/table.py", "mechanism/table_profile.py", "mechanism/table_sampler.py",
+          "mechanism/multi.py", "mechanism/multi_profile.py",
+          "mechanism/shuffle.py", "mechanism/shuffle_profile.py"}
+REMAINING = {
+    "analysis/analyze.py": 3,            # transmission ratio, profile_kind, grids_only
+    "analysis/multi_report.py": 1,       # which stored profiles are multi
+    "analysis/plots.py": 2,              # the title's table note, the table histogram
+    "board/conformance_multi.py": 1,     # each suite's profile type check
+    "board/conformance_shuffle.py": 1,
+    "board/conformance_tables.py": 1,
+    "board/flash.py": 3,                 # attribute files, tuple replay files
+    "cli.py": 1,                         # profile_report: grid or table figures
+    "demo.py": 4,                        # the demo's grid or table figures
+    "mechanism/estimate.py": 2,          # is_table, estimator()
+}
+
+
+def _strings(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_strings(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def _name(node):
+    return getattr(node, "id", getattr(node, "attr", ""))
+
+
+def _is_kind(node):
+    if isinstance(node, ast.Attribute) and node.attr == "kind":
+        return True
+    if isinstance(node, ast.Call) and _name(node.func) in ("getattr", "kind_of"):
+        return _name(node.func) == "kind_of" or (
+            len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == "kind")
+    return False
+
+
+def probes(source: str) -> list:
+    """(line, what) of every kind probe in a module's source, one a line."""
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left] + node.comparators
+            if any(_is_kind(s) for s in sides) and any(_strings(s) & KIND_NAMES
+                                                       for s in sides):
+                out.add((node.lineno, "a kind compared with a kind's name"))
+        elif isinstance(node, ast.Call):
+            f = _name(node.func)
+            if f == "is_table":
+                out.add((node.lineno, "is_table()"))
+            elif f == "getattr" and _is_kind(node):
+                out.add((node.lineno, "getattr(..., 'kind')"))
+            elif f == "isinstance" and len(node.args) == 2:
+                arg = node.args[1]
+                names = {_name(e) for e in (arg.elts if isinstance(arg, ast.Tuple) else [arg])}
+                if names & PROFILE_CLASSES:
+                    out.add((node.lineno, "isinstance(..., a profile class)"))
+    return sorted(dict(sorted(out, reverse=True)).items())
+
+
+def test_the_detector_finds_each_form():
+    src = ("a = p.kind == 'multi'\nb = getattr(p, 'kind', 'grid') in ('table', 'x')\n"
+           "c = is_table(p)\nd = isinstance(p, MultiProfile)\ne = kind_of(t) == 'shuffle'\n"
+           "f = s.kind == 'adc'\ng = kinds.of(p).double_reports\n")
+    assert [line for line, _ in probes(src)] == [1, 2, 3, 4, 5]
+
+
+def test_no_kind_probe_outside_the_registry():
+    found = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
+            if rel in OWNERS:
+                continue
+            with open(path, encoding="utf-8") as fh:
+                hits = probes(fh.read())
+            if hits:
+                found[rel] = hits
+    over = {rel: hits for rel, hits in found.items() if len(hits) > REMAINING.get(rel, 0)}
+    assert not over, "kind probes outside zeal.mechanism.kinds (ask kinds.of(profile)): " + \
+        "; ".join("%s: %s" % (rel, ", ".join("line %d %s" % h for h in hits))
+                  for rel, hits in over.items())
+    under = {rel: n for rel, n in REMAINING.items() if len(found.get(rel, ())) < n}
+    assert not under, "probes removed: lower REMAINING for %s" % under
