@@ -25,16 +25,12 @@ OWNERS = {"mechanism/kinds.py", "mechanism/profiles.py",
           "mechanism/multi.py", "mechanism/multi_profile.py",
           "mechanism/shuffle.py", "mechanism/shuffle_profile.py"}
 REMAINING = {
-    "analysis/analyze.py": 3,            # transmission ratio, profile_kind, grids_only
     "analysis/multi_report.py": 1,       # which stored profiles are multi
-    "analysis/plots.py": 2,              # the title's table note, the table histogram
     "board/conformance_multi.py": 1,     # each suite's profile type check
     "board/conformance_shuffle.py": 1,
     "board/conformance_tables.py": 1,
     "board/flash.py": 3,                 # attribute files, tuple replay files
     "cli.py": 1,                         # profile_report: grid or table figures
-    "demo.py": 4,                        # the demo's grid or table figures
-    "mechanism/estimate.py": 2,          # is_table, estimator()
 }
 
 

@@ -33,7 +33,8 @@ from .collect.store import Store
 from .collect.virtual import VirtualDevice, collect_boards
 from .errors import ZealError
 from .mechanism import choose
-from .mechanism.estimate import Estimator, is_table
+from .mechanism import kinds
+from .mechanism.estimate import Estimator
 
 TIMEOUT = 120.0  # seconds; the run takes a few
 UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent
@@ -90,15 +91,9 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     say = printer(progress)
     prof = build_profile(lo, hi, epsilon, mechanism, bits,
                          progress=lambda line: say("zeal demo: " + line))
-    if is_table(prof):
-        say("profile: %s table, range [%g, %g] %s, epsilon %g, %d bits per report (%d cells, "
-            "%d anchor rows), fingerprint %s" % (mechanism, lo, hi, UNIT, epsilon, prof.bits,
-                                                 prof.n_cells, prof.anchors + 1,
-                                                 prof.fingerprint[:16]))
-    else:
-        say("profile: range [%g, %g] %s, epsilon %g, %d bits per report (E = %d, %d cells), "
-            "fingerprint %s" % (lo, hi, UNIT, epsilon, prof.bits, prof.exponent, prof.n_cells,
-                                prof.fingerprint[:16]))
+    kind = kinds.of(prof)
+    say("profile: %s%s" % ("" if mechanism == "grid" else mechanism + " ",
+                            kind.summary(prof, UNIT)))
 
     # the seeded keys are run_mqtt_demo's too: the same boards over serial and over MQTT
     slices, ids, keys = board_slices(readings, devices, b"demo-%03d", seed, b"zeal-demo-seed")
@@ -153,13 +148,13 @@ def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid")
     o["readings"] = len(readings)
     n = o["n"]
     link_bits = o["wire_bits_per_report"]
-    if is_table(prof):
-        ratio = prof.table.privacy_ratio()
+    kind = kinds.of(prof)
+    ratio = kind.privacy_ratio(prof)
+    if not kind.double_reports:  # AVG* is the average of the paper's doubles
         avg = {"value": None, "expected_for_these_readings": None, "bias": None,
                "n_cells": prof.n_cells, "n_window": None}
     else:
         expected = expected_avg_star(prof, readings)
-        ratio = Estimator(prof).grid.privacy_ratio
         avg = {"value": o["avg_star"], "expected_for_these_readings": float(expected),
                "bias": float(expected - _exact_mean(readings)),
                "n_cells": prof.n_cells, "n_window": prof.n_window}
@@ -167,7 +162,7 @@ def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid")
         "dataset": "Aarhus citylab humidity, first %d readings" % len(readings),
         "unit": UNIT,
         "range": [prof.lo, prof.hi],
-        "mechanism": mechanism if is_table(prof) else "grid",
+        "mechanism": mechanism,
         "avg_star": avg,
         "wire": {"bits_per_report": link_bits, "report_bits": prof.bits,
                  "data_frame_bits_per_report": o["data_bits_per_report"],
@@ -177,13 +172,9 @@ def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid")
                  "raw_double_bits": RAW_DOUBLE_BITS},
         "privacy": privacy_accounting(prof.epsilon, ratio),
     }
-    if is_table(prof):
-        worst = prof.worst_variance()
-        doc["demo"]["table"] = {"cells": prof.n_cells, "anchor_rows": prof.anchors + 1,
-                                "worst_variance": float(worst),
-                                "worst_variance_exact": "%d/%d" % (worst.numerator,
-                                                                   worst.denominator),
-                                "variance_unit": UNIT + "^2"}
+    facts = kind.facts(prof, UNIT)
+    if facts is not None:  # (a table profile's: "table")
+        doc["demo"][kind.name] = facts
     return doc
 
 

@@ -29,7 +29,8 @@ from .. import wire
 from ..collect.store import Store, open_existing, open_store  # noqa: F401 (tests)
 from ..errors import ZealError
 from ..text import shown
-from ..mechanism.estimate import Estimator, estimator, is_table
+from ..mechanism import kinds
+from ..mechanism.estimate import Estimator, estimator
 from ..mechanism.profile import Profile
 from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
@@ -65,7 +66,7 @@ def transmission_ratio(profile: Profile) -> Optional[float]:
     """The paper's TR = 1 - gamma_min/64 at the profile's exponent (Thm 3.6), or None where the
     paper's float64 E_enc disagrees with the exact one (an exponent the paper would refuse).
     None for a table profile (the paper's figure is about the window grid's binade)."""
-    if is_table(profile):
+    if not kinds.of(profile).double_reports:
         return None
     try:
         return paper.transmission_ratio(paper.gamma_min(profile.lo, profile.hi,
@@ -80,7 +81,7 @@ def _finite_interval(low: float, high: float):
 
 def profile_kind(profile) -> str:
     """"grid" (the window grid, zeal-profile/1) or "table" (a table profile, zeal-table/1)."""
-    return "table" if is_table(profile) else "grid"
+    return kinds.of(profile).name
 
 
 def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Estimators] = None
@@ -111,7 +112,7 @@ def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Est
     union = 1 - (1 - CONFIDENCE) / len(parts)
     mean = avg = Fraction(0)
     naive = bern = clt2 = 0.0
-    grids_only = not any(is_table(p) for p, _ in parts)
+    grids_only = all(kinds.of(p).double_reports for p, _ in parts)  # AVG*: their doubles
     for prof, j in parts:
         n_p = int(j.size)
         e = est.get(prof)

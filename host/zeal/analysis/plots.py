@@ -36,7 +36,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ZealError
-from ..mechanism.estimate import Estimator, estimator, is_table
+from ..mechanism.estimate import Estimator, estimator
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
 from ..wire.codec import device_name
@@ -216,8 +216,7 @@ def _legend(fig, ax) -> None:
 
 
 def _title(profile: Profile, what: str, extra: str) -> str:
-    kind = (", table profile (%d anchors)" % (profile.anchors + 1) if is_table(profile)
-            else "")
+    kind = kinds.of(profile).title_note(profile)
     return ("%s\nprofile %s: range [%g, %g], eps = %g, m = %d bits, N = %d cells%s%s"
             % (what, profile.fingerprint[:8], profile.lo, profile.hi, profile.epsilon,
                profile.bits, profile.n_cells, kind, extra))
@@ -295,7 +294,7 @@ def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str 
     """Histogram of the reports against the exact mixture over `readings` (when given) or
     against the band [P_lo, P_hi] that every cell's probability lies in. A table profile:
     `table_histogram`."""
-    if is_table(profile):
+    if not kinds.of(profile).double_reports:  # cells of a table: one bar each
         return table_histogram(profile, offsets, path, readings=readings, unit=unit,
                                title_extra=title_extra)
     est, grid, j = _prepare(profile, offsets)

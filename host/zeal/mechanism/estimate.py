@@ -46,11 +46,6 @@ def abar_float(profile: Profile) -> float:
     return 2.0 ** (e + 1) - 2 * 2.0 ** (e - 52) - float(cont.hbar) - float(cont.c)
 
 
-def is_table(profile) -> bool:
-    """True for a table profile (zeal.mechanism.table_profile), False for a window grid."""
-    return getattr(profile, "kind", "grid") == "table"
-
-
 @dataclass(frozen=True)
 class Summary:
     n: int
@@ -248,8 +243,8 @@ class TableEstimator:
 
 
 def estimator(profile, confidence: float = 0.99):
-    """The estimator for a profile of either kind: `Estimator` (window grid) or
-    `TableEstimator` (table profile)."""
-    if is_table(profile):
-        return TableEstimator(profile, confidence)
-    return Estimator(profile, confidence)
+    """The estimator for a one-reading profile: `Estimator` (window grid) or
+    `TableEstimator` (table profile), as its kind says (zeal.mechanism.kinds)."""
+    from . import kinds  # (kinds imports this module's classes when asked)
+
+    return kinds.of(profile).estimator(profile, confidence)

@@ -37,7 +37,13 @@ Each kind object answers:
                          the attributes of a reading tuple given as a value's index (a multi
                          profile's categorical ones), for whoever writes replay lines
   double_reports         its reports are the paper's float64 patterns x* (the window grid):
-                         what an archive keeps and decode_values gives
+                         what an archive keeps, decode_values gives and AVG* averages
+  privacy_ratio(profile) the exact worst-case likelihood ratio of a report (e^epsilon bound)
+  summary(profile, unit) one line naming the profile's figures (range, epsilon, bits, cells)
+  facts(profile, unit)   the kind's own figures for a JSON document (None: nothing to add)
+  title_note(profile)    what a plot's title adds about the kind ("" for the window grid)
+  estimator(profile, confidence)
+                         the calibrated-mean estimator of a one-reading profile's offsets
   formats                `zeal perturb --format` choices, the default first
   perturber(profile, words, fmt)
                          `zeal perturb`: .lines(text) -> the output lines for one input line
@@ -161,6 +167,16 @@ class Kind:
 
     double_reports = False
     formats = ("low",)
+
+    def facts(self, profile, unit=""):
+        return None
+
+    def title_note(self, profile):
+        return ""
+
+    def estimator(self, profile, confidence=0.99):
+        raise ReportError("a %s profile's reports estimate several attributes: zeal analyze "
+                          "gives them" % self.name)
 
 
 def _lines_of(lines, parse):
@@ -289,6 +305,20 @@ class GridKind(Kind):
 
     formats = ("bits", "low", "float")
 
+    def privacy_ratio(self, profile):
+        return ExactGrid(profile).privacy_ratio
+
+    def summary(self, profile, unit=""):
+        return ("range [%g, %g] %s, epsilon %g, %d bits per report (E = %d, %d cells), "
+                "fingerprint %s" % (profile.lo, profile.hi, unit, profile.epsilon, profile.bits,
+                                    profile.exponent, profile.n_cells,
+                                    profile.fingerprint[:16]))
+
+    def estimator(self, profile, confidence=0.99):
+        from .estimate import Estimator
+
+        return Estimator(profile, confidence)
+
     def perturber(self, profile, words, fmt):
         from . import reports
         from .scalar import ExactZeal
@@ -352,6 +382,31 @@ class TableKind(Kind):
         return table[np.asarray(j, dtype=np.int64).reshape(-1)]
 
     formats = ("low",)  # a report is its cell j, sent as the m-bit value j
+
+    def privacy_ratio(self, profile):
+        return profile.table.privacy_ratio()
+
+    def summary(self, profile, unit=""):
+        return ("table, range [%g, %g] %s, epsilon %g, %d bits per report (%d cells, %d "
+                "anchor rows), fingerprint %s" % (profile.lo, profile.hi, unit, profile.epsilon,
+                                                  profile.bits, profile.n_cells,
+                                                  profile.anchors + 1,
+                                                  profile.fingerprint[:16]))
+
+    def title_note(self, profile):
+        return ", table profile (%d anchors)" % (profile.anchors + 1)
+
+    def facts(self, profile, unit=""):
+        worst = profile.worst_variance()
+        return {"cells": profile.n_cells, "anchor_rows": profile.anchors + 1,
+                "worst_variance": float(worst),
+                "worst_variance_exact": "%d/%d" % (worst.numerator, worst.denominator),
+                "variance_unit": unit + "^2"}
+
+    def estimator(self, profile, confidence=0.99):
+        from .estimate import TableEstimator
+
+        return TableEstimator(profile, confidence)
 
     def perturber(self, profile, words, fmt):
         from .table_sampler import TableSampler
@@ -419,6 +474,14 @@ class MultiKind(Kind):
         return MP.loads(data, fetch if fetch is not None else (lambda i, fp: None))
 
     formats = ("pairs",)  # a report as "j:y j:y ..." (its k attribute indices and values)
+
+    def privacy_ratio(self, profile):
+        return profile.multi().privacy_ratio()
+
+    def summary(self, profile, unit=""):
+        return ("%d attributes (%s), k = %d a report, epsilon %g, fingerprint %s"
+                % (profile.d, ", ".join(profile.names), profile.k, profile.epsilon,
+                   profile.fingerprint[:16]))
 
     def perturber(self, profile, words, fmt):
         return _MultiPerturber(profile, words)
@@ -533,6 +596,16 @@ class ShuffleKind(Kind):
         return SP.loads(data)
 
     formats = ("messages",)  # t message integers a reading, one a line
+
+    def privacy_ratio(self, profile):
+        raise ReportError("a shuffle profile's guarantee is (epsilon, delta) for a shuffled "
+                          "batch, not a per-report ratio")
+
+    def summary(self, profile, unit=""):
+        p = profile.params
+        return ("shuffle, %d coordinates, %d levels, t = %d, n = %d, (epsilon, delta) = (%g, "
+                "%g), fingerprint %s" % (p.d, p.k, p.t, p.n, float(p.epsilon), float(p.delta),
+                                         profile.fingerprint[:16]))
 
     def perturber(self, profile, words, fmt):
         return _ShufflePerturber(profile, words)
