@@ -29,7 +29,6 @@ REMAINING = {
     "board/conformance_multi.py": 1,     # each suite's profile type check
     "board/conformance_shuffle.py": 1,
     "board/conformance_tables.py": 1,
-    "board/flash.py": 3,                 # attribute files, tuple replay files
     "cli.py": 1,                         # profile_report: grid or table figures
 }
 

@@ -465,16 +465,19 @@ def check_replay_file(path, calibrated=True):
 
 
 def check_multi_replay_file(path, profile):
-    """A --replay-file for a multi or shuffle profile: (text to copy, number of lines = ticks).
+    """A --replay-file for a profile of reading tuples (multi, shuffle): (text to copy,
+    number of lines = ticks).
     Each line holds d comma-separated fields (multi.md, "Replay lines"), or is blank (kept:
     the board makes its tick with every value invalid); a field the board will find invalid
     is replaced there by the public value, so only the field count is refused."""
+    from ..mechanism import kinds
+
     out = []
     for lineno, _, text in _replay_lines(path):
         if text and text.count(",") + 1 != profile.d:
             raise ZealError("replay file %s line %d: %d fields, the profile has %d %s"
                             % (path, lineno, text.count(",") + 1, profile.d,
-                               "attributes" if profile.kind == "multi" else "coordinates"))
+                               kinds.of(profile).fields))
         out.append(text)
     return _replay_copy(path, out)
 
@@ -558,19 +561,18 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
     folder for generated files (flash() passes a temporary one; the default is the
     placeholder STAGE). `mpy_cross`: an argv prefix, None to look for it, or False to act as
     if it were missing."""
-    from ..mechanism.profiles import load_any
+    from ..mechanism import kinds
 
-    prof = load_any(profile_path)
-    multi = getattr(prof, "kind", None) == "multi"
+    prof = kinds.load(profile_path)
+    pkind = kinds.of(prof)  # (`kind` below is the sensor's)
     cfg = build_config(sensor, config, watchdog_ms=watchdog_ms, replay_file=replay_file,
                        mqtt=mqtt)
     mqtt_board = cfg.get("output", {}).get("kind") == "mqtt"
     ca = read_ca(mqtt["ca_file"]) if mqtt and mqtt.get("ca_file") else None
     replay = None
     if replay_file is not None:
-        # a shuffle board reads tuple lines too (zealfw.src_tuple), as a multi board does
-        replay = (check_multi_replay_file(replay_file, prof)
-                  if getattr(prof, "kind", None) in ("multi", "shuffle") else
+        # a board of reading tuples (multi, shuffle: zealfw.src_tuple) reads d fields a line
+        replay = (check_multi_replay_file(replay_file, prof) if pkind.fields else
                   check_replay_file(replay_file, calibrated=prof.calibration is not None))
     if not port:
         raise ZealError("give the board's serial port with --port (see `zeal devices`)")
@@ -655,14 +657,11 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
         path=stage_config, data=json.dumps(cfg, indent=1, sort_keys=True) + "\n", show=True,
         shown=json.dumps(redacted(cfg), indent=1, sort_keys=True) + "\n"))
     root_files = [(stage_profile, BOARD_PROFILE), (stage_config, BOARD_CONFIG)]
-    if multi:   # a multi header's attribute files beside it: zeal_profile.<i>.json
-        from ..mechanism.multi_profile import attribute_path
-        for i, text in prof.attribute_files().items():
-            name = attribute_path(BOARD_PROFILE, i)
-            steps.append(Step("write", "write %s: attribute %d (%s), fingerprint %s" % (
-                name, i, prof.names[i], prof.attributes[i].fingerprint[:16]),
-                path=os.path.join(stage, name), data=text))
-            root_files.append((os.path.join(stage, name), name))
+    # the files the profile refers to, beside it (a multi header's zeal_profile.<i>.json)
+    for name, label, text in pkind.board_files(prof, BOARD_PROFILE):
+        steps.append(Step("write", "write %s: %s" % (name, label),
+                          path=os.path.join(stage, name), data=text))
+        root_files.append((os.path.join(stage, name), name))
     if replay is not None:
         stage_replay = os.path.join(stage, BOARD_REPLAY)
         blank = replay[0].split("\n")[:-1].count("")

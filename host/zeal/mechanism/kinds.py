@@ -42,6 +42,11 @@ Each kind object answers:
   summary(profile, unit) one line naming the profile's figures (range, epsilon, bits, cells)
   facts(profile, unit)   the kind's own figures for a JSON document (None: nothing to add)
   title_note(profile)    what a plot's title adds about the kind ("" for the window grid)
+  fields                 what a reading tuple's fields are ("attributes", "coordinates"), or
+                         None: one reading a tick (a replay line, a perturb line)
+  board_files(profile, name)
+                         [(file name, label, text)] of the files a board needs beside the
+                         profile file `name` (a multi header's attribute files)
   estimator(profile, confidence)
                          the calibrated-mean estimator of a one-reading profile's offsets
   formats                `zeal perturb --format` choices, the default first
@@ -173,6 +178,11 @@ class Kind:
 
     def title_note(self, profile):
         return ""
+
+    fields = None
+
+    def board_files(self, profile, name) -> list:
+        return []
 
     def estimator(self, profile, confidence=0.99):
         raise ReportError("a %s profile's reports estimate several attributes: zeal analyze "
@@ -470,6 +480,13 @@ class MultiKind(Kind):
     def value_attributes(self, profile) -> frozenset:
         return frozenset(j for j, a in enumerate(profile.attributes) if a.kind == "oue")
 
+    fields = "attributes"
+
+    def board_files(self, profile, name) -> list:
+        return [(MP.attribute_path(name, i), "attribute %d (%s), fingerprint %s" % (
+            i, profile.names[i], profile.attributes[i].fingerprint[:16]), text)
+            for i, text in profile.attribute_files().items()]
+
     def loads(self, data, fetch=None):
         return MP.loads(data, fetch if fetch is not None else (lambda i, fp: None))
 
@@ -585,6 +602,7 @@ class MultiKind(Kind):
 class ShuffleKind(Kind):
     name = "shuffle"
     rows_per_attribute = "messages of this coordinate"
+    fields = "coordinates"
     profile_class = SP.ShuffleProfile
     archivable = ("its reports are shuffled messages (coordinate, level), not the float64 "
                   "patterns an archive keeps")
