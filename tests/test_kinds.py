@@ -350,3 +350,40 @@ def test_a_serial_demo_refuses_a_postgresql_store_in_one_line(tmp_path, opts):
                 check=False)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "zeal demo --mqtt --db postgresql://" in done.stderr
+
+
+def _copy_into(path, dest):
+    """Every profile and frame of the SQLite store `path` added to the store `dest`."""
+    from zeal.collect.store import FrameRecord, open_store
+
+    with open_store(str(path), read_only=True) as src:
+        profiles = src.profiles()
+        frames = [FrameRecord(device_id=bytes(r[0]), boot=r[1], nonce=bytes(r[7]), seq=r[2],
+                              crc=0, fingerprint=r[3], count=r[4], payload=bytes(r[5]),
+                              arrival=r[6], vector=vec, debug=bool(r[8]))
+                  for vec in (False, True) for r in src.frames(vector=vec)]
+    with open_store(str(dest)) as dst:
+        for prof in profiles.values():
+            dst.add_profile(prof)
+        dst.write(frames=frames)
+
+
+def test_a_store_of_several_kinds_analyses_every_kind(tmp_path):
+    # a grid board, multi-attribute boards and a shuffler into one store: analyze gives each
+    # kind's figures (before: the multi document alone, the grid's reports silently left out)
+    for kind in ("grid", "multi", "shuffle"):
+        (tmp_path / kind).mkdir()
+        zeal("demo", *DEMOS[kind], "--db", "demo.db", cwd=tmp_path / kind)
+        _copy_into(tmp_path / kind / "demo.db", tmp_path / "all.db")
+    def no_link(doc):  # the copy carries frames, not the links' byte counts
+        return {k: v for k, v in doc.items() if k != "wire_bits_per_report"}
+
+    alone = {k: _analyze(tmp_path / k, "demo.db") for k in ("grid", "multi", "shuffle")}
+    doc = _analyze(tmp_path, "all.db")
+    # the first kind's keys, as alone
+    assert no_link(doc["overall"]) == no_link(alone["grid"]["overall"])
+    grid, shuffle, multi = doc["sections"]
+    assert grid["devices"] == alone["grid"]["devices"] and multi == alone["multi"]
+    assert shuffle["shuffle"] == alone["shuffle"]["shuffle"]
+    text = zeal("analyze", "--db", "all.db", cwd=tmp_path).stdout
+    assert "multi profile" in text and "MSE bound" in text and "overall" in text

@@ -206,15 +206,23 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     "device" (its 8-byte id in hex, as `zeal events --device` takes it) and "name" (the id as text when printable ASCII, e.g. "demo-000", else the hex).
     ZealError if there are no reports (naming the devices that reported errors, if any).
     """
+    from . import multi_report  # multi-attribute reports (seed 001): per-attribute estimates
     from . import shuffle_report  # shuffle mode (seed 004): its own document
 
+    docs = []
+    data = Loaded(store, include_vector, one_reading=True)
+    others = shuffle_report.holds_shuffle(store) or multi_report.holds_multi(store)
+    if data.rows or not others:
+        docs.append(analyze_data(data, store.path, include_vector))
     if shuffle_report.holds_shuffle(store):
-        return shuffle_report.analyze_doc(store, include_vector)
-    from . import multi_report  # multi-attribute reports (seed 001): per-attribute estimates
-
+        docs.append(shuffle_report.analyze_doc(store, include_vector))
     if multi_report.holds_multi(store):
-        return multi_report.analyze_doc(store, include_vector)
-    return analyze_data(Loaded(store, include_vector), store.path, include_vector)
+        docs.append(multi_report.analyze_doc(store, include_vector))
+    if len(docs) == 1:
+        return docs[0]
+    # a store of several kinds: the first document's keys as when it is alone, and every
+    # kind's document in "sections" (one-reading profiles, shuffle, multi-attribute)
+    return dict(docs[0], sections=docs)
 
 
 def analyze_data(data, where: str, include_vector: bool = False) -> dict:
@@ -369,7 +377,10 @@ def format_table(doc: dict, footer: bool = True) -> str:
     """One line per device (named by its text id when printable, else hex), then the overall
     line, then what the user must not miss: devices that reported errors, and data from DEBUG
     builds (NOT private). A "true mean" column appears when the entries carry one (the demo).
-    footer: the AVG* and wire-cost line (the demo explains both itself)."""
+    footer: the AVG* and wire-cost line (the demo explains both itself). A store of several
+    kinds: each kind's table in turn."""
+    if "sections" in doc:
+        return "\n\n".join(format_table(d, footer) for d in doc["sections"])
     if "shuffle" in doc:  # shuffle mode's document (analysis.shuffle_report)
         from .shuffle_report import format_text
 

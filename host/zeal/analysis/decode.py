@@ -284,7 +284,9 @@ class PayloadReader:
 class Loaded:
     """Everything analysis reads from a store, read once: profiles, frame rows, events."""
 
-    def __init__(self, store: Store, include_vector: bool):
+    def __init__(self, store: Store, include_vector: bool, one_reading: bool = False):
+        """one_reading: only the frames of profiles whose report is of one reading (grid,
+        table: zeal.mechanism.kinds, `fields` None); the others have their own analyses."""
         try:
             self.profiles = store.profiles()
             rows = store.frames(vector=False)
@@ -295,13 +297,17 @@ class Loaded:
             self.link_bytes = store.link_bytes()
         except sqlite3.Error as exc:
             raise wrap_sql_error(exc, store.path) from None
-        self.rows = rows
         by_fp: Dict[str, list] = {}
         for r in rows:
             by_fp.setdefault(r[ROW_FP], []).append(r)
         for fp in by_fp:
             if fp not in self.profiles:
                 raise StoreError("frames refer to profile %s, which the database lacks" % fp)
+        if one_reading:
+            keep = {fp for fp in by_fp if kinds.of(self.profiles[fp]).fields is None}
+            rows = [r for r in rows if r[ROW_FP] in keep]
+            by_fp = {fp: rs for fp, rs in by_fp.items() if fp in keep}
+        self.rows = rows
         self.by_fp = by_fp
 
     def offsets(self, fp: str) -> np.ndarray:
