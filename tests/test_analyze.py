@@ -397,10 +397,11 @@ def hand_table_profile():
 
 def test_table_estimator_is_exact_on_a_hand_case():
     from statistics import NormalDist, variance
-    from zeal.mechanism.estimate import TableEstimator, estimator
+    from zeal.mechanism import kinds
+    from zeal.mechanism.estimate import TableEstimator
     prof = hand_table_profile()
     assert (prof.values, prof.value_den) == ([-3, 1, 5], 2)
-    est = estimator(prof)
+    est = kinds.of(prof).estimator(prof)
     assert isinstance(est, TableEstimator)
     j = np.array([0, 0, 1, 2, 2, 2])
     # a-sum = -3 - 3 + 1 + 5 + 5 + 5 = 10: mean = 0 + 4 * 10 / (6 * 2) = 10/3

@@ -5,9 +5,10 @@ kind's name ("grid", "table", "multi", "shuffle"); `is_table(...)`; getattr(x, "
 isinstance(x, <a profile class>). The registry (zeal.mechanism.kinds) and each kind's own
 modules may; everything else asks the kind object (kinds.of(profile)) what it needs.
 
-REMAINING lists the probes the registry has not yet replaced, per file: the test fails on any
-new one (a file over its count) and on one removed without lowering its count here, so the
-list only shrinks. It is the work left of issue 20, item 1.
+A layer may keep its own table of what it does per kind, keyed by the kind objects
+(`kinds.of(profile) is kinds.MULTI` in the multi-attribute analysis and conformance suite):
+that is not a probe of the profile. REMAINING (file: count) would list probes still to be
+replaced; it is empty.
 """
 import ast
 import os
@@ -24,13 +25,7 @@ OWNERS = {"mechanism/kinds.py", "mechanism/profiles.py",
           "mechanism/table.py", "mechanism/table_profile.py", "mechanism/table_sampler.py",
           "mechanism/multi.py", "mechanism/multi_profile.py",
           "mechanism/shuffle.py", "mechanism/shuffle_profile.py"}
-REMAINING = {
-    "analysis/multi_report.py": 1,       # which stored profiles are multi
-    "board/conformance_multi.py": 1,     # each suite's profile type check
-    "board/conformance_shuffle.py": 1,
-    "board/conformance_tables.py": 1,
-    "cli.py": 1,                         # profile_report: grid or table figures
-}
+REMAINING = {}
 
 
 def _strings(node):

@@ -127,7 +127,9 @@ def _grid_worst(prof):
 def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
     """Every figure a user may want about a profile (the --json contract), for either kind.
     data: readings (Fractions) whose average variance is reported as data_mean_variance."""
-    if getattr(prof, "kind", GRID) == "table":
+    from .mechanism import kinds
+
+    if not kinds.of(prof).double_reports:  # the paper's figures are about its doubles
         return table_report(prof, mechanism=mechanism, data=data, objective=objective)
     from .mechanism.grid import ExactGrid, worst_variance_ratio
     from .paper import formulas as paper

@@ -30,7 +30,7 @@ from ..collect.store import Store, open_existing, open_store  # noqa: F401 (test
 from ..errors import ZealError
 from ..text import shown
 from ..mechanism import kinds
-from ..mechanism.estimate import Estimator, estimator
+from ..mechanism.estimate import Estimator
 from ..mechanism.profile import Profile
 from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
@@ -58,7 +58,7 @@ class _Estimators:
         """The profile's estimator (grid or table kind), cached."""
         key = (profile.fingerprint, confidence)
         if key not in self._cache:
-            self._cache[key] = estimator(profile, confidence)
+            self._cache[key] = kinds.of(profile).estimator(profile, confidence)
         return self._cache[key]
 
 

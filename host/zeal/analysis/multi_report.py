@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import wire
 from ..errors import ZealError
+from ..mechanism import kinds
 from ..mechanism.multi import MultiEstimator
 from ..mechanism.multi_profile import unpack_multi, PayloadError
 from ..wire.codec import device_name
@@ -28,7 +29,7 @@ _DEVICE, _BOOT, _SEQ, _FP, _COUNT, _PAYLOAD = range(6)
 
 
 def _multi_profiles(store) -> dict:
-    return {fp: p for fp, p in store.profiles().items() if getattr(p, "kind", None) == "multi"}
+    return {fp: p for fp, p in store.profiles().items() if kinds.of(p) is kinds.MULTI}
 
 
 def holds_multi(store) -> bool:

@@ -36,7 +36,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ZealError
-from ..mechanism.estimate import Estimator, estimator
+from ..mechanism.estimate import Estimator
 from ..mechanism.grid import ExactGrid
 from ..mechanism.profile import Profile
 from ..wire.codec import device_name
@@ -197,7 +197,7 @@ def _reading(grid: ExactGrid, cells) -> np.ndarray:
 def _prepare(profile: Profile, offsets):
     """(estimator, exact grid (None for a table profile), offsets as int64); ZealError when
     there is nothing to plot."""
-    est = estimator(profile)
+    est = kinds.of(profile).estimator(profile)
     j = np.asarray(offsets, dtype=np.int64)
     if j.size == 0:
         raise ZealError("no reports to plot")

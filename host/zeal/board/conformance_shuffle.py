@@ -16,6 +16,7 @@ firmware/conformance/conformance_shuffle.py; `handle` below is the host side
 """
 import os
 
+from ..mechanism import kinds
 from .conformance_cases import (fields_differ, file_request, outputs_differ, reason_of, settled,
                                 word_source)
 from .firmware import ROOT
@@ -58,7 +59,7 @@ def handle(req):
         prof = SP.loads(data) if SP.is_shuffle_file(data) else P.loads(data)
     except ProfileError as exc:
         return False, reason_of(exc)
-    if not isinstance(prof, SP.ShuffleProfile):
+    if kinds.of(prof) is not kinds.SHUFFLE:  # (this suite's own kind)
         return False, "not a shuffle profile"
     if case["kind"] == "profile":
         return True, {"fingerprint": prof.fingerprint, "bits": prof.bits}

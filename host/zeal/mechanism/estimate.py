@@ -15,7 +15,7 @@ cell j with output value g_j = lo + (hi - lo) a_j / Q (the profile's `values` a_
 the Bernstein interval uses the table's exact worst variance over [lo, hi] and the range of
 g_j - x (max(g_max - lo, hi - g_min)); the normal approximation the sample variance of the
 g_j. AVG* (the paper's estimator) is a window-grid notion: None for tables.
-`estimator(profile, confidence)` returns the right one for either kind.
+`zeal.mechanism.kinds.of(profile).estimator(profile, confidence)` returns the right one.
 """
 import math
 from dataclasses import dataclass
@@ -241,10 +241,3 @@ class TableEstimator:
         return Summary(n=n, mean_calibrated=mean, avg_star=None, avg_star_naive=None,
                        ci99=(mean - bw, mean + bw), ci99_clt=(mean - cw, mean + cw))
 
-
-def estimator(profile, confidence: float = 0.99):
-    """The estimator for a one-reading profile: `Estimator` (window grid) or
-    `TableEstimator` (table profile), as its kind says (zeal.mechanism.kinds)."""
-    from . import kinds  # (kinds imports this module's classes when asked)
-
-    return kinds.of(profile).estimator(profile, confidence)

@@ -260,10 +260,8 @@ class _Scalar:
 
 
 def _scalar_aggregate(profile, offsets, table: bool):
-    from .estimate import estimator
-
     try:
-        summary = estimator(profile).summarize(np.array(offsets, dtype=np.int64))
+        summary = of(profile).estimator(profile).summarize(np.array(offsets, dtype=np.int64))
     except OverflowError:  # the variance bound is about (hi - lo)^2: beyond float64
         raise ReportError("cannot aggregate under this profile: the estimate's error bound "
                           "overflows float64 for the range [%r, %r] (ranges up to about "
