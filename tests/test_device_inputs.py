@@ -32,7 +32,7 @@ FIRMWARE = os.path.join(ROOT, "firmware")
 if FIRMWARE not in sys.path:
     sys.path.insert(0, FIRMWARE)
 
-from zealfw import frames  # noqa: E402
+from zealfw import frames, reference  # noqa: E402
 from zealfw import main as fw_main  # noqa: E402
 
 VECTOR = {"vector_mode": True, "vector_key": KEY.hex()}
@@ -80,7 +80,7 @@ def test_a_stalled_stream_drops_and_counts_frames_and_feeds_the_watchdog(nothing
     for v in (5, 6):
         s.add(v)
     s.flush()                      # DATA seq 2
-    s.status(frames.STATUS_STOPPED, "stopped", ticks=6)
+    s.status(reference.STATUS_STOPPED, "stopped", ticks=6)
     items = parse_output(bytes(out.data))
     assert not [i for i in items if isinstance(i, Text)]
     data = [i for i in items if isinstance(i, Data)]

@@ -270,7 +270,8 @@ import hashlib
 p = profile.load("zeal_profile.json")
 with open("inputs.json") as f:
     inputs = json.load(f)
-f32_bits = mechanism.float32_bits_from_bytes  # zealfw.reference, loaded before the loop
+from zealfw import reference
+f32_bits = reference.float32_bits_from_bytes  # loaded before the loop
 z = mechanism.Zeal(p, words.CounterWords(unhexlify(inputs["key"])).next)
 h = hashlib.sha256()
 low = 1 << 30

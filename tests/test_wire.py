@@ -31,7 +31,7 @@ if FIRMWARE not in sys.path:
     sys.path.append(FIRMWARE)
 sys.path.append(os.path.join(FIRMWARE, "conformance"))
 
-from zealfw import frames  # noqa: E402  (device code, run by CPython here)
+from zealfw import frames, framing, reference  # noqa: E402  (device code, run by CPython)
 import conformance_wire  # noqa: E402
 
 VEC = os.path.join(ROOT, "shared_spec", "vectors")
@@ -475,16 +475,16 @@ def test_cobs_device_encoder_equals_package():
     for n in lengths:
         for alphabet in ((0, 1, 255), tuple(range(1, 256)), tuple(range(256))):
             src = bytes(rnd.choice(alphabet) for _ in range(n))
-            dst = bytearray(frames.max_encoded_length(n))
+            dst = bytearray(framing.max_encoded_length(n))
             end = frames.cobs_encode_into(src, n, dst, 0)
             assert bytes(dst[:end]) == wire.cobs_encode(src)
-            assert end <= wire.max_encoded_length(n) == frames.max_encoded_length(n)
+            assert end <= wire.max_encoded_length(n) == framing.max_encoded_length(n)
             assert wire.cobs_decode(dst[:end]) == src
             assert 0 not in dst[:end]
 
 
 def test_size_bounds():
-    assert wire.MAX_BODY == frames.MAX_BODY == 1662
+    assert wire.MAX_BODY == reference.MAX_BODY == 1662
     assert wire.MAX_ENCODED == 1673
     assert [wire.max_encoded_length(n) for n in (0, 1, 253, 254, 255, 508, 509)] == \
         [1, 2, 254, 255, 257, 510, 512]
@@ -928,7 +928,7 @@ def test_sender_session_and_partial_writes():
         for v in lows:
             s.add(v)
         s.flush()
-        s.status(frames.STATUS_STOPPED, "done", ticks=300)
+        s.status(reference.STATUS_STOPPED, "done", ticks=300)
         outs.append(bytes(stream.getvalue() if isinstance(stream, io.BytesIO) else stream.data))
         assert s.sent == 300 and s.seq == 5 and s.frames_dropped == 0
     assert outs[0] == outs[1]
@@ -963,14 +963,14 @@ def test_sender_refuses_bad_values_and_wraps_seq():
 
 
 def test_device_id_and_fingerprint_helpers():
-    assert frames.device_id8(b"\xaa\xbb") == b"\xaa\xbb" + bytes(6)
+    assert framing.device_id8(b"\xaa\xbb") == b"\xaa\xbb" + bytes(6)
     long_id = bytes(range(16))
     import hashlib
-    assert frames.device_id8(long_id) == hashlib.sha256(long_id).digest()[:8]
-    assert frames.fingerprint8(HAND.fingerprint) == bytes.fromhex(HAND.fingerprint)[:8]
-    assert frames.fingerprint8(None) == bytes(8)
+    assert framing.device_id8(long_id) == hashlib.sha256(long_id).digest()[:8]
+    assert framing.fingerprint8(HAND.fingerprint) == bytes.fromhex(HAND.fingerprint)[:8]
+    assert framing.fingerprint8(None) == bytes(8)
     with pytest.raises(ValueError):
-        frames.fingerprint8("xyz")
+        framing.fingerprint8("xyz")
 
 
 # ---- overhead ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 import binascii
 import io
 
-from zealfw import frames
+from zealfw import frames, reference
 
 
 def _hex(data):
@@ -23,7 +23,7 @@ def _hex(data):
 
 def _flags(f):
     flags = f.get("flags", 0)
-    if not isinstance(flags, int) or flags & ~(frames.FLAG_VECTOR | frames.FLAG_DEBUG):
+    if not isinstance(flags, int) or flags & ~(reference.FLAG_VECTOR | reference.FLAG_DEBUG):
         raise ValueError("flags: only VECTOR (0x10) and DEBUG (0x20) may be set")
     return flags
 
@@ -36,9 +36,9 @@ def _sender(out, f, bits, batch, hello_every=0):
                          device_id=binascii.unhexlify(dev) if dev else None,
                          fingerprint=f.get("fingerprint"), boot=f.get("boot", 0),
                          nonce=binascii.unhexlify(nonce) if nonce else None,
-                         firmware=tuple(f.get("firmware", frames.FIRMWARE)),
-                         hello_every=hello_every, vector=bool(flags & frames.FLAG_VECTOR),
-                         debug=bool(flags & frames.FLAG_DEBUG))
+                         firmware=tuple(f.get("firmware", reference.FIRMWARE)),
+                         hello_every=hello_every, vector=bool(flags & reference.FLAG_VECTOR),
+                         debug=bool(flags & reference.FLAG_DEBUG))
 
 
 def _seq(f):

@@ -132,15 +132,16 @@ def _profiles(req):
 
 def _decode(p, item):
     from zealfw import mechanism as _mech
+    from zealfw import reference as _ref
 
     if "float64" in item:
-        return _mech.decode_float64(int(item["float64"], 16))
+        return _ref.decode_float64(int(item["float64"], 16))
     if "float32" in item:
-        return _mech.decode_float32(int(item["float32"], 16))
+        return _ref.decode_float32(int(item["float32"], 16))
     if "float32_le" in item:  # the 4 bytes of struct.pack('<f', x), as hex
-        return _mech.decode_float32(_mech.float32_bits_from_bytes(unhexlify(item["float32_le"])))
+        return _ref.decode_float32(_ref.float32_bits_from_bytes(unhexlify(item["float32_le"])))
     if "raw" in item:
-        return _mech.decode_raw(p, item["raw"])
+        return _ref.decode_raw(p, item["raw"])
     raise _mech.ReadingError("type", "unknown input kind")
 
 

@@ -12,3 +12,27 @@ set-up `exact`. `reference` (decoders, reference forms, the wire protocol's name
 constants) serves the conformance runner and tests only.
 """
 VERSION = (0, 1, 0)
+
+
+def _forget(name):
+    """Drop the module zealfw.<name>, needed only at start (start, build, profile, seed,
+    exact, framing), and collect: nothing may keep a reference to anything it defines. On
+    MicroPython only (CPython tests import them again).
+
+    The collection is made here, by the caller of the stage that used the module, on
+    purpose: the collector scans the C stack conservatively, and a collection that happens
+    later, deep in an import (whose path buffer leaves old stack words unwritten), would
+    still find the stage's dead pointers there and keep the whole module alive."""
+    import sys
+
+    if sys.implementation.name != "micropython":
+        return
+    sys.modules.pop("zealfw." + name, None)
+    import zealfw
+
+    if name in zealfw.__dict__:
+        delattr(zealfw, name)
+    import gc
+
+    gc.collect()
+

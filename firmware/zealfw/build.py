@@ -151,7 +151,7 @@ def make(st, p):
     float64 pattern's halves, or as (False, num, den) when it is no float64."""
     cfg, out, inp, on_repl, dev = st
     st = None
-    from .main import _forget
+    from . import _forget
 
     debug = cfg["debug"]
     fields, err = p
@@ -169,9 +169,10 @@ def make(st, p):
             err = (_STATUS_CONFIG, str(exc))
         _forget("seed")
     if err is not None:
+        from .frames import Sender
         from .framing import stop_with_status
 
-        stop_with_status(out, dev, debug, err[0], err[1])
+        stop_with_status(Sender, out, dev, debug, err[0], err[1])
         return None
     mid_n, mid_d = midpoint(prof)
     bits = f64_pattern(mid_n, mid_d)
@@ -190,9 +191,10 @@ def make(st, p):
         _forget("framing")
         source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
+        from .frames import Sender
         from .framing import stop_with_status
 
-        stop_with_status(out, dev, debug, _STATUS_CONFIG, str(exc))
+        stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
         return None
     replay_in = getattr(source, "from_file", True) is False
     control = None

@@ -10,8 +10,6 @@ except ImportError:  # CPython: the conformance runner also runs there
 
 import struct
 
-from .mechanism import _bits_of, _log2, _Uniform
-
 _MANT_BITS = const(52)
 
 
@@ -22,8 +20,10 @@ def _gcd(a, b):
 
 
 
-def init_zeal(self, profile, words):
-    """Zeal.__init__ (see zealfw.mechanism.Zeal): the per-profile constants."""
+def init_zeal(self, profile, words, _Uniform, _bits_of, _log2):
+    """Zeal.__init__ (see zealfw.mechanism.Zeal): the per-profile constants. The sampling
+    helpers come from zealfw.mechanism, the caller: this set-up module imports nothing of
+    the sampling path, which imports it."""
     if not hasattr(words, "advance"):  # a callable (zealfw.callwords, imported only then)
         from .callwords import CallWords
 

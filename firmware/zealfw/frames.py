@@ -11,8 +11,7 @@
 # Heap: this module stays loaded while sampling, so it holds the per-frame code only. The
 # Sender's construction (checks, the session CRC, the HELLO made once, buffers sized once) is
 # in zealfw.framing, which zealfw.build frees before sampling; the protocol's named constants
-# are in zealfw.reference (tests, conformance runner), and every name not defined here is
-# forwarded there (module __getattr__ below), so `frames.STATUS_STOPPED` still works.
+# are in zealfw.reference (tests, conformance runner import it).
 # Constants here are `_NAME = const(...)`: inlined, no name kept.
 #
 # The per-report path (`add`) only ORs bits into a preallocated bytearray and, for m <= 30,
@@ -241,10 +240,3 @@ class Sender:
         if self.hello_every and self._since_hello >= self.hello_every:
             self.hello()
         return True
-
-
-def __getattr__(name):
-    # the protocol's named constants and helpers, for tests and the conformance runner
-    from . import reference
-
-    return getattr(reference, name)

@@ -80,11 +80,10 @@ def fingerprint8(fp):
     return fp[:8]
 
 
-def stop_with_status(out, dev, debug, code, message):
+def stop_with_status(Sender, out, dev, debug, code, message):
     """A HELLO without a profile, then STATUS `code` with `message`: how the start ends when
-    the board can send no data (CONFIG, NO_PROFILE, BAD_PROFILE)."""
-    from .frames import Sender
-
+    the board can send no data (CONFIG, NO_PROFILE, BAD_PROFILE). Sender: zealfw.frames's,
+    given by the caller (this set-up module imports nothing of the sampling path's)."""
     sender = Sender(out, 0, device_id=dev, debug=debug)
     sender.hello()
     sender.status(code, message)

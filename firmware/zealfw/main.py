@@ -74,6 +74,8 @@
 # whole loop from .mpy on the unix port, smallest heap, B/report).
 import sys
 
+from . import _forget  # (the package's: the start-up stages use it too)
+
 try:
     from micropython import const
 except ImportError:  # CPython, for the host-side tests
@@ -135,27 +137,6 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     if st is None:
         return 0
     return _loop(st)
-
-
-def _forget(name):
-    """Drop the module zealfw.<name>, needed only at start (start, build, profile, seed,
-    exact, framing), and collect: nothing may keep a reference to anything it defines. On
-    MicroPython only (CPython tests import them again).
-
-    The collection is made here, by the caller of the stage that used the module, on
-    purpose: the collector scans the C stack conservatively, and a collection that happens
-    later, deep in an import (whose path buffer leaves old stack words unwritten), would
-    still find the stage's dead pointers there and keep the whole module alive."""
-    if sys.implementation.name != "micropython":
-        return
-    sys.modules.pop("zealfw." + name, None)
-    import zealfw
-
-    if name in zealfw.__dict__:
-        delattr(zealfw, name)
-    import gc
-
-    gc.collect()
 
 
 def _loop(st):

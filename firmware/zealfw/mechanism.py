@@ -253,7 +253,7 @@ class Zeal:
         # not needed while sampling (zealfw.build frees that module)
         from .exact import init_zeal
 
-        init_zeal(self, profile, words)
+        init_zeal(self, profile, words, _Uniform, _bits_of, _log2)
 
     def _finish(self, base, r, low, f, q):
         """The report from the position's floor `base` and fraction (low + r/q) / 2^f."""
@@ -485,13 +485,3 @@ class Zeal:
     def low(self, k):
         """What travels: the low m bits of k."""
         return k & self._mask
-
-
-def __getattr__(name):
-    # The decoders and reference forms (decode_float64, decode_float32,
-    # float32_bits_from_bytes, decode_raw, bernoulli, uniform_below) live in
-    # zealfw.reference, off the sampling path; they stay reachable here for the conformance
-    # runner and tests.
-    from . import reference
-
-    return getattr(reference, name)

@@ -34,7 +34,7 @@ def make(st, kind):
     zealfw.main._loop, or None after a STATUS (CONFIG / NO_PROFILE / BAD_PROFILE)."""
     cfg, out, inp, on_repl, dev = st
     st = None
-    from .main import _forget
+    from . import _forget
 
     debug = cfg["debug"]
     if kind == 1:
@@ -56,9 +56,10 @@ def make(st, kind):
         _forget("build")
         _forget("seed")
     if err is not None:
+        from .frames import Sender
         from .framing import stop_with_status
 
-        stop_with_status(out, dev, debug, err[0], err[1])
+        stop_with_status(Sender, out, dev, debug, err[0], err[1])
         return None
     prof = _Profile()
     prof.fields = fields
@@ -112,9 +113,10 @@ def make(st, kind):
             raise ValueError("a profile of several readings needs a callable or replay "
                              "sensor, not %r" % (k,))
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
+        from .frames import Sender
         from .framing import stop_with_status
 
-        stop_with_status(out, dev, debug, _STATUS_CONFIG, str(exc))
+        stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
         return None
     replay_in = not source.from_file
     control = None

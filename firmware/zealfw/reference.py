@@ -1,10 +1,8 @@
 """Readings decoded to exact rationals, the reference forms of the random primitives (on a
 callable word source) and the wire protocol's named constants, device side: used by the
 conformance runner and tests, never by the sampling loop or the start (every global name a
-loaded module defines is interned, and kept, for good). zealfw.mechanism and zealfw.frames
-forward these names (module __getattr__), so `zealfw.mechanism.decode_float64` and
-`zealfw.frames.STATUS_STOPPED` still work. Integers only (the AST float ban covers this
-module too).
+loaded module defines is interned, and kept, for good): they import it. Integers only (the
+AST float ban covers this module too).
 """
 try:
     from micropython import const
@@ -126,11 +124,3 @@ def uniform_below(n, words):
         u = words() // d
         if u < n:
             return u
-
-
-def __getattr__(name):
-    # the wire helpers (device_id8, fingerprint8, max_encoded_length, nonce_of) are the
-    # Sender's set-up, in zealfw.framing; loaded only when asked for
-    from . import framing
-
-    return getattr(framing, name)

@@ -42,8 +42,6 @@ class Zeal(mechanism.Zeal):
     `reports` reports of the Sender's bits, the low ones first."""
 
     def __init__(self, profile, words):
-        from .exact import init_zeal
-
         d, k, t, gn, gd, ranges, bits, fp = profile.fields
         f = _F()
         f.n_cells = k + 1   # steps = n_cells - n_window = k
@@ -57,7 +55,7 @@ class Zeal(mechanism.Zeal):
         for lo, hi in ranges:
             f.lo = lo
             f.hi = hi
-            init_zeal(self, f, words)
+            mechanism.Zeal.__init__(self, f, words)  # the grid's set-up (zealfw.exact)
             consts.append((self._lo, self._div))
         self._c = consts
         cb = 0

@@ -171,10 +171,11 @@ def prepare(config_path, out, inp):
         else:
             on_repl = False
     except (ConfigError, KeyError, AttributeError, ValueError, TypeError) as exc:
+        from .frames import Sender
         from .framing import stop_with_status
 
         out = out if out is not None else sys.stdout.buffer
-        stop_with_status(out, dev, False, _STATUS_CONFIG, str(exc))
+        stop_with_status(Sender, out, dev, False, _STATUS_CONFIG, str(exc))
         return None
     if cfg["debug"]:
         # text: the host's framer skips it

@@ -38,11 +38,9 @@ class Zeal(mechanism.Zeal):
     (weights, N, [S_r]). perturb_* and sample return the cell j (k_lo = 0); low(j) = j."""
 
     def __init__(self, profile, words):
-        # the position's constants as for the grid, by zealfw.exact (freed by zealfw.main
+        # the position's constants as for the grid (zealfw.exact, freed by zealfw.main
         # after); the grid's _fin it also makes is replaced below
-        from .exact import init_zeal
-
-        init_zeal(self, profile, words)
+        mechanism.Zeal.__init__(self, profile, words)
         w, n, sums = profile.table
         # per row the constants of _Uniform(S_r), one tuple a row (small blocks: a long
         # list would need one large contiguous block)
