@@ -486,12 +486,22 @@ def test_table_plots_are_written(store, tmp_path):
     assert np.allclose(mix, [float(p) for p in exact], rtol=1e-12, atol=0)
 
 
-def test_compress_refuses_table_profiles_in_one_line(store, tmp_path, capsys):
+def test_compress_keeps_table_profiles_beside_grids(store, tmp_path, capsys):
+    # a store of a grid and a table profile: the archive keeps the table's cells, and
+    # analyze --archive answers exactly as analyze --db (issue 20; it used to refuse tables)
     from zeal import cli
     from zeal.mechanism.table_profile import build
     tprof = build(*HUMIDITY, 1.0, "pm", 3)
     fill(store, tprof, DEV_A, offsets(tprof, 44, 2, 10))
     store.close()
-    rc = cli.main(["compress", "--db", store.path, "--out", str(tmp_path / "a.zip")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and len(err) == 1 and "table profile" in err[0] and err[0].startswith("zeal: ")
+    assert cli.main(["analyze", "--db", store.path, "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    out = str(tmp_path / "a.zip")
+    assert cli.main(["compress", "--db", store.path, "--out", out]) == 0
+    capsys.readouterr()
+    assert cli.main(["analyze", "--archive", out, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert {p["fingerprint"]: p["mean_calibrated"] for p in got["profiles"]} == \
+        {p["fingerprint"]: p["mean_calibrated"] for p in want["profiles"]}
+    assert tprof.fingerprint in {p["fingerprint"] for p in got["profiles"]}
+    assert got["overall"]["mean_calibrated"] == want["overall"]["mean_calibrated"]

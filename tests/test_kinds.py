@@ -387,3 +387,51 @@ def test_a_store_of_several_kinds_analyses_every_kind(tmp_path):
     assert shuffle["shuffle"] == alone["shuffle"]["shuffle"]
     text = zeal("analyze", "--db", "all.db", cwd=tmp_path).stdout
     assert "multi profile" in text and "MSE bound" in text and "overall" in text
+
+
+def test_compress_a_table_profiles_reports_file(tmp_path):
+    # zeal perturb's cells -> an archive -> the same calibrated mean as zeal aggregate
+    zeal("profile", "--range", "0", "100", "--epsilon", "1", "--mechanism", "duchi", "-o",
+         "t.json", cwd=tmp_path)
+    (tmp_path / "r.txt").write_text("".join("%d\n" % (i % 100) for i in range(300)))
+    zeal("perturb", "--profile", "t.json", "--input", "r.txt", "--seed", SEED, "-o",
+         "reports.txt", cwd=tmp_path)
+    zeal("compress", "--reports", "reports.txt", "--profile", "t.json", "--out", "a.zip",
+         cwd=tmp_path)
+    back = _analyze_archive(tmp_path, "a.zip")
+    agg = json.loads(zeal("aggregate", "--profile", "t.json", "--input", "reports.txt",
+                          "--json", cwd=tmp_path).stdout)
+    assert back["overall"]["n"] == agg["n"] == 300
+    assert back["overall"]["mean_calibrated"] == agg["mean_calibrated"]
+    assert back["overall"]["kind"] == "table"
+    # the exact entropy bound needs the grid's law: one line
+    (tmp_path / "x.txt").write_text("".join("%d\n" % (i % 100) for i in range(300)))
+    done = zeal("compress", "--reports", "reports.txt", "--profile", "t.json", "--readings",
+                "x.txt", "--out", "b.zip", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and "exact entropy bound" in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def _analyze_archive(where, path):
+    return json.loads(zeal("analyze", "--archive", path, "--json", cwd=where).stdout)
+
+
+def test_an_archive_bounds_its_profile_files_in_total(tmp_path, monkeypatch):
+    # table files are larger than a grid's (4,317 bytes at most against 502): what the reader
+    # may hold in profiles stays what it was, in total, on both sides
+    from zeal.analysis.compress import archive as A
+    from zeal.errors import ZealError
+
+    zeal("profile", "--range", "0", "100", "--epsilon", "1", "--mechanism", "pm", "--bits",
+         "3", "-o", "t.json", cwd=tmp_path)
+    (tmp_path / "r.txt").write_text("".join("%d\n" % (i % 100) for i in range(50)))
+    zeal("perturb", "--profile", "t.json", "--input", "r.txt", "-o", "reports.txt",
+         cwd=tmp_path)
+    zeal("compress", "--reports", "reports.txt", "--profile", "t.json", "--out", "a.zip",
+         cwd=tmp_path)
+    size = len(kinds.load(str(tmp_path / "t.json")).to_json().encode())
+    assert size > A.PROFILE_MAX_FILE  # (a table's file: past a grid's longest)
+    A.read(str(tmp_path / "a.zip"))   # within the caps
+    monkeypatch.setattr(A, "MAX_PROFILE_TOTAL", size - 1)
+    with pytest.raises(ZealError, match="profile files hold more than"):
+        A.read(str(tmp_path / "a.zip"))

@@ -19,8 +19,12 @@ Each kind object answers:
                          wire's bit layout is the analysis side's to read)
   export_doc(profile, unit, reports)
                          the export metadata's entry for the profile
-  archivable             None where `zeal compress` keeps its reports (double_reports: the
-                         archive stores float64 report patterns), else the words saying why not
+  archivable             None where `zeal compress` keeps its reports, else the words saying
+                         why not
+  report_pattern(profile)
+                         (base, high): the 64-bit pattern an archive keeps for offset j is
+                         base + j, and for the m bits sent, high + low (the grid's: its float64
+                         x*; a table's: the cell itself)
   distribution_plots     whether analyze's per-profile histogram and running-mean plots
                          apply (a scalar report of one reading)
   rows_per_attribute     what one attribute's export rows count (a plot's axis label)
@@ -173,6 +177,9 @@ class Kind:
     double_reports = False
     formats = ("low",)
 
+    def report_pattern(self, profile):
+        raise TypeError("a %s profile's reports are not kept by an archive" % self.name)
+
     def facts(self, profile, unit=""):
         return None
 
@@ -296,6 +303,11 @@ class GridKind(Kind):
         return GP.loads(data)
 
     @staticmethod
+    @staticmethod
+    def report_pattern(profile):
+        return ((profile.exponent + 1023) << 52) | profile.k_lo, profile.high_bits
+
+    @staticmethod
     def estimate_map(profile) -> tuple:
         """(a, b, d) integers with estimate(j) = (a + b j) / d exactly (d > 0), j = k - k_lo:
         lo + g (j - c0) (zeal.analysis.export's docstring), from ExactGrid's slope and
@@ -369,8 +381,11 @@ class GridKind(Kind):
 class TableKind(Kind):
     name = "table"
     profile_class = TP.TableProfile
-    archivable = "its reports are cells of a table, not the float64 patterns an archive keeps"
     distribution_plots = True
+
+    @staticmethod
+    def report_pattern(profile):
+        return 0, 0  # a report is its cell j, sent as the m-bit value j
 
     def matches(self, data):
         return TP.is_table_file(data)

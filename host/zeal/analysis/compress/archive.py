@@ -61,7 +61,9 @@ What an archive of that size holds, and so the caps on what is decompressed:
   zeal.analysis.compress: zstd, lz4, bz2, lzma through streaming decompressors with a maximum
   output of 8 n bytes, zstd's declared content size and window and lzma's dictionary checked
   first; pcodec into an array of n + 1; packed, rans, greedygd by their header's n);
-- a profile entry holds at most pfile.MAX_FILE = 502 bytes, the longest profile file;
+- a profile entry holds at most MAX_PROFILE_BYTES = 4,317 bytes, a table profile's longest
+  file (a window grid's: pfile.MAX_FILE = 502), and all of them together at most
+  MAX_PROFILE_TOTAL = MAX_PROFILES x 502 bytes (what they could take before tables);
 - the manifest holds at most MAX_MANIFEST_BYTES = 200,111,620 bytes (`_manifest_budget`): the
   longest manifest `write` makes at the caps above, every item at its longest (a greedy run
   covers two frames or more, so a frame costs at most half of [max, -max, 2] per column, with
@@ -93,6 +95,7 @@ from ...collect.store import MAX_DEVICES as STORE_MAX_DEVICES
 from ...errors import ZealError
 from ...mechanism import kinds
 from ...mechanism.pfile import MAX_FILE as PROFILE_MAX_FILE
+from ...mechanism.table_profile import MAX_TABLE_FILE
 from ...mechanism.profile import Profile, loads as profile_loads
 from ..decode import ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ
 from ..export import write_atomically
@@ -122,7 +125,10 @@ MAX_PROFILES = MAX_STREAMS
 MAX_STATUSES = 1 << 16
 MAX_LOSSES = (MAX_DEVICES + 1) * len(LOSS_KINDS)
 MAX_DEPTH = 8
-MAX_PROFILE_BYTES = PROFILE_MAX_FILE
+# a profile entry: at most a table profile's longest file (a grid's is PROFILE_MAX_FILE, 502
+# bytes); all of them together at most what MAX_PROFILES grid files take, as before tables
+MAX_PROFILE_BYTES = max(PROFILE_MAX_FILE, MAX_TABLE_FILE)
+MAX_PROFILE_TOTAL = MAX_PROFILES * PROFILE_MAX_FILE
 MAX_ENTRIES = 1 + MAX_PROFILES + MAX_STREAMS
 #: a central directory record: 46 fixed bytes, the name (at most 30: profiles/<16 hex>.json),
 #: a ZIP64 extra field (at most 32), rounded up
@@ -200,15 +206,16 @@ class Stream:
 
 
 def report_bits(profile: Profile, offsets: np.ndarray) -> np.ndarray:
-    """Offsets j -> the reports' float64 bit patterns (uint64), as the device's x* carry."""
-    base = np.uint64(((profile.exponent + 1023) << 52) | profile.k_lo)
+    """Offsets j -> the reports' 64-bit patterns (uint64): a window grid's float64 x*, a
+    table's cell (zeal.mechanism.kinds: report_pattern)."""
+    base = np.uint64(kinds.of(profile).report_pattern(profile)[0])
     return np.asarray(offsets, dtype=np.int64).astype(np.uint64) + base
 
 
 def offsets_of(profile: Profile, bits: np.ndarray, what: str) -> np.ndarray:
     """Bit patterns -> offsets, every one checked against the profile's grid."""
     bits = np.asarray(bits, dtype=np.uint64)
-    base = ((profile.exponent + 1023) << 52) | profile.k_lo
+    base = kinds.of(profile).report_pattern(profile)[0]
     j = (bits - np.uint64(base)).view(np.int64)
     bad = np.flatnonzero((bits < np.uint64(base)) | (j >= profile.n_cells))
     if bad.size:
@@ -317,6 +324,9 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
                 z.writestr(_info(entry), blob, compress_type=zipfile.ZIP_STORED)
 
     past = _past_caps(manifest, columns)
+    total = sum(len(profiles[fp].to_json().encode("utf-8")) for fp in fps)
+    if past is None and total > MAX_PROFILE_TOTAL:
+        past = ("%d bytes of profile files" % total, "%d" % MAX_PROFILE_TOTAL)
     if past:
         raise ArchiveError("the archive would hold %s; zeal analyze --archive reads at most %s "
                            "(the limits of zeal.analysis.compress.archive)" % past)
@@ -734,15 +744,22 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
     except ArchiveError as exc:
         raise ArchiveError("%s: %s" % (path, exc)) from None
     profiles = {}
+    total = 0
     for fp in m["profiles"]:
-        prof = profile_loads(bytes(_entry(z, path, profile_entry(fp), MAX_PROFILE_BYTES,
-                                          "the longest profile file")))
+        raw = bytes(_entry(z, path, profile_entry(fp), MAX_PROFILE_BYTES,
+                           "the longest profile file"))
+        total += len(raw)
+        if total > MAX_PROFILE_TOTAL:
+            raise ArchiveError("%s: its profile files hold more than %d bytes, the most an "
+                               "archive holds (the limits of zeal.analysis.compress.archive)"
+                               % (path, MAX_PROFILE_TOTAL))
+        prof = profile_loads(raw)
         if prof.fingerprint != fp:
             raise ArchiveError("%s: profile %s has fingerprint %s"
                                % (path, fp[:16], prof.fingerprint[:16]))
-        if not kinds.of(prof).double_reports:
-            raise ArchiveError("%s: profile %s is not a window-grid profile"
-                               % (path, fp[:16]))
+        if kinds.of(prof).archivable is not None:
+            raise ArchiveError("%s: profile %s is a %s profile, which an archive does not keep"
+                               % (path, fp[:16], kinds.of(prof).name))
         profiles[fp] = prof
     offsets = []
     for s in m["streams"]:

@@ -137,7 +137,13 @@ def entropy_bound(streams, profiles, readings=None) -> tuple:
                             % len(profiles))
         if len(readings) != n:
             raise ZealError("--readings gives %d readings for %d reports" % (len(readings), n))
+        from ...mechanism import kinds
+
         prof = next(iter(profiles.values()))
+        if not kinds.of(prof).double_reports:
+            raise ZealError("--readings: the exact entropy bound is computed for window-grid "
+                            "profiles; without --readings the table is measured against the "
+                            "reports' plug-in entropy")
         return float(entropy_bits_per_report(prof, readings)), ENTROPY_EXACT
     total = 0.0
     for fp, prof in profiles.items():
@@ -200,10 +206,10 @@ def _grid_profiles_only(profiles) -> None:
 
     for prof in profiles:
         kind = kinds.of(prof)
-        if not kind.double_reports:
-            raise ZealError("zeal compress takes window-grid profiles only; profile %s is a "
-                            "%s profile (%s)" % (prof.fingerprint[:16], kind.name,
-                                                 kind.archivable))
+        if kind.archivable is not None:
+            raise ZealError("zeal compress keeps window-grid and table profiles; profile %s "
+                            "is a %s profile (%s)" % (prof.fingerprint[:16], kind.name,
+                                                      kind.archivable))
 
 
 def cmd_compress(args) -> int:

@@ -42,6 +42,7 @@ import struct
 import numpy as np
 
 from ...errors import ZealError
+from ...mechanism import kinds
 from ...mechanism.profile import MANTISSA_BITS
 
 _U64 = np.dtype("<u8")
@@ -314,7 +315,7 @@ def _need_profile(name, profile):
 def _offsets(name, bits, profile) -> np.ndarray:
     """j = k - k_lo for every report (uint64); ZealError if one is not on the profile's grid."""
     _need_profile(name, profile)
-    base = np.uint64(((profile.exponent + 1023) << MANTISSA_BITS) | profile.k_lo)
+    base = np.uint64(kinds.of(profile).report_pattern(profile)[0])
     j = as_bits(bits) - base                       # wraps for bits < base: caught below
     bad = j >= np.uint64(profile.n_cells)
     if bad.any():
@@ -351,7 +352,7 @@ class Packed:
         if m != profile.bits:
             raise ZealError("packed: blob has m = %d bits, the profile m = %d" % (m, profile.bits))
         low = unpack_bits(memoryview(blob)[at:], n, m)
-        return low + np.uint64(profile.high_bits)
+        return low + np.uint64(kinds.of(profile).report_pattern(profile)[1])
 
     def __repr__(self):
         return "<codec packed>"
@@ -452,8 +453,7 @@ class Rans:
         at += 4 * nwords
         low = unpack_bits(view[at:], n, shift)
         j = (sym.astype(np.uint64) << np.uint64(shift)) | low
-        base = ((profile.exponent + 1023) << MANTISSA_BITS) | profile.k_lo
-        return j + np.uint64(base)
+        return j + np.uint64(kinds.of(profile).report_pattern(profile)[0])
 
     def __repr__(self):
         return "<codec rans>"
