@@ -191,6 +191,10 @@ class _Relay:
         self.upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._wake_r, self._wake_w = socket.socketpair()
         self._stopping = False
+        # set once the board has booted (its REPL's prompt came): mpremote's Ctrl-C arriving
+        # during the boot interrupts _boot.py and has left the emulated board mute
+        self.booted = threading.Event()
+        self._boot_tail = b""
         self._thread = threading.Thread(target=self._run, name="qemu-uart-relay", daemon=True)
         self._thread.start()
 
@@ -228,10 +232,15 @@ class _Relay:
                 for s, ev in want.items():
                     sel.register(s, ev)
                 try:
-                    ready = sel.select()
+                    ready = sel.select(None if self.booted.is_set() else 0.25)
                 finally:
                     for s in want:
                         sel.unregister(s)
+                if not ready and not self.booted.is_set():
+                    # its banner may have gone out before QEMU took this connection: a CR
+                    # (kept in the UART's buffer while it boots) has the REPL prompt again
+                    to_board += b"\r"
+                    continue
                 for key, ev in ready:
                     s = key.fileobj
                     if s is self._wake_r:
@@ -254,6 +263,10 @@ class _Relay:
                                 data = None
                             if data == b"":
                                 return  # QEMU ended: the port closes
+                            if data and not self.booted.is_set():
+                                self._boot_tail = (self._boot_tail + data)[-64:]
+                                if b">>> " in self._boot_tail:
+                                    self.booted.set()
                             if data and client is not None:
                                 to_client += data
                         if ev & selectors.EVENT_WRITE and to_board:
@@ -365,7 +378,15 @@ class QemuBoard:
                     else:
                         self._relay = _Relay(tcp)
                         self.port = "socket://127.0.0.1:%d" % self._relay.port
-                        return
+                        # handed out once booted (filesystem mounted, at its REPL), as a
+                        # board plugged in a moment before
+                        if self._relay.booted.wait(max(1.0, deadline - time.monotonic())):
+                            return
+                        said = " ".join("".join(self.output).split())[-300:]
+                        self.stop()
+                        raise BuildError("the emulated board did not reach its REPL within "
+                                         "%.0f s (QEMU said: %s)" % (timeout, said or
+                                                                    "nothing"))
                 time.sleep(0.05)
             said = " ".join("".join(self.output).split())[-300:]
             self.stop()
