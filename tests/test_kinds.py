@@ -98,9 +98,10 @@ def test_the_grid_estimate_map_is_exactly_unbiased():
 
 
 # ---- every command on every kind ---------------------------------------------------------------
-def _copy_to_postgres(path, url):
-    """The SQLite store at `path` copied into the PostgreSQL database `url`, through the
-    stores' own API (profiles, then the frames as the collector writes them)."""
+def _copy_into(path, dest):
+    """Every profile and frame of the SQLite store `path` added to the store `dest` (a file
+    or a PostgreSQL URL), through the stores' own API (profiles, then the frames as the
+    collector writes them). Returns the frames newly stored."""
     from zeal.collect.store import FrameRecord, open_store
 
     with open_store(str(path), read_only=True) as src:
@@ -109,10 +110,10 @@ def _copy_to_postgres(path, url):
                               crc=0, fingerprint=r[3], count=r[4], payload=bytes(r[5]),
                               arrival=r[6], vector=vec, debug=bool(r[8]))
                   for vec in (False, True) for r in src.frames(vector=vec)]
-    with open_store(url) as dst:
+    with open_store(str(dest)) as dst:
         for prof in profiles.values():
             dst.add_profile(prof)
-        assert dst.write(frames=frames) == len(frames)
+        return dst.write(frames=frames), len(frames)
 
 
 @pytest.fixture(scope="module", params=[(k, b) for k in sorted(DEMOS)
@@ -127,7 +128,8 @@ def store(request, tmp_path_factory):
     if backend == "sqlite":
         return kind, where, "demo.db"
     url = request.getfixturevalue("postgres_server").create_database()
-    _copy_to_postgres(where / "demo.db", url)
+    new, total = _copy_into(where / "demo.db", url)
+    assert new == total
     return kind, where, url
 
 
@@ -350,22 +352,6 @@ def test_a_serial_demo_refuses_a_postgresql_store_in_one_line(tmp_path, opts):
                 check=False)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "zeal demo --mqtt --db postgresql://" in done.stderr
-
-
-def _copy_into(path, dest):
-    """Every profile and frame of the SQLite store `path` added to the store `dest`."""
-    from zeal.collect.store import FrameRecord, open_store
-
-    with open_store(str(path), read_only=True) as src:
-        profiles = src.profiles()
-        frames = [FrameRecord(device_id=bytes(r[0]), boot=r[1], nonce=bytes(r[7]), seq=r[2],
-                              crc=0, fingerprint=r[3], count=r[4], payload=bytes(r[5]),
-                              arrival=r[6], vector=vec, debug=bool(r[8]))
-                  for vec in (False, True) for r in src.frames(vector=vec)]
-    with open_store(str(dest)) as dst:
-        for prof in profiles.values():
-            dst.add_profile(prof)
-        dst.write(frames=frames)
 
 
 def test_a_store_of_several_kinds_analyses_every_kind(tmp_path):
