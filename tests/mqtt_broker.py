@@ -226,8 +226,8 @@ def board_frames(device_id: bytes, boot: int, n: int, *, hello_every: int = 16):
     HELLO after every `hello_every` of them, made with the host codec. Returns (profile,
     frames); frames[i] is a DATA frame exactly when it is in `data_seq` order."""
     from zeal import wire
-    from zeal.mechanism import profile as P
-    from zeal.mechanism import reports
+    from zeal.mechanism.grid import profile as P
+    from zeal.mechanism.grid import reports
 
     prof = P.from_bits(23.5, 83.9, 1.0, 4)
     fp = bytes.fromhex(prof.fingerprint)[:8]

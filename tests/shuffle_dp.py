@@ -6,7 +6,7 @@ number enters (e^eps, a logarithm, (1 - q)^N for N = 10^7) it is replaced by a r
 bound on the side that keeps the conclusion safe, and the docstring of each function says
 which side. Nothing here is random.
 
-Written for the tests, independently of the product's own arithmetic (shuffle_rule.py's
+Written for the tests, independently of the product's own arithmetic (mechanism/shuffle/rule.py's
 EXP_GE, shuffle.py's ln_bounds): a bug in those should not be able to hide itself here.
 
 Contents

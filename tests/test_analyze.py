@@ -17,11 +17,11 @@ import pytest
 from zeal.analysis import analyze as A
 from zeal.analysis import decode
 from zeal.analysis import export as E
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal import wire
-from zeal.mechanism import reports
+from zeal.mechanism.grid import reports
 from zeal.errors import ZealError
-from zeal.mechanism.estimate import Estimator, exact_sum
+from zeal.mechanism.grid.estimate import Estimator, exact_sum
 from zeal.collect.store import EventRecord, FrameRecord, Store, StoreError
 
 from conftest import HUMIDITY
@@ -338,7 +338,7 @@ def test_cli_export_default_name(store, capsys):
 
 # ---- plots -------------------------------------------------------------------------------------
 def test_cell_probabilities_match_the_exact_distribution():
-    from zeal.mechanism.grid import ExactGrid
+    from zeal.mechanism.grid.exact import ExactGrid
     from zeal.analysis import plots
 
     for bits in (3, 4, 8):
@@ -390,15 +390,15 @@ def hand_table_profile():
     Q = 2 the profile's values are a = (g - 0) Q / 4 = (-3, 1, 5). Anchor variances
     V_0 = (2*36 + 4 + 100)/4 - 0 = 44, V_1 = (36 + 4 + 200)/4 - 16 = 44; between them
     Var(f) = 44 + f (1 - f) 4^2, largest at f = 1/2: 48 (reading units^2)."""
-    from zeal.mechanism.table import Table
-    from zeal.mechanism.table_profile import from_table
+    from zeal.mechanism.table.mechanism import Table
+    from zeal.mechanism.table.profile import from_table
     return from_table(Table(0.0, 4.0, 1, [[2, 1, 1], [1, 1, 2]], values=[-6, 2, 10]))
 
 
 def test_table_estimator_is_exact_on_a_hand_case():
     from statistics import NormalDist, variance
     from zeal.mechanism import kinds
-    from zeal.mechanism.estimate import TableEstimator
+    from zeal.mechanism.table.estimate import TableEstimator
     prof = hand_table_profile()
     assert (prof.values, prof.value_den) == ([-3, 1, 5], 2)
     est = kinds.of(prof).estimator(prof)
@@ -425,7 +425,7 @@ def test_analyze_a_store_with_table_frames(store, tmp_path):
     """Table frames (one device) beside grid frames (another): per-profile means exact from
     the cells' values, the overall n-weighted, AVG* null, the kind marked; export gives each
     report its cell's value; plots are drawn."""
-    from zeal.mechanism.table_profile import build
+    from zeal.mechanism.table.profile import build
     tprof = build(*HUMIDITY, 2.0, "pm", 3)
     gprof = P.from_bits(*HUMIDITY, 1.0, 8)
     ft = offsets(tprof, 41, 9, 33)
@@ -471,7 +471,7 @@ def test_analyze_a_store_with_table_frames(store, tmp_path):
 
 def test_table_plots_are_written(store, tmp_path):
     from zeal.analysis import plots
-    from zeal.mechanism.table_profile import build
+    from zeal.mechanism.table.profile import build
     tprof = build(*HUMIDITY, 1.0, "hm", 3)
     fill(store, tprof, DEV_A, offsets(tprof, 43, 5, 20))
     paths = plots.plot_store(store, str(tmp_path / "p"))
@@ -490,7 +490,7 @@ def test_compress_keeps_table_profiles_beside_grids(store, tmp_path, capsys):
     # a store of a grid and a table profile: the archive keeps the table's cells, and
     # analyze --archive answers exactly as analyze --db (issue 20; it used to refuse tables)
     from zeal import cli
-    from zeal.mechanism.table_profile import build
+    from zeal.mechanism.table.profile import build
     tprof = build(*HUMIDITY, 1.0, "pm", 3)
     fill(store, tprof, DEV_A, offsets(tprof, 44, 2, 10))
     store.close()

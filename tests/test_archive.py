@@ -26,9 +26,10 @@ from zeal.analysis.compress import command as C
 from zeal.analysis.compress import rivals
 from zeal.analysis.decode import Loaded
 from zeal.collect.store import EventRecord, Store
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
-from zeal.mechanism.estimate import Estimator
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
+from zeal.mechanism.grid import reports
+from zeal.mechanism.grid.estimate import Estimator
 
 from conftest import HUMIDITY
 from test_analyze import DEV_A, DEV_B, DEV_C, fill, offsets
@@ -265,7 +266,7 @@ def test_reports_file_archive(tmp_path, capsys, fmt):
     rep = str(tmp_path / "r.txt")
     assert zeal(capsys, "perturb", "--profile", prof_path, "--input", str(inp), "--seed", "0a",
                 "--format", fmt, "-o", rep)[0] == 0
-    prof = P.load(prof_path)
+    prof = kinds.load(prof_path)
     with open(rep) as fh:
         j = np.array([reports.parse_line(prof, ln) - prof.k_lo for ln in fh], dtype=np.int64)
     rc, text, err = zeal(capsys, "compress", "--reports", rep, "--profile", prof_path,

@@ -26,7 +26,7 @@ from zeal import cli
 from zeal.analysis.compress import archive as A
 from zeal.analysis.compress import get, greedygd, rivals
 from zeal.collect.store import Store
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 from conftest import HUMIDITY
 from test_analyze import DEV_A, DEV_B, fill, offsets

@@ -24,15 +24,15 @@ import pytest
 
 from zeal import wire
 from zeal.analysis import datasets
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal.wire import transport
 from zeal.collect.collector import Collector
 from zeal.board.firmware import locate_micropython
-from zeal.mechanism.scalar import ExactZeal
-from zeal.mechanism.reports import offsets_from_low
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.grid.reports import offsets_from_low
 from zeal.collect.store import Store
 from zeal.collect.virtual import VirtualDevice
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import HUMIDITY
 from test_collector import ENV, collect_cmd, count, wait_for

@@ -34,7 +34,7 @@ from zeal.board import probe as PR
 from zeal.board import firmware as F
 from zeal.board.firmware import locate_micropython
 from zeal.errors import ZealError
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 from board_plugin import wait_streaming
 from conftest import HUMIDITY, ROOT

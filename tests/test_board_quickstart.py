@@ -192,7 +192,7 @@ def test_stop_a_streaming_board(board, tmp_path):
     # at the REPL: the firmware flash put there draws its words with the native SHA-256
     out = mpremote(board, "exec", "import zealfw.words as w\nprint('native', w.digest1 "
                    "is not None, w.CounterWords(bytes(32)).next())")
-    from zeal.mechanism.words import CounterWords
+    from zeal.mechanism.core.words import CounterWords
     assert "native True %d" % CounterWords(bytes(32))() in out, out
 
 

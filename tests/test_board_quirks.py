@@ -26,7 +26,8 @@ from zeal.board import conformance as C
 from zeal.board import flash as D
 from zeal.board import probe as PR
 from zeal.board import stop as S
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
 from zeal import wire
 from zeal.errors import ZealError
 
@@ -377,7 +378,7 @@ def test_rp2040_temp_example_calibration_from_the_datasheet():
     gain = -v_per_count / Fraction("0.001721")
     offset = 27 + Fraction("0.706") / Fraction("0.001721")
     assert (gain, offset) == (Fraction(-220000, 7519049), Fraction(752467, 1721))
-    prof = P.load(EXAMPLE)
+    prof = kinds.load(EXAMPLE)
     assert prof.calibration.gain == gain and prof.calibration.offset == offset
     for raw in (0, 12039, 14000, 15627, 65535):
         v = raw * v_per_count
@@ -404,7 +405,7 @@ def test_rp2040_temp_example_loads_on_the_device(mp_port):
     finally:
         mp.close()
     assert got["ok"], got
-    assert got["result"]["fingerprint"] == doc["fingerprint"] == P.load(EXAMPLE).fingerprint
+    assert got["result"]["fingerprint"] == doc["fingerprint"] == kinds.load(EXAMPLE).fingerprint
     assert dev == C.HostImpl().request(req) and dev["ok"]
 
 
@@ -477,9 +478,9 @@ def test_tuple_replay_files_keep_blank_lines(tmp_path):
     """Multi and shuffle replay files: a blank line is kept (the board's tick with every value
     invalid), only a wrong field count is refused; a shuffle file goes through the tuple
     check in the plan, not the single-reading one."""
-    from zeal.mechanism import multi_profile as MP
-    from zeal.mechanism import shuffle_profile as SP
-    from zeal.mechanism.multi import Categorical, Numeric
+    from zeal.mechanism.multi import profile as MP
+    from zeal.mechanism.shuffle import profile as SP
+    from zeal.mechanism.multi.mechanism import Categorical, Numeric
 
     multi = MP.build([Numeric("a", 0.0, 1.0), Categorical("b", 3)], 1.0)
     shuffle = SP.build_from(epsilon="0.99", delta="1e-6", n=100000, d=3, k=3)
@@ -783,7 +784,7 @@ def test_flash_a_replay_file_and_boot_it(mp_port, tmp_path, prof_file):
     finally:
         board.close()
     assert done.returncode == 0, done.stderr.decode()
-    events = wire.Decoder([P.load(str(prof_file))]).feed(done.stdout)
+    events = wire.Decoder([kinds.load(str(prof_file))]).feed(done.stdout)
     batches = [e for e in events if isinstance(e, wire.Batch)]
     statuses = [e for e in events if isinstance(e, wire.Status)]
     assert sum(len(b) for b in batches) == len(values) + 1

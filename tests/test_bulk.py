@@ -6,13 +6,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from zeal.mechanism import bulk
-from zeal.mechanism import profile as P
-from zeal.mechanism import choose
-from zeal.mechanism.grid import ExactGrid
+from zeal.mechanism.grid import bulk
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import choose
+from zeal.mechanism.grid.exact import ExactGrid
 from zeal.errors import InputError
-from zeal.mechanism.scalar import ExactZeal
-from zeal.mechanism.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder
 
 from conftest import EPSILONS, HUMIDITY
 

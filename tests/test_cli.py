@@ -334,8 +334,9 @@ def test_profile_json_worst_variance_of_the_grid_is_exact(tmp_path, rng, eps, bi
     ("duchi", None, 2), ("pm", "3", 8), ("hm", "3", 8), ("pm-sub", "2", 4),
     ("three-outputs", None, 3), ("optimal", "2", 4), ("n-output", "2", 4)])
 def test_profile_json_of_a_table_is_exact_and_the_file_loads(tmp_path, mechanism, bits, cells):
-    from zeal.mechanism import profile as P
-    from zeal.mechanism.profile import exp_lower_bound
+    from zeal.mechanism.grid import profile as P
+    from zeal.mechanism import kinds
+    from zeal.mechanism.grid.profile import exp_lower_bound
     path = tmp_path / "t.json"
     args = ["profile", "--range", "-1", "1", "--epsilon", "2", "--mechanism", mechanism,
             "-o", str(path), "--json"] + (["--bits", bits] if bits else [])
@@ -347,7 +348,7 @@ def test_profile_json_of_a_table_is_exact_and_the_file_loads(tmp_path, mechanism
     assert doc["mechanism"] == mechanism and doc["kind"] == "table"
     assert doc["cells"] == file_doc["cells"] == cells
     assert doc["anchors"] == file_doc["anchors"] and doc["bits"] == file_doc["bits"]
-    assert doc["fingerprint"] == file_doc["fingerprint"] == P.load(str(path)).fingerprint
+    assert doc["fingerprint"] == file_doc["fingerprint"] == kinds.load(str(path)).fingerprint
     want = table_worst_from_file(file_doc)
     assert _exact(doc["worst_variance_exact"]) == want and doc["worst_variance"] == float(want)
     ratio = table_ratio_from_file(file_doc)
@@ -474,5 +475,5 @@ def test_without_scipy_the_designer_says_what_to_install(monkeypatch, capsys):
 
 def test_cli_mechanism_list_is_the_table_module_s():
     from zeal import cli
-    from zeal.mechanism import table_profile
+    from zeal.mechanism.table import profile as table_profile
     assert cli.TABLE_MECHANISMS == table_profile.MECHANISMS

@@ -19,7 +19,8 @@ import pytest
 
 from zeal.board import flash as D
 from zeal.cli import build_parser, main as zeal_main
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
 from zeal.wire.transport import missing_port
 
 from conftest import HOST, HUMIDITY
@@ -84,7 +85,7 @@ def test_extreme_profiles_that_exist_give_correct_figures(tmp_path, args):
     done = zeal("profile", *args, "--json", "-o", out)
     assert done.returncode == 0, done.stderr
     doc = strict_json(done.stdout)
-    prof = P.load(str(out))  # the file written is a valid profile, the one reported
+    prof = kinds.load(str(out))  # the file written is a valid profile, the one reported
     assert doc["fingerprint"] == prof.fingerprint and doc["bits"] == prof.bits
     assert doc["n_cells"] == prof.n_cells and 2 <= prof.n_cells < 1 << 52
     # E_enc is the smallest binade holding 2C: exactly (Fractions, here) for the grid; the
@@ -131,7 +132,7 @@ WIDE_ATTRIBUTES = [
 
 def _wide_specs(spec):
     from zeal.analysis.multi_demo import parse_attribute
-    from zeal.mechanism.multi import Categorical
+    from zeal.mechanism.multi.mechanism import Categorical
 
     return [parse_attribute("t:-40:85"), parse_attribute(spec), Categorical("s", 3)]
 
@@ -143,7 +144,7 @@ def test_multi_profile_with_a_range_near_float64s_limits(tmp_path, spec):
     loads them (it used to end in an OverflowError traceback)."""
     from fractions import Fraction
 
-    from zeal.mechanism import multi_profile as MP
+    from zeal.mechanism.multi import profile as MP
 
     args = ("profile", "--attributes", "--attribute", "t:-40:85", "--attribute", spec,
             "--categorical", "s:3", "--epsilon", "2")
@@ -187,8 +188,8 @@ def _wide_store(path, spec, rows):
     from zeal import wire
     from zeal.analysis import multi_demo
     from zeal.collect.store import FrameRecord, Store
-    from zeal.mechanism import multi_profile as MP
-    from zeal.mechanism.words import CounterWords
+    from zeal.mechanism.multi import profile as MP
+    from zeal.mechanism.core.words import CounterWords
 
     prof = MP.build(_wide_specs(spec), 2.0, k=2)
     b = prof.attributes[1]
@@ -217,7 +218,7 @@ def test_analyze_multi_reports_with_a_range_near_float64s_limits(tmp_path, spec,
     itself is (it used to end in an OverflowError traceback)."""
     import numpy as np
 
-    from zeal.mechanism import multi, multi_profile as MP
+    from zeal.mechanism.multi import mechanism as multi, profile as MP
     from zeal.collect.store import Store
 
     db = tmp_path / "m.db"
@@ -355,7 +356,7 @@ def test_flash_config_files_that_are_broken(tmp_path, prof_file, data, fragment)
 def test_profile_to_stdout(tmp_path):
     done = zeal("profile", "--range", "23.5", "83.9", "--epsilon", "1", "-o", "-")
     assert done.returncode == 0, done.stderr
-    prof = P.loads(done.stdout)  # stdout is the profile file, nothing else
+    prof = kinds.loads(done.stdout)  # stdout is the profile file, nothing else
     assert (prof.lo, prof.hi) == HUMIDITY
     assert b"fingerprint" in done.stderr  # the figures went to stderr
     same = tmp_path / "p.json"

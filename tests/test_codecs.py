@@ -13,9 +13,9 @@ from zeal.analysis import compress
 from zeal.analysis.compress import entropy, rivals
 from zeal.analysis.datasets import HUMIDITY_RANGE, aarhus
 from zeal.errors import ZealError
-from zeal.mechanism import bulk, reports
-from zeal.mechanism import profile as P
-from zeal.mechanism.grid import ExactGrid
+from zeal.mechanism.grid import bulk, reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.exact import ExactGrid
 
 MS = (2, 4, 16, 52)
 RIVALS = ("zstd", "lz4", "bz2", "lzma", "pcodec", "packed", "rans")

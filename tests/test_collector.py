@@ -12,8 +12,8 @@ import time
 import pytest
 
 from zeal import wire
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import reports
 from zeal.cli import main as cli_main
 from zeal.collect.collector import Collector
 from zeal.collect.store import Store, StoreError

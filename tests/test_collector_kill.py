@@ -15,7 +15,7 @@ import pytest
 
 from zeal import wire
 from zeal.analysis import datasets
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal.wire import transport
 from zeal.board.firmware import locate_micropython
 from zeal.collect.virtual import Pty, VirtualDevice

@@ -29,8 +29,8 @@ from zeal import wire
 from zeal.collect import collector as C
 from zeal.collect.store import Store
 from zeal.collect.virtual import Pty
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import reports
 
 from conftest import HUMIDITY
 from test_collector import ENV, FP, LOWS, PROF, collect_cmd, count, nonce, wait_for

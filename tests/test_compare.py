@@ -12,8 +12,9 @@ import pytest
 
 from zeal.analysis import compare
 from zeal.errors import ZealError
-from zeal.mechanism import ExactGrid, design, from_bits
-from zeal.mechanism import table_profile
+from zeal.mechanism import ExactGrid, from_bits
+from zeal.mechanism.table import design
+from zeal.mechanism.table import profile as table_profile
 from zeal.mechanism.references import Scaled, all_references
 
 DATA = ["-0.5", "0.25", "# a comment", "", "1", "0.9", "3", "-1"]   # 3 lies outside: clamped

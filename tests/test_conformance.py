@@ -23,7 +23,7 @@ import pytest
 from mp_unix import PORTS, port_binary
 from zeal.board import conformance as C
 from zeal.board.firmware import ENV_MICROPYTHON
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 TARGETS = ("cpython", "micropython", "firmware-cpython")
 NEEDS_MICROPYTHON = ("micropython",)

@@ -19,9 +19,9 @@ from zeal.analysis import analyze as A
 from zeal.analysis import plots
 from zeal.analysis.datasets import aarhus
 from zeal.collect.store import open_existing
-from zeal.mechanism import choose
-from zeal.mechanism.estimate import Estimator
-from zeal.mechanism.grid import ExactGrid
+from zeal.mechanism.grid import choose
+from zeal.mechanism.grid.estimate import Estimator
+from zeal.mechanism.grid.exact import ExactGrid
 
 COUNT, DEVICES, EPSILON, SEED = 3000, 3, 2.0, 11
 

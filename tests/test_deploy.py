@@ -26,7 +26,8 @@ from zeal.board import flash as D
 from zeal.board import probe as PR
 from zeal.board import stop as S
 from zeal.board import devices
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
 from zeal import wire
 from zeal.errors import ProfileError, ZealError
 
@@ -80,9 +81,9 @@ def _step(steps, kind):
 
 def test_dry_run_plan_compiled(prof_file):
     steps = D.plan_flash("/dev/ttyACM0", str(prof_file), sensor="replay")
-    kinds = [s.kind for s in steps]
-    assert kinds == ["note", "compile", "write", "write", "port", "probe", "native",
-                     "mpremote"]
+    step_kinds = [s.kind for s in steps]
+    assert step_kinds == ["note", "compile", "write", "write", "port", "probe", "native",
+                          "mpremote"]
     assert "--replay-file" in steps[0].label  # replay from the line: say how a board gets one
     probe = _step(steps, "probe")
     assert probe.argv == [sys.executable, "-m", "mpremote", "connect", "/dev/ttyACM0", "+",
@@ -108,7 +109,7 @@ def test_dry_run_plan_compiled(prof_file):
 
     prof_step, cfg_step = [s for s in steps if s.kind == "write"]
     assert prof_step.path == os.path.join(D.STAGE, "zeal_profile.json")
-    assert prof_step.data == P.load(str(prof_file)).to_json()
+    assert prof_step.data == kinds.load(str(prof_file)).to_json()
     assert json.loads(cfg_step.data) == {"sensor": {"kind": "replay"}}
 
     mp = _step(steps, "mpremote")
@@ -630,7 +631,7 @@ def test_flash_into_a_fake_board(mp_port, fake_board, tmp_path, prof_file):
                    mpy_cross=_step(steps, "native").tool, arch=F.micropython_arch())
     for rel in want_mpy:
         assert (fake_board.fs / rel).read_bytes() == (ref / rel).read_bytes(), rel
-    assert (fake_board.fs / "zeal_profile.json").read_text() == P.load(str(prof_file)).to_json()
+    assert (fake_board.fs / "zeal_profile.json").read_text() == kinds.load(str(prof_file)).to_json()
     assert json.loads((fake_board.fs / "zeal_config.json").read_text()) == {
         "start_delay_ms": 0, "period_ms": 0, "batch": 4, "sensor": {"kind": "replay"}}
     assert (fake_board.fs / "main.py").read_bytes() == \
@@ -641,7 +642,7 @@ def test_flash_into_a_fake_board(mp_port, fake_board, tmp_path, prof_file):
     mp = C.locate_micropython()
     if mp is None:
         pytest.fail("the MicroPython unix port is a test dependency")
-    prof = P.load(str(prof_file))
+    prof = kinds.load(str(prof_file))
     readings = ["%016x" % int.from_bytes(__import__("struct").pack(">d", x), "big")
                 for x in (30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 25.0, 35.0)]
     done = subprocess.run([mp, "main.py"], cwd=fake_board.fs, capture_output=True, timeout=120,

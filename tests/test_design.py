@@ -1,4 +1,4 @@
-"""The designer (zeal.mechanism.design): issue 10's bars as exact checks.
+"""The designer (zeal.mechanism.table.design): issue 10's bars as exact checks.
 
 Every figure is checked in Fractions from the table's integer weights: the privacy ratio is
 recomputed here from the weights and compared with the certified lower bound of e^eps; the
@@ -12,8 +12,8 @@ from fractions import Fraction
 import pytest
 
 from zeal.errors import ProfileError
-from zeal.mechanism.design import design, solve
-from zeal.mechanism.profile import exp_lower_bound
+from zeal.mechanism.table.design import design, solve
+from zeal.mechanism.grid.profile import exp_lower_bound
 
 # best published worst-case variance on [-1, 1] (issue 10): Duchi, Duchi, HM-NP, HM-TP/HM-NP, HM-NP
 PUBLISHED = {"0.25": Fraction("64.67"), "0.5": Fraction("16.67"), "1": Fraction("4.267"),

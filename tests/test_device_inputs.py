@@ -20,9 +20,9 @@ from fractions import Fraction
 
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism.scalar import ExactZeal
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import HUMIDITY, ROOT
 from test_firmware_loop import (FAKE_MACHINE, KEY, Data, Hello, Status, Text, decode, f64,

@@ -5,9 +5,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
-from zeal.mechanism.estimate import Estimator, exact_sum
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import reports
+from zeal.mechanism.grid.estimate import Estimator, exact_sum
 
 from conftest import HUMIDITY
 

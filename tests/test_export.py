@@ -34,7 +34,7 @@ from zeal.analysis import analyze as A
 from zeal.analysis import export as E
 from zeal.collect.store import FrameRecord, Store
 from zeal.errors import ZealError
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 from conftest import HOST, HUMIDITY
 
@@ -94,7 +94,7 @@ def store(tmp_path):
 
 def spec_estimate(prof, j) -> Fraction:
     """lo + g (j - c0) from the formulas of shared_spec/mechanism.md section 5, written out
-    again from the profile's integers (not through zeal.mechanism.grid)."""
+    again from the profile's integers (not through zeal.mechanism.grid.exact)."""
     n, nc, q = prof.n_cells, prof.n_window, Fraction(prof.threshold, 1 << 64)
     no = n - nc
     s = q - (1 - q) * Fraction(nc, no)

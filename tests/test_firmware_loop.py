@@ -19,10 +19,10 @@ from fractions import Fraction
 import pytest
 from cobs import cobs
 
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal.board.firmware import locate_micropython
-from zeal.mechanism.scalar import ExactZeal
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import HUMIDITY, ROOT
 

@@ -24,9 +24,10 @@ import pytest
 
 from zeal.board import conformance as C
 from zeal.board import firmware as F
-from zeal.mechanism import profile as P
-from zeal.mechanism.scalar import ExactZeal, reading_from_float32_bits
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.core.draws import reading_from_float32_bits
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import ROOT
 

@@ -13,9 +13,9 @@ from zeal.analysis.compress import greedygd as G
 from zeal.analysis.compress.entropy import entropy_bits_per_report
 from zeal.analysis.datasets import HUMIDITY_RANGE, aarhus
 from zeal.errors import ReportError
-from zeal.mechanism import bulk, reports
-from zeal.mechanism import profile as P
-from zeal.mechanism.estimate import Estimator, exact_sum
+from zeal.mechanism.grid import bulk, reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.estimate import Estimator, exact_sum
 
 U64 = np.uint64
 HUMIDITY = np.array([float(v) for v in aarhus()])   # the paper's first 5000 readings

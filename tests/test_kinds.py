@@ -17,7 +17,7 @@ from collections import defaultdict
 import pytest
 
 from zeal.mechanism import kinds
-from zeal.mechanism import profile as GP
+from zeal.mechanism.grid import profile as GP
 
 from conftest import HOST, ROOT
 
@@ -59,7 +59,7 @@ def _vector_files():
 
 
 def test_each_kind_sniffs_and_owns_its_profiles(tmp_path):
-    from zeal.mechanism import multi_profile as MP
+    from zeal.mechanism.multi import profile as MP
 
     found = {}
     for kind, data, fetch in _vector_files():
@@ -86,7 +86,7 @@ def test_the_grid_estimate_map_is_exactly_unbiased():
     # at the ends of the range and inside (here: 2 bits on [0, 1] at eps 1, a small grid)
     from fractions import Fraction
 
-    from zeal.mechanism.grid import ExactGrid
+    from zeal.mechanism.grid.exact import ExactGrid
 
     prof = GP.from_bits(0.0, 1.0, 1.0, 2)
     a, b, d = kinds.GRID.estimate_map(prof)
@@ -227,9 +227,9 @@ def test_multi_export_rows_average_to_the_estimator_with_a_categorical_attribute
     import numpy as np
 
     from zeal.analysis.decode import PayloadReader
-    from zeal.mechanism import multi_profile as MP
-    from zeal.mechanism.multi import Categorical, MultiEstimator, Numeric
-    from zeal.mechanism.words import CounterWords
+    from zeal.mechanism.multi import profile as MP
+    from zeal.mechanism.multi.mechanism import Categorical, MultiEstimator, Numeric
+    from zeal.mechanism.core.words import CounterWords
 
     prof = MP.build([Numeric("t", 0, 40), Numeric("h", 0, 100, mechanism="duchi"),
                      Categorical("door", ("shut", "open", "ajar"))], 2, k=2)
@@ -276,9 +276,9 @@ def _profiles(tmp_path):
 def test_perturb_and_aggregate_a_multi_profile(tmp_path):
     import numpy as np
 
-    from zeal.mechanism import multi_profile as MP
-    from zeal.mechanism.multi import MultiEstimator
-    from zeal.mechanism.words import CounterWords, key_from_hex
+    from zeal.mechanism.multi import profile as MP
+    from zeal.mechanism.multi.mechanism import MultiEstimator
+    from zeal.mechanism.core.words import CounterWords, key_from_hex
 
     prof, _ = _profiles(tmp_path)
     rng = np.random.default_rng(3)
@@ -316,9 +316,9 @@ def test_perturb_and_aggregate_a_shuffle_profile(tmp_path):
 
     import numpy as np
 
-    from zeal.mechanism import shuffle as S
-    from zeal.mechanism import shuffle_profile as SP
-    from zeal.mechanism.words import CounterWords, key_from_hex
+    from zeal.mechanism.shuffle import mechanism as S
+    from zeal.mechanism.shuffle import profile as SP
+    from zeal.mechanism.core.words import CounterWords, key_from_hex
 
     _, prof = _profiles(tmp_path)
     rng = np.random.default_rng(4)

@@ -3,13 +3,14 @@ from fractions import Fraction
 
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import reports
 from zeal.errors import InputError, ReportError
-from zeal.mechanism.floatbits import float64_to_bits
-from zeal.mechanism.scalar import (ExactZeal, bernoulli, reading, reading_from_float32_bits,
-                            reading_from_float64_bits, reading_from_raw, uniform_below)
-from zeal.mechanism.words import ListWords
+from zeal.mechanism.core.floatbits import float64_to_bits
+from zeal.mechanism.core.draws import (
+    bernoulli, reading, reading_from_float32_bits, reading_from_float64_bits, uniform_below)
+from zeal.mechanism.grid.scalar import ExactZeal, reading_from_raw
+from zeal.mechanism.core.words import ListWords
 
 W = 2 ** 64
 TOP = W - 1

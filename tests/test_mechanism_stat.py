@@ -11,12 +11,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism.grid import ExactGrid
-from zeal.mechanism.bulk import sample_offsets_fast
-from zeal.mechanism.estimate import Estimator
-from zeal.mechanism.scalar import ExactZeal
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.exact import ExactGrid
+from zeal.mechanism.grid.bulk import sample_offsets_fast
+from zeal.mechanism.grid.estimate import Estimator
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import BITS, EPSILONS, HUMIDITY
 

@@ -25,7 +25,7 @@ from mqtt_broker import Broker
 from zeal import wire
 from zeal.board import conformance as C
 from zeal.collect.virtual import VirtualDevice
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 KEY = bytes(range(32))
 PROF = P.from_bits(23.5, 83.9, 1.0, 8)

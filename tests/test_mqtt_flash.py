@@ -11,7 +11,7 @@ import pytest
 
 from zeal.board import conformance as C
 from zeal.board import flash as D
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 from conftest import HUMIDITY
 

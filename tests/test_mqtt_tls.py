@@ -29,7 +29,7 @@ from conftest import HOST
 from mp_unix import FIRMWARE, marked, micropython
 from mqtt_broker import Broker, Publisher, board_frames, device_id, need_mosquitto, throwaway_ca
 from zeal import wire
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 ENV = dict(os.environ, PYTHONPATH=HOST + os.pathsep + os.environ.get("PYTHONPATH", ""))
 DEV = device_id(7)

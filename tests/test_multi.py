@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from zeal.errors import ProfileError
-from zeal.mechanism import multi
-from zeal.mechanism.multi import Categorical, Multi, MultiEstimator, Numeric
-from zeal.mechanism.profile import exp_lower_bound
-from zeal.mechanism.table import Table
-from zeal.mechanism.words import CounterWords, ListWords
+from zeal.mechanism.multi import mechanism as multi
+from zeal.mechanism.multi.mechanism import Categorical, Multi, MultiEstimator, Numeric
+from zeal.mechanism.grid.profile import exp_lower_bound
+from zeal.mechanism.table.mechanism import Table
+from zeal.mechanism.core.words import CounterWords, ListWords
 
 LN3 = F(10986123, 10 ** 7)   # 1.0986123 > ln 3 = 1.09861228...: e^LN3 >= 3
 FALSE_FAILURE = F(1, 10 ** 6)   # per test, split evenly over its checks (union bound)

@@ -7,7 +7,7 @@ zealfw.profile/main.
     unix port: the same accept/reject reasons, reports, words consumed, replaced and
     clamped counts, and packed payloads as the host;
 (b) agreement of the loaders on a corpus of mutated headers and attribute files: host
-    (profiles.loads_any), device loader under CPython and under MicroPython;
+    (kinds.loads), device loader under CPython and under MicroPython;
 (c) the device sampler word for word against the host reference (MultiSampler);
 (d) the whole firmware loop (zealfw.main.run) under MicroPython with a multi profile and a
     replay of several columns: HELLO announces bits = 0, the DATA payloads unpack (the
@@ -32,10 +32,10 @@ from cobs import cobs
 
 from zeal.board import conformance as C
 from zeal.errors import ProfileError
-from zeal.mechanism import multi_profile as MP
-from zeal.mechanism import profiles
-from zeal.mechanism.multi import Categorical, Numeric
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.multi import profile as MP
+from zeal.mechanism import kinds
+from zeal.mechanism.multi.mechanism import Categorical, Numeric
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import ROOT
 
@@ -207,7 +207,7 @@ def multi_corpus():
 
 def _host_verdict(header, files):
     try:
-        prof = profiles.loads_any(header, lambda i, fp: files.get(i))
+        prof = kinds.loads(header, lambda i, fp: files.get(i))
     except ProfileError as exc:
         return ["error", getattr(exc, "reason", "none")]
     if not isinstance(prof, MP.MultiProfile):
@@ -525,7 +525,7 @@ def test_device_sampler_law_under_micropython(mp_port, tmp_path):
     False-failure rate under a fresh key: below 3e-6."""
     from scipy.stats import chi2
 
-    from zeal.mechanism.grid import ExactGrid
+    from zeal.mechanism.grid.exact import ExactGrid
 
     specs = [Numeric("temp", -10.0, 40.0), Numeric("hum", 0.0, 100.0, mechanism="pm"),
              Categorical("state", 5), Numeric("light", 0.0, 1000.0, bits=8)]

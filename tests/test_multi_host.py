@@ -17,9 +17,9 @@ from zeal.analysis import multi_demo, multi_report
 from zeal.analysis.analyze import analyze, format_table
 from zeal.collect.store import FrameRecord, Store
 from zeal.collect.virtual import replay_line
-from zeal.mechanism import multi, multi_profile as MP
-from zeal.mechanism.multi import Categorical, Multi, Numeric
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.multi import mechanism as multi, profile as MP
+from zeal.mechanism.multi.mechanism import Categorical, Multi, Numeric
+from zeal.mechanism.core.words import CounterWords
 from zeal.wire.codec import encode_data_payload
 
 AARHUS3 = [Numeric(c, *multi_demo.RANGES[c]) for c in ("light", "humidity", "noise")]
@@ -229,7 +229,7 @@ def test_cli_profile_attributes(tmp_path):
     doc = json.loads(r.stdout)
     assert [a["name"] for a in doc["attributes"]] == ["light", "state", "hum"]
     assert sorted(os.listdir(tmp_path)) == ["p.0.json", "p.2.json", "p.json"]
-    from zeal.mechanism.profiles import load_any
+    from zeal.mechanism.kinds import load as load_any
     assert load_any(out).fingerprint == doc["fingerprint"]
     for bad in (["--attribute", "x:1"], ["--categorical", "s:64"], ["--attribute", "a_b:0:1"],
                 ["--attribute", "a:0:1", "--k", "2"], []):

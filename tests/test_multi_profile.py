@@ -10,11 +10,13 @@ import pytest
 
 from conftest import ROOT
 from zeal.errors import ProfileError
-from zeal.mechanism import multi, multi_profile as MP, profile as GP
-from zeal.mechanism.multi import Categorical, Numeric
-from zeal.mechanism.pfile import exp_lower_bound
-from zeal.mechanism.profiles import kind_of, load_any, loads_any
-from zeal.mechanism.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.multi import mechanism as multi, profile as MP
+from zeal.mechanism.grid import profile as GP
+from zeal.mechanism import kinds
+from zeal.mechanism.multi.mechanism import Categorical, Numeric
+from zeal.mechanism.core.pfile import exp_lower_bound
+from zeal.mechanism.kinds import load as load_any, loads as loads_any, sniff
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder
 
 VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "multi.json")
 
@@ -46,7 +48,7 @@ def test_vector_set_covers_the_contract():
 @pytest.mark.parametrize("case", [c for c in CASES if c["kind"] == "profile"],
                          ids=lambda c: c["id"])
 def test_profile_vectors(case):
-    assert kind_of(case["header"]) == "multi"
+    assert sniff(case["header"]).name == "multi"
     if case["result"] == "valid":
         prof = _load(case)
         assert prof.fingerprint == case["fingerprint"]
@@ -57,7 +59,7 @@ def test_profile_vectors(case):
         # the header names each attribute file by its fingerprint
         items = json.loads(case["header"])["attrs"].split(".")
         for i, text in case["attributes"].items():
-            assert items[int(i)] == "p" + GP.loads(text).fingerprint
+            assert items[int(i)] == "p" + kinds.loads(text).fingerprint
     else:
         with pytest.raises(ProfileError) as info:
             _load(case)
@@ -197,7 +199,7 @@ def test_build_errors_are_one_line():
 
 def test_sniff_and_grid_table_unchanged():
     grid = GP.from_bits(0.0, 1.0, 1.0, 4)
-    assert kind_of(grid.to_json()) == "grid"
+    assert sniff(grid.to_json()).name == "grid"
     assert loads_any(grid.to_json()) == grid
     with pytest.raises(ProfileError) as info:
         loads_any(_load(PROFILES["m-aarhus"]).to_json())   # no attribute files

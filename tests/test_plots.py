@@ -20,8 +20,8 @@ from zeal.analysis.datasets import HUMIDITY_RANGE, aarhus
 from zeal.analysis.decode import Loaded
 from zeal.collect.store import Store, open_existing
 from zeal.errors import ZealError
-from zeal.mechanism import profile as P
-from zeal.mechanism.grid import ExactGrid
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.exact import ExactGrid
 
 from test_analyze import DEV_A, DEV_B, fill
 

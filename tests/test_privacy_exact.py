@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism.grid import ExactGrid, pm_variance, worst_variance_ratio
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.exact import ExactGrid, pm_variance, worst_variance_ratio
 
 from conftest import BITS, EPSILONS, HUMIDITY
 
@@ -119,7 +119,7 @@ def _hand_made(eps_bits, n, nc, t, bits=None, lo=0.0, hi=1.0, exponent=0):
     """A profile file built by hand, fingerprint recomputed: only the value checks can refuse it."""
     import json
     from test_profile import rehashed
-    from zeal.mechanism.floatbits import float64_to_bits, hex64
+    from zeal.mechanism.core.floatbits import float64_to_bits, hex64
     doc = {"format": P.FORMAT, "lo": hex64(float64_to_bits(lo)), "hi": hex64(float64_to_bits(hi)),
            "epsilon": hex64(eps_bits), "exponent": exponent,
            "bits": n.bit_length() if bits is None else bits,
@@ -128,7 +128,7 @@ def _hand_made(eps_bits, n, nc, t, bits=None, lo=0.0, hi=1.0, exponent=0):
 
 
 def test_issue_profile_at_eps_1e6_loses_242_eps_and_is_refused():
-    from zeal.mechanism.floatbits import float64_to_bits
+    from zeal.mechanism.core.floatbits import float64_to_bits
     eps = 1e-6
     n, nc = 4502511373889014, 1
     FP = _device_profile_module()

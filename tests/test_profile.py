@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism import choose
-from zeal.mechanism.grid import worst_variance_ratio
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import choose
+from zeal.mechanism.grid.exact import worst_variance_ratio
 from zeal.errors import ProfileError
 
 from conftest import HUMIDITY

@@ -5,7 +5,7 @@ A corpus of files -- every case of shared_spec/vectors/profiles.json and systema
 mutations of valid profiles (keys removed, renamed, added; wrong types; bool and float for
 int; whitespace; escapes; duplicated keys; huge ints; nested objects; non-canonical
 rationals; upper-case hex in every hex field; sizes at the bound) -- goes through the host
-loader (zeal.mechanism.profile.loads), the device loader on CPython (firmware/zealfw/profile.py)
+loader (zeal.mechanism.grid.profile.loads), the device loader on CPython (firmware/zealfw/profile.py)
 and the device loader on the MicroPython unix port (tests/profile_agreement_runner.py). All three
 must accept and reject the same files with the same reason code. The one declared
 difference: a profile whose N, Nc or E are consistent integers but not the grid lo, hi and
@@ -19,10 +19,10 @@ import sys
 
 import pytest
 
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal.board.firmware import locate_micropython
 from zeal.errors import ProfileError
-from zeal.mechanism.floatbits import bits_to_float64
+from zeal.mechanism.core.floatbits import bits_to_float64
 
 from conftest import ROOT
 from test_profile import rehashed

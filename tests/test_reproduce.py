@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from zeal.analysis import reproduce as rp
-from zeal.mechanism import grid as mgrid
-from zeal.mechanism.bulk import sample_offsets_fast
-from zeal.mechanism.estimate import Estimator
-from zeal.mechanism.profile import from_exponent
+from zeal.mechanism.grid import exact as mgrid
+from zeal.mechanism.grid.bulk import sample_offsets_fast
+from zeal.mechanism.grid.estimate import Estimator
+from zeal.mechanism.grid.profile import from_exponent
 from zeal.paper import formulas as pf
 from zeal.paper import sampler as ps
 
@@ -130,7 +130,7 @@ def test_relative_error_on_data_inside_predicted_interval():
     false-failure rate of 1e-6 (1e-6 / 60 per run)."""
     d = rp.paper_datasets()[0]
     rng = np.random.default_rng(12)
-    from zeal.mechanism.profile import from_bits
+    from zeal.mechanism.grid.profile import from_bits
     for m in (2, 4, 8):
         prof = from_bits(d.lo, d.hi, 1.0, m)
         est = Estimator(prof)

@@ -1,5 +1,5 @@
 """Shuffle mode (seed 004): gamma, the word-contract randomiser, the analyzer, the MSE bound,
-the guarantee a batch delivers, and the shuffler (zeal.mechanism.shuffle,
+the guarantee a batch delivers, and the shuffler (zeal.mechanism.shuffle.mechanism,
 zeal.collect.shuffler; shared_spec/shuffle.md).
 
 Exact tests first; the statistical ones each state their seed and false-failure rate.
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from zeal.collect import shuffler as shuf
-from zeal.mechanism import shuffle as S
-from zeal.mechanism.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.shuffle import mechanism as S
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder
 from zeal.wire import codec
 
 TWO32 = 1 << 32
@@ -128,7 +128,7 @@ def test_delivered_for_a_smaller_batch():
     eps, delta = S.delivered(p, 15000)
     assert delta == p.delta and p.epsilon < eps < 1
     # the claimed epsilon' is proven by the rule at the pool of 15000 with the stored gamma ...
-    from zeal.mechanism import shuffle_rule as R
+    from zeal.mechanism.shuffle import rule as R
 
     def rule(e, pool):
         pair = (e.numerator, e.denominator)
@@ -417,7 +417,7 @@ def test_rule_accepts_a_generous_gamma_at_a_huge_n_quickly():
     # gamma = 1/2 at n = 2^62, d = k = t = 1, eps_m = 1: e^A with A ~ 2^62 / 112. The rule
     # must answer from the bit length of x (2/delta = 4) without building 2^A (which took
     # gigabytes and ended in MemoryError before the shortcut).
-    from zeal.mechanism import shuffle_rule as R
+    from zeal.mechanism.shuffle import rule as R
     assert R.refusal((1, 1), (1, 2), (1, 1), 1 << 62, 1, 1, 1, (1, 2)) is None
     assert R.exp_at_least(1 << 70, 1, 3, 1) and not R.exp_at_least(1, 1, 3, 1)
 

@@ -28,8 +28,8 @@ from zeal.collect import shuffler as SH
 from zeal.collect.collector import Collector
 from zeal.collect.store import Store
 from zeal.collect.virtual import VirtualDevice
-from zeal.mechanism import shuffle as S
-from zeal.mechanism import shuffle_profile as SP
+from zeal.mechanism.shuffle import mechanism as S
+from zeal.mechanism.shuffle import profile as SP
 from zeal.wire import codec
 from zeal import wire
 

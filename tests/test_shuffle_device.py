@@ -1,5 +1,5 @@
 """Shuffle mode on the device (issues 11 and 17): zealfw.sprofile (loader and checks),
-zealfw.sgamma (the privacy rule, the twin of zeal.mechanism.shuffle_rule), zealfw.srand
+zealfw.sgamma (the privacy rule, the twin of zeal.mechanism.shuffle.rule), zealfw.srand
 (the randomiser), the tuple source and the dispatch in zealfw.profile/main/mstart.
 
 (a) shared_spec/vectors/shuffle.json through the device under CPython and on the MicroPython
@@ -9,7 +9,7 @@ zealfw.sgamma (the privacy rule, the twin of zeal.mechanism.shuffle_rule), zealf
 (b) agreement of the loaders on a corpus of mutated shuffle files: host
     (shuffle_profile.device_checks), device loader under CPython and under MicroPython give
     the same verdicts and reasons;
-(c) zealfw.sgamma against zeal.mechanism.shuffle_rule on a few thousand parameter sets
+(c) zealfw.sgamma against zeal.mechanism.shuffle.rule on a few thousand parameter sets
     (gamma at the host's minimum and one 2^-32 step below, certificates a float64 step off,
     random ones), under CPython (also with the bounds narrowed, so that the exact fallback
     decides) and under MicroPython; the bounds of E_LO^m; what it costs;
@@ -32,9 +32,9 @@ import pytest
 
 from zeal.board import conformance as C
 from zeal.errors import ProfileError
-from zeal.mechanism import shuffle as S
-from zeal.mechanism import shuffle_profile as SP
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.shuffle import mechanism as S
+from zeal.mechanism.shuffle import profile as SP
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import ROOT
 
@@ -266,7 +266,7 @@ def _host_verdict(data):
     the privacy rule included), after the host's size check and grammar; ["host-memory"]
     where the host's rule runs out of memory (see test_device_accepts_where_the_host_rule_
     runs_out_of_memory)."""
-    from zeal.mechanism import pfile as HP
+    from zeal.mechanism.core import pfile as HP
 
     try:
         if len(data) > SP.MAX_SHUFFLE_FILE:
@@ -454,7 +454,7 @@ def _hexed(case):
 
 
 def test_device_rule_is_the_hosts_on_thousands_of_sets(mp_port, tmp_path, monkeypatch):
-    from zeal.mechanism import shuffle_rule as R
+    from zeal.mechanism.shuffle import rule as R
     from zealfw import sgamma
 
     cases, exps = rule_cases(), exp_cases()
@@ -506,7 +506,7 @@ def test_device_accepts_where_the_host_rule_runs_out_of_memory():
     2^55, and the host's exp_at_least tests 2^m >= x as x_num <= x_den << m, a shift of
     2^55 bits (MemoryError). The rule's answer is plain: e^A >= 2^m >= x, the set passes.
     The device decides 2^m >= x without the shift (m >= bit length of x_num)."""
-    from zeal.mechanism import shuffle_rule as R
+    from zeal.mechanism.shuffle import rule as R
     from zealfw import sgamma
 
     case = ((9, 10), (1, 10 ** 6), (9, 10), 1 << 62, 1, 1, 1, (1, 2))

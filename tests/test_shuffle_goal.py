@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from zeal.mechanism import shuffle as S
+from zeal.mechanism.shuffle import mechanism as S
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools"))

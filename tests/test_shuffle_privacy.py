@@ -24,9 +24,9 @@ from fractions import Fraction
 
 import pytest
 
-from zeal.mechanism import shuffle as S
-from zeal.mechanism import shuffle_profile as SP
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.shuffle import mechanism as S
+from zeal.mechanism.shuffle import profile as SP
+from zeal.mechanism.core.words import CounterWords
 
 import shuffle_dp as X
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from zeal.errors import ProfileError
-from zeal.mechanism import pfile
-from zeal.mechanism import shuffle as S
-from zeal.mechanism import shuffle_profile as SP
-from zeal.mechanism.floatbits import bits_to_float64, float64_to_bits
-from zeal.mechanism.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.core import pfile
+from zeal.mechanism.shuffle import mechanism as S
+from zeal.mechanism.shuffle import profile as SP
+from zeal.mechanism.core.floatbits import bits_to_float64, float64_to_bits
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder
 
 from conftest import ROOT
 

@@ -14,9 +14,9 @@ from zeal.analysis import analyze as A
 from zeal.analysis import shuffle_report as R
 from zeal.collect.store import FrameRecord, Store
 from zeal.errors import ZealError
-from zeal.mechanism import shuffle as S
-from zeal.mechanism import shuffle_profile as SP
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.shuffle import mechanism as S
+from zeal.mechanism.shuffle import profile as SP
+from zeal.mechanism.core.words import CounterWords
 from zeal.wire import codec
 
 RANGES = [(0.0, 1000.0), (0.0, 100.0), (-20.0, 40.0)]

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal import wire
 from zeal.errors import ProfileError
 from zeal.collect.store import (SCHEMA_VERSION, EventRecord, FrameRecord, Store, StoreError,

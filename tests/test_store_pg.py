@@ -20,12 +20,12 @@ from zeal.analysis import shuffle_report
 from zeal.cli import main as cli_main
 from zeal.collect.store import (EventRecord, FrameRecord, StoreError, UnresolvedRecord,
                                 open_store)
-from zeal.mechanism import multi_profile as MP
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
-from zeal.mechanism import shuffle_profile as SP
-from zeal.mechanism import table_profile as TP
-from zeal.mechanism.multi import Categorical, Numeric
+from zeal.mechanism.multi import profile as MP
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import reports
+from zeal.mechanism.shuffle import profile as SP
+from zeal.mechanism.table import profile as TP
+from zeal.mechanism.multi.mechanism import Categorical, Numeric
 
 from conftest import HOST, HUMIDITY
 
@@ -237,7 +237,7 @@ WRITER = textwrap.dedent("""
     import json, os, sys, time
     from zeal import wire
     from zeal.collect.store import FrameRecord, EventRecord, open_store
-    from zeal.mechanism import profile as P
+    from zeal.mechanism.grid import profile as P
     url, go, order = sys.argv[1], sys.argv[2], sys.argv[3]
     prof = P.from_bits(23.5, 83.9, 1.0, 4)
     frames = [FrameRecord(device_id=b"dev-%04d" % d, boot=1, nonce=bytes(8), seq=s,

@@ -21,7 +21,7 @@ import zlib
 
 import pytest
 
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal.collect import store as S
 from zeal import wire
 from zeal.errors import ZealError

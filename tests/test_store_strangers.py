@@ -22,7 +22,7 @@ from zeal.collect import store as S
 from zeal.collect.store import EventRecord, FrameRecord, Store, StoreError, open_existing, \
     open_store
 from zeal.collect.virtual import Pty
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 
 from conftest import HOST, HUMIDITY
 from test_store_robust import SCHEMA_1

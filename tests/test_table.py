@@ -5,9 +5,9 @@ from fractions import Fraction as F
 import pytest
 
 from zeal.errors import ProfileError
-from zeal.mechanism import table
-from zeal.mechanism.profile import exp_lower_bound
-from zeal.mechanism.table import Table
+from zeal.mechanism.table import mechanism as table
+from zeal.mechanism.grid.profile import exp_lower_bound
+from zeal.mechanism.table.mechanism import Table
 
 LN3 = F(10986123, 10 ** 7)   # ln 3 = 1.09861228...: exp_lower_bound(LN3) >= 3 (checked below)
 

@@ -7,7 +7,7 @@ zealfw.tsample (sampler), the dispatch in zealfw.profile / zealfw.main.
     64 KiB does not hold) (the "tables" conformance suite; the same
     suite runs on cpython, firmware-cpython and micropython in tests/test_conformance.py);
 (b) agreement of the loaders on a corpus of mutated table files: the host
-    (zeal.mechanism.profile.loads, dispatching to table_profile), the device loader under
+    (zeal.mechanism.grid.profile.loads, dispatching to table_profile), the device loader under
     CPython and under MicroPython accept and reject the same files with the same reason;
 (c) a seeded statistical test of the device sampler under MicroPython: 20000 reports at a
     fixed reading on the designer's 4-bit table against the exact law (Table.distribution,
@@ -30,11 +30,12 @@ import pytest
 
 from zeal.board import conformance as C
 from zeal.errors import ProfileError
-from zeal.mechanism import profile as P
-from zeal.mechanism import table_profile as TP
-from zeal.mechanism.scalar import reading_from_float64_bits
-from zeal.mechanism.table_sampler import TableSampler
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
+from zeal.mechanism.table import profile as TP
+from zeal.mechanism.core.draws import reading_from_float64_bits
+from zeal.mechanism.table.sampler import TableSampler
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import ROOT
 
@@ -209,7 +210,7 @@ def table_corpus():
 
 def _host_verdict(data):
     try:
-        prof = P.loads(data)
+        prof = kinds.loads(data)
     except ProfileError as exc:
         return ["error", getattr(exc, "reason", "none")]
     return ["ok", prof.fingerprint]
@@ -286,7 +287,7 @@ print("@@" + json.dumps(out))
     assert res["absent.json"] == ["error", "missing_file"]
     for name in ("over.json", "late.json"):
         with pytest.raises(ProfileError) as exc:
-            P.load(str(tmp_path / name))
+            kinds.load(str(tmp_path / name))
         assert exc.value.reason == "size"
 
 
@@ -317,7 +318,7 @@ print("@@" + json.dumps({"counts": counts, "words": words.used(), "clamped": z.c
 @pytest.fixture(scope="module")
 def designer_4bit():
     """The designer's 4-bit table (17 anchors, 16 cells) on [-1, 1] at eps = 1, as the
-    vectors hold it (built by tools/gen_vectors.py with zeal.mechanism.design)."""
+    vectors hold it (built by tools/gen_vectors.py with zeal.mechanism.table.design)."""
     prof = TP.loads(VECTORS["t-optimal-4bit"]["file"].encode())
     assert (prof.anchors, prof.n_cells, prof.bits) == (16, 16, 4)
     return prof
@@ -367,7 +368,7 @@ def test_device_sampler_is_the_host_reference_word_for_word(designer_4bit):
     from zealfw import tsample
     from zealfw.words import CounterWords as DeviceWords
 
-    from zeal.mechanism.words import Recorder
+    from zeal.mechanism.core.words import Recorder
 
     prof = designer_4bit
     dev = FT.loads(prof.to_json())
@@ -445,7 +446,7 @@ def test_main_loop_refuses_a_broken_table(mp_port, tmp_path, designer_4bit):
     ws[j] = 0  # cell j: zero in row 0, positive in the others (an infinite ratio)
     bad = _dump(_rehash(_with_weights(doc, ws)))
     with pytest.raises(ProfileError) as exc:
-        P.loads(bad)
+        kinds.loads(bad)
     assert exc.value.reason == "privacy"
     out = _run_loop(tmp_path, bad, [_f64(0.5), "!stop"])
     hellos, data, statuses = split(parse_output(out))

@@ -12,10 +12,11 @@ from fractions import Fraction
 import pytest
 
 from zeal.errors import ProfileError
-from zeal.mechanism import profile as P
-from zeal.mechanism import table as T
-from zeal.mechanism import table_profile as TP
-from zeal.mechanism.floatbits import float64_to_bits
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
+from zeal.mechanism.table import mechanism as T
+from zeal.mechanism.table import profile as TP
+from zeal.mechanism.core.floatbits import float64_to_bits
 
 from conftest import ROOT
 
@@ -69,7 +70,7 @@ def test_hand_case(hand):
     assert hand.worst_variance() == 9
     assert t.distribution(0) == [Fraction(1, 2), Fraction(1, 2)]
     # the file round-trips through the grid module's loader (the sniff rule)
-    assert P.loads(hand.to_json()).fingerprint == hand.fingerprint
+    assert kinds.loads(hand.to_json()).fingerprint == hand.fingerprint
 
 
 # ---- round trip and dispatch -------------------------------------------------------------------
@@ -79,20 +80,20 @@ def test_round_trip_and_dispatch(pm_profile):
     assert back == pm_profile and back.fingerprint == pm_profile.fingerprint
     assert back.canonical_bytes() == pm_profile.canonical_bytes()
     assert hashlib.sha256(back.canonical_bytes()).hexdigest() == json.loads(text)["fingerprint"]
-    via = P.loads(text)
+    via = kinds.loads(text)
     assert via.kind == "table" and isinstance(via, TP.TableProfile)
     grid = P.from_bits(-1.0, 1.0, 1.0, 4)
-    assert grid.kind == "grid" and P.loads(grid.to_json()) == grid
+    assert grid.kind == "grid" and kinds.loads(grid.to_json()) == grid
     assert back.k_lo == 0 and back.k_hi == back.n_cells - 1 and back.wire_base == 0
 
 
 def test_load_reads_a_table_file(tmp_path, pm_profile):
     path = tmp_path / "t.json"
     path.write_text(pm_profile.to_json())
-    assert P.load(str(path)).fingerprint == pm_profile.fingerprint
+    assert kinds.load(str(path)).fingerprint == pm_profile.fingerprint
     assert TP.load(str(path)).fingerprint == pm_profile.fingerprint
     with pytest.raises(ProfileError, match="cannot read profile"):
-        P.load(str(tmp_path / "none.json"))
+        kinds.load(str(tmp_path / "none.json"))
 
 
 def test_sniff_rule_looks_at_503_bytes(pm_profile):
@@ -102,12 +103,12 @@ def test_sniff_rule_looks_at_503_bytes(pm_profile):
     late = grid[:-2] + " " * (504 - len(grid)) + ',"x":"zeal-table/1"}\n'
     assert late.find("zeal-table/1") >= 503
     with pytest.raises(ProfileError) as exc:
-        P.loads(late)
+        kinds.loads(late)
     assert exc.value.reason == "size"
     # the same marker within the first 503 bytes makes it a table file: refused by its format
     early = grid[:-2] + ',"x":"zeal-table/1"}\n'
     with pytest.raises(ProfileError) as exc:
-        P.loads(early)
+        kinds.loads(early)
     assert exc.value.reason == "format"
 
 
@@ -145,7 +146,7 @@ def test_size_limit(pm_profile):
     pad = text[:-2] + " " * (TP.MAX_TABLE_FILE - len(text)) + text[-2:]
     assert len(pad) == TP.MAX_TABLE_FILE and TP.loads(pad) == pm_profile
     with pytest.raises(ProfileError) as exc:
-        P.loads(text[:-2] + " " * (TP.MAX_TABLE_FILE + 1 - len(text)) + text[-2:])
+        kinds.loads(text[:-2] + " " * (TP.MAX_TABLE_FILE + 1 - len(text)) + text[-2:])
     assert exc.value.reason == "size"
 
 
@@ -197,7 +198,7 @@ def test_every_reason_code_refused(pm_profile, hand):
     for reason, text in tamper_cases(base, small):
         data = text if isinstance(text, bytes) else text.encode("latin-1")
         with pytest.raises(ProfileError) as exc:
-            P.loads(data)
+            kinds.loads(data)
         assert exc.value.reason == reason, (reason, str(exc.value))
         assert "\n" not in str(exc.value)
         seen.add(reason)
@@ -222,17 +223,17 @@ def test_privacy_bound_is_exactly_L():
         small.update(values=joined([(kk - d) - (kk + d), (kk - d) + (kk + d)]), value_den=q)
         if ok:
             assert t.is_private()
-            assert P.loads(dump(rehash(small))).table.privacy_ratio() == Fraction(kk, d)
+            assert kinds.loads(dump(rehash(small))).table.privacy_ratio() == Fraction(kk, d)
         else:
             assert not t.is_private()
             with pytest.raises(ProfileError) as exc:
-                P.loads(dump(rehash(small)))
+                kinds.loads(dump(rehash(small)))
             assert exc.value.reason == "privacy"
 
 
 def test_checks_agree_with_the_exact_table():
     """Seeded random small tables: the integer checks (cross-multiplication) give the verdict
-    the Fraction analysis of zeal.mechanism.table gives, for privacy and unbiasedness."""
+    the Fraction analysis of zeal.mechanism.table.mechanism gives, for privacy and unbiasedness."""
     rng = random.Random(1010)
     verdicts = {"privacy": 0, "unbiased": 0, None: 0}
     for _ in range(400):
@@ -274,7 +275,7 @@ def test_checks_agree_with_the_exact_table():
                       "anchors": r, "cells": n, "bits": TP.bits_for(n), "weights": hexw(rows),
                       "values": joined(a), "value_den": q})
         try:
-            P.loads(dump(doc))
+            kinds.loads(dump(doc))
             got = None
         except ProfileError as exc:
             got = exc.reason
@@ -290,7 +291,7 @@ def test_checks_agree_with_the_exact_table():
     ("hm", 4, 0.5), ("three-outputs", 2, 1.0), ("n-output", 3, 1.0), ("optimal", 3, 2.0)])
 def test_build_every_mechanism(mechanism, bits, eps):
     prof = TP.build(-1.0, 1.0, eps, mechanism, bits)
-    back = P.loads(prof.to_json())
+    back = kinds.loads(prof.to_json())
     assert back == prof and len(prof.to_json()) <= TP.MAX_TABLE_FILE
     assert prof.bits <= max(bits, 1) and prof.n_cells <= 1 << prof.bits
     t = prof.table
@@ -317,7 +318,7 @@ def test_build_every_mechanism(mechanism, bits, eps):
 def test_build_range_and_calibration():
     cal = P.Calibration(Fraction(33, 40950), Fraction(0))
     prof = TP.build(0.0, 3.3, 1.0, "pm", 3, calibration=cal)
-    back = P.loads(prof.to_json())
+    back = kinds.loads(prof.to_json())
     assert back.calibration == cal and back.lo == 0.0 and back.hi == 3.3
     assert '"cal_gain": "11/13650"' in prof.to_json()
     # range scaling: the normalised worst variance is the same on [-1, 1]
@@ -358,10 +359,10 @@ def test_vectors_cover_every_reason_code():
         if case["kind"] != "profile":
             continue
         if case["result"] == "valid":
-            prof = P.loads(case["file"].encode("ascii"))
+            prof = kinds.loads(case["file"].encode("ascii"))
             assert prof.fingerprint == case["fingerprint"] and prof.kind == "table"
             assert prof.canonical_bytes().decode() == case["canonical"]
         else:
             with pytest.raises(ProfileError) as exc:
-                P.loads(case["file"].encode("ascii"))
+                kinds.loads(case["file"].encode("ascii"))
             assert exc.value.reason == case["reason"], case["id"]

@@ -7,13 +7,14 @@ from fractions import Fraction
 import pytest
 
 from zeal.errors import InputError
-from zeal.mechanism import profile as P
-from zeal.mechanism import table as T
-from zeal.mechanism import table_profile as TP
-from zeal.mechanism.scalar import (reading_from_float32_bits, reading_from_float64_bits,
-                                   reading_from_raw)
-from zeal.mechanism.table_sampler import TableSampler
-from zeal.mechanism.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
+from zeal.mechanism.table import mechanism as T
+from zeal.mechanism.table import profile as TP
+from zeal.mechanism.core.draws import reading_from_float32_bits, reading_from_float64_bits
+from zeal.mechanism.grid.scalar import reading_from_raw
+from zeal.mechanism.table.sampler import TableSampler
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder
 
 from conftest import ROOT
 from scipy import stats
@@ -22,7 +23,7 @@ W = 1 << 64
 
 with open(os.path.join(ROOT, "shared_spec", "vectors", "tables.json")) as fh:
     DOC = json.load(fh)
-PROFILES = {c["id"]: P.loads(c["file"].encode("ascii"))
+PROFILES = {c["id"]: kinds.loads(c["file"].encode("ascii"))
             for c in DOC["cases"] if c["kind"] == "profile" and c["result"] == "valid"}
 SAMPLES = [c for c in DOC["cases"] if c["kind"] == "sample"]
 

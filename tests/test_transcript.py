@@ -32,10 +32,10 @@ from fractions import Fraction
 
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism.grid import ExactGrid
-from zeal.mechanism.scalar import ExactZeal
-from zeal.mechanism.words import CounterWords
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid.exact import ExactGrid
+from zeal.mechanism.grid.scalar import ExactZeal
+from zeal.mechanism.core.words import CounterWords
 
 from conftest import HUMIDITY, ROOT
 from test_firmware_loop import (KEY, Data, Hello, Status, Text, f64, midpoint, parse_output,
@@ -317,14 +317,14 @@ def kind_profile(kind):
     if kind == "grid":
         return P.from_bits(*HUMIDITY, 1.0, 4)
     if kind == "table":
-        from zeal.mechanism import table_profile as TP
+        from zeal.mechanism.table import profile as TP
         return TP.build(-1.0, 1.0, 1.0, "pm", 3)
     if kind == "multi":
-        from zeal.mechanism import multi_profile as MP
-        from zeal.mechanism.multi import Categorical, Numeric
+        from zeal.mechanism.multi import profile as MP
+        from zeal.mechanism.multi.mechanism import Categorical, Numeric
         return MP.build([Numeric("temp", -10.0, 40.0), Categorical("state", 3),
                          Numeric("hum", 0.0, 100.0, mechanism="pm")], 2.0, k=2)
-    from zeal.mechanism import shuffle_profile as SP
+    from zeal.mechanism.shuffle import profile as SP
     return SP.build_from(epsilon="0.99", delta="1e-6", n=100000, d=3, k=3,
                          ranges=[(0, 1), (-10, 40), (0, 100)])
 

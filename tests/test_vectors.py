@@ -9,12 +9,13 @@ import sys
 
 import pytest
 
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism import kinds
+from zeal.mechanism.grid import reports
 from zeal.errors import InputError, ProfileError
-from zeal.mechanism.scalar import (ExactZeal, reading_from_float32_bits, reading_from_float64_bits,
-                            reading_from_raw)
-from zeal.mechanism.words import CounterWords, ListWords, Recorder
+from zeal.mechanism.core.draws import reading_from_float32_bits, reading_from_float64_bits
+from zeal.mechanism.grid.scalar import ExactZeal, reading_from_raw
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder
 
 from conftest import ROOT
 
@@ -52,12 +53,12 @@ def test_generator_vectors_independently(case):
 def test_profile_vectors(case):
     text = json.dumps(case["profile"])
     if case["result"] == "valid":
-        prof = P.loads(text)
+        prof = kinds.loads(text)
         assert prof.canonical_bytes().decode() == case["canonical"]
         assert hashlib.sha256(case["canonical"].encode()).hexdigest() == prof.fingerprint
     else:
         with pytest.raises(ProfileError):
-            P.loads(text)
+            kinds.loads(text)
 
 
 def _reading(prof, item):
@@ -106,7 +107,7 @@ def test_profile_vectors_reason_codes_on_host_and_device(case):
         assert FP.loads(text).canonical.decode() == case["canonical"]
         return
     with pytest.raises(ProfileError) as host:
-        P.loads(text)
+        kinds.loads(text)
     assert host.value.reason == case["reason"]
     if case["host_only"]:
         dev = FP.loads(text)

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from zeal.board.firmware import locate_micropython, locate_mpy_cross
-from zeal.mechanism import profile as P
-from zeal.mechanism import reports
+from zeal.mechanism.grid import profile as P
+from zeal.mechanism.grid import reports
 from zeal import wire
 from zeal.wire import conformance as wire_conformance
 

@@ -25,7 +25,7 @@ import os
 import random
 import time
 
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal import wire
 
 from conftest import ROOT

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import pytest
 
-from zeal.mechanism import profile as P
+from zeal.mechanism.grid import profile as P
 from zeal import wire
 
 from conftest import ROOT

@@ -32,8 +32,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "host"))
 
 from zeal import wire  # noqa: E402
-from zeal.mechanism import profile as P  # noqa: E402
-from zeal.mechanism import reports  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
+from zeal.mechanism.grid import reports  # noqa: E402
 from zeal.wire import transport  # noqa: E402
 from zeal.collect.collector import Collector  # noqa: E402
 from zeal.collect.store import Store  # noqa: E402

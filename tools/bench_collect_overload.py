@@ -56,8 +56,8 @@ sys.path.insert(0, os.path.join(ROOT, "host"))
 
 from zeal import wire  # noqa: E402
 from zeal.errors import ZealError  # noqa: E402
-from zeal.mechanism import profile as P  # noqa: E402
-from zeal.mechanism import reports  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
+from zeal.mechanism.grid import reports  # noqa: E402
 from zeal.collect.virtual import Pty  # noqa: E402
 
 LO, HI, EPS = 23.5, 83.9, 1.0

@@ -5,7 +5,7 @@
 
 Data: the first 5000 Aarhus humidity readings shipped with the package (range [23.5, 83.9],
 the paper's), repeated in order to n readings, privatised by the exact bulk sampler
-(zeal.mechanism.bulk.sample_offsets_fast, numpy Generator seeded with --seed) under the
+(zeal.mechanism.grid.bulk.sample_offsets_fast, numpy Generator seeded with --seed) under the
 profile with m bits at epsilon = 1. Every codec sees the same uint64 array: the reports'
 float64 bit patterns, 8 bytes per report.
 
@@ -33,8 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from zeal.analysis import compress  # noqa: E402
 from zeal.analysis.compress.entropy import entropy_bits_per_report  # noqa: E402
 from zeal.analysis.datasets import HUMIDITY_RANGE, aarhus  # noqa: E402
-from zeal.mechanism import bulk, reports  # noqa: E402
-from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism.grid import bulk, reports  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
 
 EPS = 1.0
 

@@ -22,9 +22,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
 
-from zeal.mechanism import profile as P  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
 from zeal import wire  # noqa: E402
-from zeal.mechanism import reports  # noqa: E402
+from zeal.mechanism.grid import reports  # noqa: E402
 from zeal.analysis.analyze import decode_values  # noqa: E402
 
 LO, HI, EPS = 23.5, 83.9, 1.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long the table designer takes (issue 10's goal: a 4-bit profile in under 10 s).
 
-For each epsilon, `zeal.mechanism.design.solve` on [-1, 1] (17 anchors, 2^bits cells) is
+For each epsilon, `zeal.mechanism.table.design.solve` on [-1, 1] (17 anchors, 2^bits cells) is
 timed end to end: the search over the output spacing C, the cut-refined final solve, the
 rounding to integer weights and its exact repair, and the exact checks of the table. The
 baseline, measured in the same run on the same machine, is ONE solve of the same linear
@@ -20,9 +20,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
 from zeal.errors import ZealError  # noqa: E402
-from zeal.mechanism import design as D  # noqa: E402
-from zeal.mechanism import table_profile  # noqa: E402
-from zeal.mechanism.pfile import exp_lower_bound  # noqa: E402
+from zeal.mechanism.table import design as D  # noqa: E402
+from zeal.mechanism.table import profile as table_profile  # noqa: E402
+from zeal.mechanism.core.pfile import exp_lower_bound  # noqa: E402
 
 GOAL_S = 10.0
 

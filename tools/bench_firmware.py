@@ -28,9 +28,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
 from zeal.board import conformance as C  # noqa: E402
-from zeal.mechanism import profile as P  # noqa: E402
-from zeal.mechanism.scalar import ExactZeal, reading_from_float32_bits  # noqa: E402
-from zeal.mechanism.words import CounterWords  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
+from zeal.mechanism.core.draws import reading_from_float32_bits  # noqa: E402
+from zeal.mechanism.grid.scalar import ExactZeal  # noqa: E402
+from zeal.mechanism.core.words import CounterWords  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12")
 # reports measured with the collector off: enough to average, few enough to fit the heap

@@ -75,13 +75,13 @@ sys.path.insert(0, os.path.join(ROOT, "host"))
 
 from zeal.board import conformance as C  # noqa: E402
 from zeal.board import firmware as F  # noqa: E402
-from zeal.mechanism import profile as P  # noqa: E402
-from zeal.mechanism import table_profile as TP  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
+from zeal.mechanism.table import profile as TP  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
 # table profiles (zeal-table/1): the designer's 4-bit table of shared_spec/vectors/tables.json
 # (17 anchors, 16 cells), and the largest table the format allows, (R + 1) N = 320: the
-# designer's 4-bit table with 20 anchors (R = 19), built here with zeal.mechanism.design
+# designer's 4-bit table with 20 anchors (R = 19), built here with zeal.mechanism.table.design
 TABLES = ("t-optimal-4bit", "max-320")
 # tuple boards (issue 11): a d = 4 multi-attribute profile (three grids, one of them 8 bits,
 # and a categorical attribute of 5 values; k = 2 at eps = 2) and shuffle profiles of
@@ -183,13 +183,13 @@ def readings(prof, kind, n):
 def tuple_profile(name):
     """The profile object of a TUPLES entry (a MultiProfile or a ShuffleProfile)."""
     if name == "multi-d4":
-        from zeal.mechanism import multi_profile as MP
-        from zeal.mechanism.multi import Categorical, Numeric
+        from zeal.mechanism.multi import profile as MP
+        from zeal.mechanism.multi.mechanism import Categorical, Numeric
 
         specs = [Numeric("temp", -10.0, 40.0), Numeric("hum", 0.0, 100.0),
                  Categorical("state", 5), Numeric("light", 0.0, 1000.0, bits=8)]
         return MP.build(specs, 2.0, k=2)
-    from zeal.mechanism import shuffle_profile as SP
+    from zeal.mechanism.shuffle import profile as SP
 
     case = next(c for c in C.load_vectors("shuffle")["cases"] if c["id"] == name)
     return SP.loads(case["file"].encode())

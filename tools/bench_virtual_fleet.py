@@ -365,7 +365,7 @@ def main(argv=None):
         ap.exit(2, "zeal: --baseline-readings must be at least --batch\n")
     from zeal.board.firmware import locate_micropython
     from zeal.demo import MQTT_INSTALL, find_mosquitto
-    from zeal.mechanism import profile as P
+    from zeal.mechanism.grid import profile as P
 
     if locate_micropython() is None:
         ap.exit(1, "zeal: the MicroPython unix port is not installed "

@@ -4,7 +4,7 @@ independent single-attribute reports at eps/d, on the shipped Aarhus citylab col
 
 Usage: python tools/exp_multi.py [--reps 200] [--seed 1] [--plot FILE.png]
 
-Exact figures (zeal.mechanism.multi, Fractions): the worst-case per-attribute variance of one
+Exact figures (zeal.mechanism.multi.mechanism, Fractions): the worst-case per-attribute variance of one
 report's estimate over the attribute's range, normalised by the range half-width squared (so it
 is the figure the literature quotes on [-1, 1]), and the variance averaged over the data's
 readings, in the reading's units squared. Measured: `reps` runs over all 6000 rows (one report
@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
-from zeal.mechanism import multi  # noqa: E402
-from zeal.mechanism.multi import Multi, MultiEstimator, Numeric  # noqa: E402
+from zeal.mechanism.multi import mechanism as multi  # noqa: E402
+from zeal.mechanism.multi.mechanism import Multi, MultiEstimator, Numeric  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "host", "zeal",
                     "data", "aarhus-citylab.csv")

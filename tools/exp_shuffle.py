@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
-from zeal.mechanism import shuffle as S  # noqa: E402
+from zeal.mechanism.shuffle import mechanism as S  # noqa: E402
 
 EPS = Fraction(95, 100)
 DELTA = Fraction(1, 2)

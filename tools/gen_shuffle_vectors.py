@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write shared_spec/vectors/shuffle.json (shuffle profiles "zeal-shuffle/2" and the
-randomiser) from the host reference (zeal.mechanism.shuffle_profile, zeal.mechanism.shuffle,
-the privacy rule zeal.mechanism.shuffle_rule).
+randomiser) from the host reference (zeal.mechanism.shuffle.profile, zeal.mechanism.shuffle.mechanism,
+the privacy rule zeal.mechanism.shuffle.rule).
 
 Cases:
 - kind "profile": "file" is the exact file text. Valid ones give the canonical bytes, the
@@ -36,11 +36,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
 from zeal.errors import ProfileError  # noqa: E402
-from zeal.mechanism import pfile  # noqa: E402
-from zeal.mechanism import shuffle as S  # noqa: E402
-from zeal.mechanism import shuffle_profile as SP  # noqa: E402
-from zeal.mechanism.floatbits import float64_to_bits  # noqa: E402
-from zeal.mechanism.words import CounterWords, ListWords, Recorder  # noqa: E402
+from zeal.mechanism.core import pfile  # noqa: E402
+from zeal.mechanism.shuffle import mechanism as S  # noqa: E402
+from zeal.mechanism.shuffle import profile as SP  # noqa: E402
+from zeal.mechanism.core.floatbits import float64_to_bits  # noqa: E402
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors", "shuffle.json")
 VERSION = 2

@@ -16,19 +16,21 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
-from zeal.mechanism import profile as P  # noqa: E402
-from zeal.mechanism import reports  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
+from zeal.mechanism import kinds
+from zeal.mechanism.grid import reports  # noqa: E402
 from zeal.errors import InputError  # noqa: E402
-from zeal.mechanism.floatbits import float64_to_bits  # noqa: E402
-from zeal.mechanism.scalar import (ExactZeal, reading_from_float32_bits,  # noqa: E402
-                            reading_from_float64_bits, reading_from_raw)
-from zeal.mechanism.words import CounterWords, ListWords, Recorder  # noqa: E402
-from zeal.mechanism import table as TB  # noqa: E402
-from zeal.mechanism import table_profile as TP  # noqa: E402
-from zeal.mechanism.table_sampler import TableSampler  # noqa: E402
-from zeal.mechanism import multi_profile as MP  # noqa: E402
-from zeal.mechanism.multi import Categorical, Numeric  # noqa: E402
-from zeal.mechanism.profiles import loads_any  # noqa: E402
+from zeal.mechanism.core.floatbits import float64_to_bits  # noqa: E402
+from zeal.mechanism.core.draws import (  # noqa: E402
+    reading_from_float32_bits, reading_from_float64_bits)
+from zeal.mechanism.grid.scalar import ExactZeal, reading_from_raw  # noqa: E402
+from zeal.mechanism.core.words import CounterWords, ListWords, Recorder  # noqa: E402
+from zeal.mechanism.table import mechanism as TB  # noqa: E402
+from zeal.mechanism.table import profile as TP  # noqa: E402
+from zeal.mechanism.table.sampler import TableSampler  # noqa: E402
+from zeal.mechanism.multi import profile as MP  # noqa: E402
+from zeal.mechanism.multi.mechanism import Categorical, Numeric  # noqa: E402
+from zeal.mechanism.kinds import loads as loads_any  # noqa: E402
 
 OUT = os.path.join(ROOT, "shared_spec", "vectors")
 VERSION = 1
@@ -292,7 +294,7 @@ def table_profile_cases(profiles: dict) -> list:
     def bad(cid, comment, reason, doc=None, text=None):
         text = _file(doc) if text is None else text
         try:
-            P.loads(text.encode("ascii"))
+            kinds.loads(text.encode("ascii"))
         except P.ProfileError as exc:
             if getattr(exc, "reason", None) != reason:
                 raise SystemExit("table vector %s: refused for %r (%s), intended %r"

@@ -18,8 +18,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "host"))
 
-from zeal.mechanism import profile as P  # noqa: E402
-from zeal.mechanism import reports  # noqa: E402
+from zeal.mechanism.grid import profile as P  # noqa: E402
+from zeal.mechanism.grid import reports  # noqa: E402
 from zeal import wire  # noqa: E402
 from zeal.wire.conformance import decode_stream, encode_case  # noqa: E402
 

@@ -11,8 +11,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "host"))
-from zeal.mechanism import choose, profile  # noqa: E402
-from zeal.mechanism.grid import worst_variance_ratio  # noqa: E402
+from zeal.mechanism.grid import choose, profile  # noqa: E402
+from zeal.mechanism.grid.exact import worst_variance_ratio  # noqa: E402
 
 
 def main() -> int:

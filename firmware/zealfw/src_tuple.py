@@ -16,7 +16,7 @@
 # 8 a float32 pattern, else a decimal integer; a categorical attribute's field: digits only,
 # below c); spaces around a field and spaces and tabs around the line are ignored; a line is
 # at most 24 d + 8 bytes (a longer one: every value invalid).
-# The host reads the same lines with zeal.mechanism.multi_profile.parse_line.
+# The host reads the same lines with zeal.mechanism.multi.profile.parse_line.
 from .src_replay import parse_line
 from .sources import SourceError, line_is
 

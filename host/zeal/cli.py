@@ -93,7 +93,7 @@ def _finite(value):
 
 # ---- profile ------------------------------------------------------------------------------------
 GRID = "grid"
-# zeal.mechanism.table_profile.MECHANISMS (kept here so the parser needs no import; a test
+# zeal.mechanism.table.profile.MECHANISMS (kept here so the parser needs no import; a test
 # checks the two agree)
 TABLE_MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "n-output", "optimal")
 MECHANISMS = (GRID,) + TABLE_MECHANISMS
@@ -117,9 +117,9 @@ def _float_or_none(value):
 
 def _grid_worst(prof):
     """The exact worst-case variance of one report's calibrated estimate over [lo, hi]
-    (zeal.analysis.compare.grid_worst_variance on mechanism/grid.py's ExactGrid)."""
+    (zeal.analysis.compare.grid_worst_variance on mechanism/grid/exact.py's ExactGrid)."""
     from .analysis.compare import grid_worst_variance
-    from .mechanism.grid import ExactGrid
+    from .mechanism.grid.exact import ExactGrid
 
     return grid_worst_variance(ExactGrid(prof))
 
@@ -131,7 +131,7 @@ def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
 
     if not kinds.of(prof).double_reports:  # the paper's figures are about its doubles
         return table_report(prof, mechanism=mechanism, data=data, objective=objective)
-    from .mechanism.grid import ExactGrid, worst_variance_ratio
+    from .mechanism.grid.exact import ExactGrid, worst_variance_ratio
     from .paper import formulas as paper
 
     lo, hi, eps, e = prof.lo, prof.hi, prof.epsilon, prof.exponent
@@ -179,7 +179,7 @@ def table_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
     from collections import Counter
     from fractions import Fraction
 
-    from .mechanism.profile import exp_lower_bound
+    from .mechanism.grid.profile import exp_lower_bound
 
     table = prof.table
     ratio = table.privacy_ratio()
@@ -260,7 +260,7 @@ def cmd_profile(args) -> int:
     if args.range is None:
         raise ZealError("give the reading range with --range LO HI")
     from .analysis.compare import DESIGNED, build_table_profile
-    from .mechanism import choose, profile as prof_mod
+    from .mechanism.grid import choose, profile as prof_mod
 
     calibration = None
     if args.cal_gain is not None or args.cal_offset is not None:
@@ -333,7 +333,7 @@ def _perturb_format(args):
 
 def cmd_perturb(args) -> int:
     from .mechanism import kinds
-    from .mechanism.words import CounterWords, key_from_hex, system_words
+    from .mechanism.core.words import CounterWords, key_from_hex, system_words
 
     prof = kinds.load(args.profile)
     kind = kinds.of(prof)

@@ -32,9 +32,9 @@ from .analysis.multi_demo import aarhus_rows, board_slices, check_arguments, pri
 from .collect.store import Store
 from .collect.virtual import VirtualDevice, collect_boards
 from .errors import ZealError
-from .mechanism import choose
+from .mechanism.grid import choose
 from .mechanism import kinds
-from .mechanism.estimate import Estimator
+from .mechanism.grid.estimate import Estimator
 
 TIMEOUT = 120.0  # seconds; the run takes a few
 UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent

@@ -30,8 +30,8 @@ from ..collect.store import Store, open_existing, open_store  # noqa: F401 (test
 from ..errors import ZealError
 from ..text import shown
 from ..mechanism import kinds
-from ..mechanism.estimate import Estimator
-from ..mechanism.profile import Profile
+from ..mechanism.grid.estimate import Estimator
+from ..mechanism.grid.profile import Profile
 from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401

@@ -11,7 +11,7 @@ One row per mechanism (`compare(...)` returns the rows; `format_table`, `plot` a
   --bits, or at `--bits auto`'s choice when --bits is not given. Figures from `ExactGrid` in
   Fractions.
 - the TABLE PROFILES (`exact` true, `on_device` true): every kind `zeal profile --mechanism`
-  writes (zeal.mechanism.table_profile.build_table, then checked as a profile file by
+  writes (zeal.mechanism.table.profile.build_table, then checked as a profile file by
   `from_table`): duchi-table (1 bit), three-outputs (2 bits), pm-table, pm-sub-table,
   hm-table, n-output (at most 4 bits: one anchor per cell) and the designer's `optimal`, at
   --bits (default 4). A table profile holds at most 6 bits per report, so above that the
@@ -113,16 +113,16 @@ def table_bits(mechanism, bits) -> int:
 
 def build_table_profile(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None,
                         calibration=None, progress=None):
-    """The table profile of `mechanism` (zeal.mechanism.table_profile.build), with progress
+    """The table profile of `mechanism` (zeal.mechanism.table.profile.build), with progress
     lines while the LP designer runs. No scipy: one ZealError line saying what to install."""
     import time
 
-    from ..mechanism import table_profile
+    from ..mechanism.table import profile as table_profile
 
     progress = progress or (lambda line: None)
     start = time.perf_counter()
     if mechanism in DESIGNED:
-        from ..mechanism import design
+        from ..mechanism.table import design
 
         design.need_scipy()  # "the designer needs scipy: pip install 'zeal-mcu[design]'"
         progress("designing %s with the LP designer (HiGHS via scipy), %d bit(s) per report, "
@@ -308,8 +308,8 @@ def _kind_bits(mechanism, bits):
 
 def _table_rows(lo, hi, eps, bits, data, progress):
     """One row per table kind, each the device-ready table profile `zeal profile --mechanism
-    KIND` writes (zeal.mechanism.table_profile.build_table): exact and on the device."""
-    from ..mechanism import design, table_profile
+    KIND` writes (zeal.mechanism.table.profile.build_table): exact and on the device."""
+    from ..mechanism.table import design, profile as table_profile
     rows = []
     for name, mech in TABLE_ROWS:
         kind = "designed" if mech in DESIGNED else "table"

@@ -2,7 +2,7 @@
 
 - `decode_frames(profile, rows)` / `decode_values(profile, rows)`: the stored DATA payloads
   (count x m bits, least-significant bit first, as received) of many frames at once, with
-  numpy; bit-exact with `zeal.wire.unpack_reports` + `zeal.mechanism.reports.offsets_from_low`
+  numpy; bit-exact with `zeal.wire.unpack_reports` + `zeal.mechanism.grid.reports.offsets_from_low`
   frame by frame. A payload of the wrong length, non-zero padding bits or a report outside
   the profile's grid is a `DecodeError` naming the frame, never a silently wrong sample.
 - Table profiles (zeal-table/1): a report is a cell j in 0..N-1 sent as its m bits (k_lo =
@@ -27,7 +27,7 @@ from ..collect.store import Store, StoreError, wrap_sql_error
 from .. import wire
 from ..errors import ReportError
 from ..mechanism import kinds
-from ..mechanism.profile import Profile
+from ..mechanism.grid.profile import Profile
 
 (ROW_DEVICE, ROW_BOOT, ROW_SEQ, ROW_FP, ROW_COUNT, ROW_PAYLOAD, ROW_ARRIVAL, ROW_NONCE,
  ROW_DEBUG) = range(9)
@@ -272,7 +272,7 @@ class PayloadReader:
     def multi_reports(profile, row) -> list:
         """A multi-attribute frame's reports [[(j, y)] * k] (multi_profile.unpack_multi);
         DecodeError naming the frame."""
-        from ..mechanism.multi_profile import PayloadError, unpack_multi
+        from ..mechanism.multi.profile import PayloadError, unpack_multi
 
         try:
             return unpack_multi(profile, row[ROW_PAYLOAD], row[ROW_COUNT])

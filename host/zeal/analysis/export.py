@@ -61,7 +61,7 @@ unit, the report count, the per-device report counts with `private` false for a 
 reports from a DEBUG (non-private) build, and every profile of the exported reports: range
 lo/hi, epsilon, bits, exponent, n_cells, n_window, threshold, fingerprint, unit, the exact
 estimate map from `low` (intercept and gain as decimals and as exact p/q), and the profile
-file itself (`profile`: zeal.mechanism.profile.from_dict reads it back). Parquet: the JSON
+file itself (`profile`: zeal.mechanism.grid.profile.from_dict reads it back). Parquet: the JSON
 text under the schema metadata key "zeal", and a description on every field. CSV: a sidecar
 JSON file FILE.csv.json (`sidecar_path`), or where `--meta FILE` says.
 
@@ -84,7 +84,7 @@ import numpy as np
 from ..collect.store import Store, StoreError, is_url, open_store
 from ..errors import ZealError
 from ..mechanism import kinds
-from ..mechanism.profile import Profile
+from ..mechanism.grid.profile import Profile
 from .decode import (ROW_ARRIVAL, ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ,
                      Loaded, PayloadReader, frame_counts)
 

@@ -32,9 +32,9 @@ from fractions import Fraction
 from .. import wire
 from ..collect.store import FrameRecord, Store
 from ..errors import ProfileError, ZealError
-from ..mechanism import multi_profile as MP
-from ..mechanism.multi import Categorical, Numeric, float_or_none
-from ..mechanism.words import CounterWords, system_words
+from ..mechanism.multi import profile as MP
+from ..mechanism.multi.mechanism import Categorical, Numeric, float_or_none
+from ..mechanism.core.words import CounterWords, system_words
 from ..wire.codec import device_name, encode_data_payload
 from . import datasets
 from .analyze import analyze

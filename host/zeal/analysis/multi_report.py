@@ -21,8 +21,8 @@ import numpy as np
 from .. import wire
 from ..errors import ZealError
 from ..mechanism import kinds
-from ..mechanism.multi import MultiEstimator
-from ..mechanism.multi_profile import unpack_multi, PayloadError
+from ..mechanism.multi.mechanism import MultiEstimator
+from ..mechanism.multi.profile import unpack_multi, PayloadError
 from ..wire.codec import device_name
 
 _DEVICE, _BOOT, _SEQ, _FP, _COUNT, _PAYLOAD = range(6)

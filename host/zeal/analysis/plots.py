@@ -36,9 +36,9 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ZealError
-from ..mechanism.estimate import Estimator
-from ..mechanism.grid import ExactGrid
-from ..mechanism.profile import Profile
+from ..mechanism.grid.estimate import Estimator
+from ..mechanism.grid.exact import ExactGrid
+from ..mechanism.grid.profile import Profile
 from ..wire.codec import device_name
 from ..mechanism import kinds
 from .decode import ROW_BOOT, ROW_COUNT, ROW_DEVICE, ROW_SEQ, Loaded, PayloadReader, frame_counts

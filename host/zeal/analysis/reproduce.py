@@ -12,7 +12,7 @@ beside what is measured here.
 Estimators. Float sampler: the paper's AVG* = mean(x*) - Abar, with the mean taken in float64
 as the paper's code does ("paper's float64 mean"), and, to separate the sampler from the
 aggregation, the exact mean of the same float64 reports ("exact mean"). Exact mechanism: the
-calibrated mean (zeal.mechanism.estimate), unbiased at every m; its exact variance comes from
+calibrated mean (zeal.mechanism.grid.estimate), unbiased at every m; its exact variance comes from
 zeal.mechanism.grid. Relative errors are against the exact mean of the readings clamped to
 the feasible range (the mechanism's target; 4 taxi fares are 0.0 and are clamped to 1).
 
@@ -40,11 +40,11 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import ZealError
-from ..mechanism import grid as mgrid
-from ..mechanism.bulk import sample_offsets_fast
-from ..mechanism.estimate import Estimator
-from ..mechanism.profile import exponent_range, from_bits, from_exponent
-from ..mechanism.reports import floats_from_offsets
+from ..mechanism.grid import exact as mgrid
+from ..mechanism.grid.bulk import sample_offsets_fast
+from ..mechanism.grid.estimate import Estimator
+from ..mechanism.grid.profile import exponent_range, from_bits, from_exponent
+from ..mechanism.grid.reports import floats_from_offsets
 from ..paper import formulas as pf
 from ..paper import sampler as ps
 from ..errors import ProfileError
@@ -162,7 +162,7 @@ def rel_errors_float(d: Data, abar, reports, exact=False) -> np.ndarray:
 def exponents(lo, hi, eps):
     """(E_enc, E_vul, E_max): the paper's two lower limits (Thms 3.5, 4.1) and the largest E
     with an exact grid of at least two cells."""
-    from ..mechanism.profile import Continuous
+    from ..mechanism.grid.profile import Continuous
     e_min, e_max = exponent_range(Continuous.of(lo, hi, eps))
     return pf.e_enc(lo, hi, eps), pf.e_vul(lo, hi, eps), e_max
 
@@ -265,7 +265,7 @@ def prob_bound(d: Data, quick=False, seed=SEED, log=lambda m: None) -> dict:
 
 
 def _auto_profile(d: Data, eps):
-    from ..mechanism.choose import build
+    from ..mechanism.grid.choose import build
     return build(d.lo, d.hi, eps, bits="auto")
 
 
@@ -452,7 +452,7 @@ def holes(quick=False, log=lambda m: None) -> dict:
     of [x*_min, x*_max] and around each input's breakpoints L(x), R(x). Counts are exact
     within the windows; they are not extrapolated to the whole range (that holds ~2^62 floats
     when Abar = 0). Exact mechanism: every offset j of the grid has P(j | x) >= P_lo > 0 for
-    every x (zeal.mechanism.grid), so the count is 0 on the whole grid; it is also counted
+    every x (zeal.mechanism.grid.exact), so the count is 0 on the whole grid; it is also counted
     cell by cell from the exact distributions on a small grid (m = 8).
     """
     lo, hi, eps = 5.0, 15.0, EPS

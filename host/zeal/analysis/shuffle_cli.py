@@ -22,8 +22,8 @@ import sys
 from fractions import Fraction
 
 from ..errors import ProfileError, ZealError
-from ..mechanism import shuffle as S
-from ..mechanism import shuffle_profile as SP
+from ..mechanism.shuffle import mechanism as S
+from ..mechanism.shuffle import profile as SP
 
 DEFAULT_LEVELS = 3   # the paper's finding: k = 3 (levels 0..3) minimises the MSE
 DEFAULT_T = 1        # ... and t = 1 message (coordinate) per reading

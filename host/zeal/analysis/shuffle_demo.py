@@ -49,8 +49,8 @@ from fractions import Fraction
 from ..collect import shuffler as SH
 from ..collect.store import Store
 from ..errors import ProfileError, ZealError
-from ..mechanism import shuffle as S
-from ..mechanism import shuffle_profile as SP
+from ..mechanism.shuffle import mechanism as S
+from ..mechanism.shuffle import profile as SP
 from ..wire import codec, transport
 from ..wire.deframer import Deframer
 from .analyze import analyze

@@ -23,8 +23,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import ZealError
-from ..mechanism import shuffle as S
-from ..mechanism import shuffle_profile as SP
+from ..mechanism.shuffle import mechanism as S
+from ..mechanism.shuffle import profile as SP
 from ..wire import codec
 
 

@@ -210,10 +210,10 @@ class HostImpl:
 
     def handle(self, req):
         from ..errors import InputError, ProfileError
-        from ..mechanism import profile as P
-        from ..mechanism import reports
-        from ..mechanism.scalar import ExactZeal
-        from ..mechanism.words import CounterWords, Recorder
+        from ..mechanism.grid import profile as P
+        from ..mechanism.grid import reports
+        from ..mechanism.grid.scalar import ExactZeal
+        from ..mechanism.core.words import CounterWords, Recorder
 
         suite, case = req["suite"], req.get("case", {})
         if suite == "generator":

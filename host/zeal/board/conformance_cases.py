@@ -32,7 +32,7 @@ def word_inputs(case):
 
 def word_source(case):
     """The host's words for a case: CounterWords from its key, else ListWords from its list."""
-    from ..mechanism.words import CounterWords, ListWords
+    from ..mechanism.core.words import CounterWords, ListWords
 
     return (CounterWords(bytes.fromhex(case["key"])) if "key" in case
             else ListWords(int(w, 16) for w in case.get("words", ())))
@@ -41,8 +41,8 @@ def word_source(case):
 def readings(prof, items):
     """The host readings of a case's inputs, all decoded before any word is drawn.
     Raises zeal.errors.InputError for an input no device may use (NaN, inf, a bad raw)."""
-    from ..mechanism.scalar import (reading_from_float32_bits, reading_from_float64_bits,
-                                    reading_from_raw)
+    from ..mechanism.core.draws import reading_from_float32_bits, reading_from_float64_bits
+    from ..mechanism.grid.scalar import reading_from_raw
 
     xs = []
     for item in items:

@@ -13,7 +13,7 @@ packer through every implementation.
   compared byte for byte; payloads a decoder must refuse (length, padding, grid) are the
   host decoder's (unpack_multi, tested by the host's tests) and not sent to a device.
 The expected values stay here. The firmware side is firmware/conformance/conformance_multi.py;
-`handle` below is the host side (zeal.mechanism.multi_profile) for target "cpython".
+`handle` below is the host side (zeal.mechanism.multi.profile) for target "cpython".
 """
 import os
 
@@ -77,15 +77,14 @@ def check(case, resp):
 def handle(req):
     """The host reference: (ok, result_or_reason)."""
     from ..errors import ProfileError, ReportError
-    from ..mechanism import multi_profile as MP
-    from ..mechanism import profiles
-    from ..mechanism.words import Recorder
+    from ..mechanism.multi import profile as MP
+    from ..mechanism.core.words import Recorder
 
     case = req.get("case", req)
     attrs = {int(i): t.encode("ascii", "surrogateescape")
              for i, t in case.get("attributes", {}).items()}
     try:
-        prof = profiles.loads_any(case["header"].encode("ascii", "surrogateescape"),
+        prof = kinds.loads(case["header"].encode("ascii", "surrogateescape"),
                                   lambda i, fp: attrs.get(i))
     except ProfileError as exc:
         return False, reason_of(exc)

@@ -5,14 +5,14 @@ Cases of kind "profile" send the exact file text; a device reads it by the sniff
 (zealfw.sprofile for "zeal-shuffle/" within the first 503 bytes, else its grid/table loader)
 and answers the fingerprint and the message bits P, or the reason code of the shuffle check
 list. Every check is the device's, the privacy rule included (zealfw.sgamma, the twin of
-zeal.mechanism.shuffle_rule): every case goes to every target, and a device must refuse each
+zeal.mechanism.shuffle.rule): every case goes to every target, and a device must refuse each
 tampered file with the host's reason. Cases of kind "randomise" send the named profile's
 file text, the reading tuples (float64 patterns, 16 hex digits; a tuple of the wrong length
 makes every coordinate invalid) and a generator key or an explicit word list; the answer
 per tuple is its t messages (the t integer wire reports, message 0 first) and the words
 consumed. The expected values stay here. The firmware side is
 firmware/conformance/conformance_shuffle.py; `handle` below is the host side
-(zeal.mechanism.shuffle_profile) for target "cpython".
+(zeal.mechanism.shuffle.profile) for target "cpython".
 """
 import os
 
@@ -48,15 +48,14 @@ def check(case, resp):
 def handle(req):
     """The host reference: (ok, result_or_reason)."""
     from ..errors import ProfileError
-    from ..mechanism import profile as P
-    from ..mechanism import shuffle_profile as SP
-    from ..mechanism.floatbits import bits_to_float64
-    from ..mechanism.words import Recorder
+    from ..mechanism.shuffle import profile as SP
+    from ..mechanism.core.floatbits import bits_to_float64
+    from ..mechanism.core.words import Recorder
 
     case = req.get("case", req)
     data = case["file"].encode("ascii", "surrogateescape")
     try:
-        prof = SP.loads(data) if SP.is_shuffle_file(data) else P.loads(data)
+        prof = kinds.loads(data)
     except ProfileError as exc:
         return False, reason_of(exc)
     if kinds.of(prof) is not kinds.SHUFFLE:  # (this suite's own kind)

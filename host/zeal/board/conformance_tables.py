@@ -8,7 +8,7 @@ kind "sample" send the named profile's file text, the inputs (float64 / float32 
 as hex, raw counts) and a generator key or an explicit word list; the answer per input is
 the cell j and the words consumed, then the clamped count. The expected values stay here.
 The firmware side is firmware/conformance/conformance_tables.py; `handle` below is the host
-side (zeal.mechanism.table_profile and table_sampler) for target "cpython".
+side (zeal.mechanism.table.profile and table_sampler) for target "cpython".
 """
 import os
 
@@ -41,14 +41,12 @@ def check(case, resp):
 def handle(req):
     """The host reference: (ok, result_or_reason)."""
     from ..errors import InputError, ProfileError
-    from ..mechanism import profile as P
-    from ..mechanism import table_profile as TP
-    from ..mechanism.table_sampler import TableSampler
-    from ..mechanism.words import Recorder
+    from ..mechanism.table.sampler import TableSampler
+    from ..mechanism.core.words import Recorder
 
     case = req.get("case", req)
     try:
-        prof = P.loads(case["file"].encode("ascii", "surrogateescape"))
+        prof = kinds.loads(case["file"].encode("ascii", "surrogateescape"))
     except ProfileError as exc:
         return False, reason_of(exc)
     if case["kind"] == "profile":

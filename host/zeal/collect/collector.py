@@ -1446,7 +1446,7 @@ def exit_status(pr: Progress) -> int:
 
 def cmd_collect(args) -> int:
     from ..board.devices import resolve_port
-    from ..mechanism.profiles import load_any
+    from ..mechanism.kinds import load as load_any
 
     if args.mqtt is not None:
         # zeal.collect.mqtt sits above this module (it imports Collector): looked up at run

@@ -787,7 +787,7 @@ class _Direct:
 
 # ---- command line --------------------------------------------------------------------------------
 def cmd_collect_mqtt(args) -> int:
-    from ..mechanism.profiles import load_any
+    from ..mechanism.kinds import load as load_any
     from . import collector as col
 
     if args.port:

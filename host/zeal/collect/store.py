@@ -78,9 +78,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import ProfileError, ZealError
 from . import accounting
-from ..mechanism.profile import Profile
+from ..mechanism.grid.profile import Profile
 from ..mechanism import kinds
-from ..mechanism.profiles import loads_any
+from ..mechanism.kinds import loads as loads_any
 
 SCHEMA_VERSION = 2
 

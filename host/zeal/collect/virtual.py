@@ -145,7 +145,7 @@ class VirtualDevice:
     """One virtual board. `readings`: numbers, each replayed as its float64; under a multi
     profile, tuples of d values (one replay line of d fields each, `replay_line`).
 
-    profile: a zeal.mechanism.profile.Profile (or its JSON text) written to the device's
+    profile: a zeal.mechanism.grid.profile.Profile (or its JSON text) written to the device's
              zeal_profile.json; a multi profile (multi_profile.MultiProfile) with its
              attribute files beside it (zeal_profile.<i>.json)
     vector_key: 32 bytes (or 64 hex digits) -> vector mode; None -> production mode

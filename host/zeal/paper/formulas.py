@@ -1,6 +1,6 @@
 """The Zeal paper's formulas in plain float64: a reference for reproducing the paper.
 
-This is NOT the product's exact grid (zeal.mechanism.profile / zeal.mechanism.grid): here
+This is NOT the product's exact grid (zeal.mechanism.grid.profile / zeal.mechanism.grid.exact): here
 every quantity is the paper's real-valued formula evaluated in IEEE-754 double precision, so
 that the paper's numbers and its floating-point effects (Eq. (f)) can be reproduced.
 

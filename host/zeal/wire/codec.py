@@ -385,7 +385,7 @@ def encode_data(*, seq: int, bits: int, reports: List[int], session: bytes,
 def encode_data_payload(*, seq: int, count: int, payload: bytes, session: bytes,
                         flags: int = 0) -> bytes:
     """One DATA frame around a payload packed elsewhere (a multi profile's variable-length
-    reports: zeal.mechanism.multi_profile.pack_multi), as encode_data frames it."""
+    reports: zeal.mechanism.multi.profile.pack_multi), as encode_data frames it."""
     _check_flags(flags)
     session = bytes(session)
     if len(session) != SESSION_LEN:

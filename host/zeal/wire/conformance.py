@@ -101,7 +101,7 @@ _PROFILES = []
 
 def _known_profiles():
     if not _PROFILES:
-        from ..mechanism import profile as P
+        from ..mechanism.grid import profile as P
 
         with open(PROFILES_JSON) as fh:
             doc = json.load(fh)

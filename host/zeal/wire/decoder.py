@@ -15,10 +15,10 @@ from typing import List, Optional
 import numpy as np
 
 from ..errors import ReportError
-from ..mechanism import reports
+from ..mechanism.grid import reports
 from ..mechanism import kinds
-from ..mechanism.profile import Profile  # (annotations: a profile of any kind)
-from ..mechanism.multi_profile import PayloadError
+from ..mechanism.grid.profile import Profile
+from ..mechanism.multi.profile import PayloadError
 from .codec import (MAX_SEQ32, TYPE_DATA, TYPE_MASK, Data, FrameError, Hello, SealedData,
                     Status, cobs_encode, crc32, parse_body, session_bytes, unpack_reports)
 from .deframer import Deframer
@@ -233,12 +233,12 @@ class Decoder:
         return Unresolved(body=sealed.body, crc=sealed.crc, reason=reason)
 
     def add_profile(self, profile: Profile) -> None:
-        # a table profile (zeal.mechanism.table_profile) travels the same way: its reports
+        # a table profile (zeal.mechanism.table.profile) travels the same way: its reports
         # are cells 0..N-1 in m bits, so it exposes the grid's k_lo/k_hi/wire_base offsets; a
         # multi profile (multi_profile.MultiProfile, bits 0) has variable-length reports; a
         # shuffle profile's message is one fixed-width report (offset = the message integer)
         if not kinds.is_profile(profile):
-            raise TypeError("profiles are zeal.mechanism.profile.Profile, "
+            raise TypeError("profiles are zeal.mechanism.grid.profile.Profile, "
                             "table_profile.TableProfile, multi_profile.MultiProfile or "
                             "shuffle_profile.ShuffleProfile objects")
         self._profiles[fingerprint_key(profile)] = profile

@@ -94,9 +94,9 @@ from ... import wire
 from ...collect.store import MAX_DEVICES as STORE_MAX_DEVICES
 from ...errors import ZealError
 from ...mechanism import kinds
-from ...mechanism.pfile import MAX_FILE as PROFILE_MAX_FILE
-from ...mechanism.table_profile import MAX_TABLE_FILE
-from ...mechanism.profile import Profile, loads as profile_loads
+from ...mechanism.core.pfile import MAX_FILE as PROFILE_MAX_FILE
+from ...mechanism.table.profile import MAX_TABLE_FILE
+from ...mechanism.grid.profile import Profile
 from ..decode import ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ
 from ..export import write_atomically
 
@@ -753,7 +753,7 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
             raise ArchiveError("%s: its profile files hold more than %d bytes, the most an "
                                "archive holds (the limits of zeal.analysis.compress.archive)"
                                % (path, MAX_PROFILE_TOTAL))
-        prof = profile_loads(raw)
+        prof = kinds.loads(raw)
         if prof.fingerprint != fp:
             raise ArchiveError("%s: profile %s has fingerprint %s"
                                % (path, fp[:16], prof.fingerprint[:16]))

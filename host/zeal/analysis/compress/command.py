@@ -73,7 +73,7 @@ def read_readings(path: str) -> list:
 
 def read_reports(path: str, profile) -> np.ndarray:
     """Offsets j of a `zeal perturb` output file (any --format), by reports.parse_line."""
-    from ...mechanism.reports import parse_line
+    from ...mechanism.grid.reports import parse_line
 
     out = []
     cache = {}
@@ -214,7 +214,7 @@ def _grid_profiles_only(profiles) -> None:
 
 def cmd_compress(args) -> int:
     from . import codecs, get
-    from ...mechanism import profile as prof_mod
+    from ...mechanism import kinds
 
     if (args.db is None) == (args.reports is None):
         raise ZealError("give --db FILE or --reports FILE (with --profile)")
@@ -242,7 +242,7 @@ def cmd_compress(args) -> int:
     else:
         if args.profile is None:
             raise ZealError("--reports needs --profile FILE (the profile they were made under)")
-        prof = prof_mod.load(args.profile)
+        prof = kinds.load(args.profile)
         _grid_profiles_only([prof])
         j = read_reports(args.reports, prof)
         src = {"profiles": {prof.fingerprint: prof}, "devices": [], "columns": None,

@@ -1,7 +1,7 @@
 """The entropy bound: how few bits per report any order-0 code of these reports can average.
 
 n reports, report i made from reading x_i, are independent with P(report i = j) = P(j | x_i)
-(mechanism/grid.py, `ExactGrid.distribution`). A report drawn from the data's reports at
+(mechanism/grid/exact.py, `ExactGrid.distribution`). A report drawn from the data's reports at
 random has the mixture distribution M(j) = (1/n) sum_i P(j | x_i), and H(M) in bits is the
 bound the codecs are measured against (`entropy_bits_per_report`). It is computed from the
 exact probabilities, not from a sample:
@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import ZealError
-from ...mechanism.grid import ExactGrid
+from ...mechanism.grid.exact import ExactGrid
 
 
 def _window_weights(grid: ExactGrid, readings) -> tuple:

@@ -70,8 +70,8 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import ReportError, ZealError
-from ...mechanism.estimate import Estimator
-from ...mechanism.profile import MANTISSA_BITS, Profile
+from ...mechanism.grid.estimate import Estimator
+from ...mechanism.grid.profile import MANTISSA_BITS, Profile
 
 NAME = "greedygd"
 VERSION = 1

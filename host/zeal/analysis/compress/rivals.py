@@ -43,7 +43,7 @@ import numpy as np
 
 from ...errors import ZealError
 from ...mechanism import kinds
-from ...mechanism.profile import MANTISSA_BITS
+from ...mechanism.grid.profile import MANTISSA_BITS
 
 _U64 = np.dtype("<u8")
 

@@ -6,7 +6,7 @@ import math
 import struct
 from fractions import Fraction
 
-from ..errors import InputError
+from ...errors import InputError
 
 
 def float64_to_bits(value: float) -> int:

@@ -2,7 +2,7 @@
 
 A table profile is the second profile kind beside the window grid ("zeal-profile/1"): R+1
 anchor rows over [lo, hi] and N output cells with non-negative integer weights W[r][j]
-(zeal.mechanism.table explains the mechanism and its exact analysis). The file uses the grid
+(zeal.mechanism.table.mechanism explains the mechanism and its exact analysis). The file uses the grid
 profile's grammar (`pfile.parse`), character set, canonical form and fingerprint rule; the
 checks below are the device's (firmware/zealfw/tprofile.py), in the same order and with the
 same reason codes (ProfileError.reason):
@@ -15,14 +15,14 @@ same reason codes (ProfileError.reason):
 API: `TableProfile` (kind "table"), `from_table(table, *, epsilon=None, calibration=None)`,
 `loads(bytes)`, `load(path)`, `from_dict(doc)`, `build(lo, hi, epsilon, mechanism, bits, *,
 objective="worst", data=None)`, `MAX_TABLE_FILE`, `is_table_file(prefix)` (the sniff rule).
-`zeal.mechanism.profile.loads/load` dispatch here for a table file.
+`zeal.mechanism.grid.profile.loads/load` dispatch here for a table file.
 """
 import json
 import math
 from fractions import Fraction
 
-from ..errors import ProfileError
-from . import pfile as P
+from ...errors import ProfileError
+from ..core import pfile as P
 
 FORMAT = "zeal-table/1"
 SNIFF = FORMAT.encode("ascii")
@@ -110,7 +110,7 @@ class TableProfile(P.Canonical):
     def table(self):
         """The exact zeal.mechanism.table.Table (values = the g_j), checked."""
         if self._table is None:
-            from .table import Table
+            from .mechanism import Table
             self._table = Table(Fraction(self.lo), Fraction(self.hi), Fraction(self.epsilon),
                                 self.weights,
                                 values=[self.output_value(j) for j in range(self.n_cells)])
@@ -345,7 +345,7 @@ def build_table(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=Non
                 anchors=None):
     """The exact Table of `mechanism` for `bits` bits per report (see `build`)."""
     from . import design as D
-    from . import table as T
+    from . import mechanism as T
     lo, hi, eps_f = P.parameters(lo, hi, epsilon)
     eps = Fraction(eps_f)
     if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 6:
@@ -386,11 +386,11 @@ def build(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None, anc
           calibration=None) -> TableProfile:
     """A checked table profile for `mechanism` on [lo, hi] at budget epsilon, bits per report.
 
-    Transcribed from the papers (exact versions, zeal.mechanism.table): duchi (2 cells, 1
+    Transcribed from the papers (exact versions, zeal.mechanism.table.mechanism): duchi (2 cells, 1
     bit), pm (2^bits cells, Wang et al.'s window N/Nc = e^(eps/2) + 1), hm (Wang et al.'s
     alpha; Duchi alone at eps <= eps*), pm-sub (Zhao et al.: the same window family at
     t = e^(eps/3), N/Nc = t + 1). Derived rather than transcribed (their structure from the
-    papers, their probabilities from the LP of zeal.mechanism.design): three-outputs (3
+    papers, their probabilities from the LP of zeal.mechanism.table.design): three-outputs (3
     cells, anchors lo, mid, hi: Zhao et al.'s structure), n-output (N = 2^bits cells on an
     even grid, N anchors: Baek & Chung's piecewise-linear structure), optimal (the designer,
     default 17 anchors). The budget ratio of the transcribed ones is floor(L 2^s)/2^s with

@@ -72,7 +72,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 from .scalar import ExactZeal
 from .profile import Profile, WORD
 
@@ -92,7 +92,7 @@ class _Plan:
 
     def __init__(self, profile: Profile):
         if not isinstance(profile, Profile):
-            raise TypeError("profile must be a zeal.mechanism.profile.Profile")
+            raise TypeError("profile must be a zeal.mechanism.grid.profile.Profile")
         self.profile = profile
         self.lo = float(profile.lo)
         self.hi = float(profile.hi)
@@ -342,7 +342,7 @@ def sample_offsets_fast(profile: Profile, x, rng: np.random.Generator, *, chunk:
 
     For simulations and benchmarks only. numpy's generators are not cryptographic and are
     never to be used on or for devices: production reports take their words from
-    `zeal.mechanism.words.system_words()` (or the device's generator). Each row's output has exactly
+    `zeal.mechanism.core.words.system_words()` (or the device's generator). Each row's output has exactly
     the mechanism's distribution given independent uniform words; rows that need the scalar
     fallback continue from the same generator.
     """

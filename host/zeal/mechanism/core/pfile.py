@@ -1,12 +1,12 @@
 """The profile file, both kinds: grammar, shared checks, canonical form (profile.md).
 
-What a grid profile (zeal.mechanism.profile, "zeal-profile/1") and a table profile
-(zeal.mechanism.table_profile, "zeal-table/1") share, in one place below both: the file
+What a grid profile (zeal.mechanism.grid.profile, "zeal-profile/1") and a table profile
+(zeal.mechanism.table.profile, "zeal-table/1") share, in one place below both: the file
 grammar (`parse`, the device's), the string, hex and rational checks, the checks 2-9 of
 either list (`header_checks`) and the first value checks (`range_checks`), the canonical
 bytes and fingerprint (`Canonical`, `canonical_json`), the certified lower bound of e^eps
 (`exp_lower_bound`), `Calibration` and `epsilon_at_most`. Reason codes travel as
-ProfileError.reason. zeal.mechanism.profile re-exports every name, so callers keep importing
+ProfileError.reason. zeal.mechanism.grid.profile re-exports every name, so callers keep importing
 them from there; this module exists so that the table profile need not import the grid's
 module, which dispatches to it.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from ..errors import ProfileError
+from ...errors import ProfileError
 from .floatbits import bits_to_float64, float64_to_bits, hex64
 
 EPSILON_MAX = 20.0

@@ -1,5 +1,5 @@
 """Multi-attribute profiles "zeal-multi/1": the header file, its checks, the reference sampler
-and the payload codec (shared_spec/multi.md; the maths is zeal.mechanism.multi's).
+and the payload codec (shared_spec/multi.md; the maths is zeal.mechanism.multi.mechanism's).
 
 A multi profile is a header file plus one ordinary attribute profile file per numeric
 attribute (grid "zeal-profile/1" or table "zeal-table/1"), beside it: header "X.json" ->
@@ -40,15 +40,16 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..errors import InputError, ProfileError, ReportError
-from . import pfile as P
-from . import profile as GP
-from . import table_profile as TP
-from .floatbits import bits_to_float32, bits_to_float64, exact
-from .multi import Categorical, Multi, Numeric, eq12_k, oue_ratio
-from .scalar import ExactZeal, bernoulli, uniform_below
-from .table_sampler import TableSampler
-from .words import system_words
+from ...errors import InputError, ProfileError, ReportError
+from ..core import pfile as P
+from ..grid import profile as GP
+from ..table import profile as TP
+from ..core.floatbits import bits_to_float32, bits_to_float64, exact
+from .mechanism import Categorical, Multi, Numeric, eq12_k, oue_ratio
+from ..core.draws import bernoulli, uniform_below
+from ..grid.scalar import ExactZeal
+from ..table.sampler import TableSampler
+from ..core.words import system_words
 
 FORMAT = "zeal-multi/1"
 SNIFF = FORMAT.encode("ascii")
@@ -294,7 +295,7 @@ def _attribute(i, fp, fetch):
         if is_multi_file(text):
             raise _fail("format", "an attribute file is a grid or table profile, not a multi "
                         "header")
-        prof = GP.loads(text)
+        prof = TP.loads(text) if TP.is_table_file(text) else GP.loads(text)
     except ProfileError as exc:
         raise _fail("attr%d:%s" % (i, getattr(exc, "reason", "value")),
                     "multi profile: attribute %d: %s" % (i, exc)) from None
@@ -408,7 +409,7 @@ def build(specs, epsilon, *, k=None) -> MultiProfile:
         mech = spec.mechanism
         try:
             if mech == "grid":
-                from .choose import build as build_grid
+                from ..grid.choose import build as build_grid
                 atts.append(build_grid(spec.lo, spec.hi, eps_a, bits=spec.bits))
             elif mech in TP.MECHANISMS:
                 bits = 4 if spec.bits in (None, "auto") else spec.bits
@@ -514,7 +515,7 @@ class MultiSampler:
 
     def __init__(self, profile: MultiProfile, words=None):
         if not isinstance(profile, MultiProfile):
-            raise TypeError("profile must be a zeal.mechanism.multi_profile.MultiProfile")
+            raise TypeError("profile must be a zeal.mechanism.multi.profile.MultiProfile")
         self.profile = profile
         self.words = words if words is not None else system_words()
         self.replaced = 0

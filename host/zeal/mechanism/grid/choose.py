@@ -1,14 +1,14 @@
 """Choosing a profile's grid: by exponent, by bits, or automatically.
 
-`auto` picks the smallest m whose exact variance (zeal.mechanism.grid) stays within
+`auto` picks the smallest m whose exact variance (zeal.mechanism.grid.exact) stays within
 AUTO_VARIANCE_SLACK of the continuous piecewise mechanism's at every input; `build` is the
-CLI's one entry point. It sits above both the profile (zeal.mechanism.profile, which builds a
-grid for a given E or m) and the exact analysis of a grid (zeal.mechanism.grid, which reads a
+CLI's one entry point. It sits above both the profile (zeal.mechanism.grid.profile, which builds a
+grid for a given E or m) and the exact analysis of a grid (zeal.mechanism.grid.exact, which reads a
 profile), so that neither needs the other's module.
 """
-from .grid import worst_variance_ratio
-from .profile import (AUTO_VARIANCE_SLACK, Profile, bits_range, epsilon_at_most, from_bits,
-                      from_exponent)
+from .exact import worst_variance_ratio
+from .profile import (
+    AUTO_VARIANCE_SLACK, Profile, bits_range, epsilon_at_most, from_bits, from_exponent)
 
 
 def auto(lo, hi, epsilon, *, calibration=None, slack=AUTO_VARIANCE_SLACK) -> Profile:

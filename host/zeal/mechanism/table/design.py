@@ -1,6 +1,6 @@
 """The designer: an optimal table mechanism from a linear program, rounded to exact integers.
 
-`design(lo, hi, epsilon, bits)` returns a `Table` (zeal.mechanism.table) with R+1 anchor rows
+`design(lo, hi, epsilon, bits)` returns a `Table` (zeal.mechanism.table.mechanism) with R+1 anchor rows
 and N = 2^bits output cells whose worst-case variance over [lo, hi] (or the variance averaged
 over a data set) is as small as the program below can make it, and which passes the table's
 exact checks: every column ratio at most the certified lower bound L of e^eps, and an exactly
@@ -63,8 +63,8 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..errors import ProfileError
-from .pfile import exp_lower_bound
+from ...errors import ProfileError
+from ..core.pfile import exp_lower_bound
 
 MARGIN = 1e-4           # E' = L (1 - MARGIN): room for rounding to integers of size ~ 2^32
 SMALL = 1e-5            # a column whose smallest probability is below this is set to zero
@@ -312,7 +312,7 @@ def _values(w, c, lo, hi, epsilon):
     (g_j - lo)/(hi - lo) = (1 + v_j)/2, do not depend on the range. If those denominators
     reach 2^63 (more than a table profile holds), the even grid v_j = -C + 2Cj/(N-1) the
     program was solved on instead (the rounding keeps it exactly unbiased)."""
-    from .table import Table
+    from .mechanism import Table
     n = len(w[0])
     v = Table(-1, 1, epsilon, w).output_values()
     den = 1
@@ -330,7 +330,7 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
     """Design a table mechanism (see the module docstring); returns the `Design`. `cells`
     (default 2^bits, at most 2^bits) sets N; `anchors` the number of anchor rows R+1."""
     import numpy as np
-    from .table import Table
+    from .mechanism import Table
     t_start = time.perf_counter()
     lo_f, hi_f, eps_f = _exact(lo, "lo"), _exact(hi, "hi"), _exact(epsilon, "epsilon")
     if not lo_f < hi_f:

@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import ReportError
-from .floatbits import bits_to_float64, float64_to_bits
+from ...errors import ReportError
+from ..core.floatbits import bits_to_float64, float64_to_bits
 from .profile import MANTISSA_BITS, Profile
 
 _MANT_MASK = (1 << MANTISSA_BITS) - 1

@@ -23,7 +23,7 @@ What is exact here:
 - `gamma_for` returns gamma (a multiple of 2^-32) and the message epsilon that make the
   integer rule `shuffle_rule.refusal` (the device's check, the same steps) pass: Balle et
   al.'s Theorem 3.1 at (message epsilon, delta_m) for each message's pool, composed over t;
-- `randomise` is the integer-only reference of the word contract on zeal.mechanism.scalar's
+- `randomise` is the integer-only reference of the word contract on zeal.mechanism.grid.scalar's
   `uniform_below` and `bernoulli`: the twin a device implementation must match word for word;
 - `randomise_bulk` is a numpy sampler with the same distribution for experiments;
 - `Analyzer` debiases a histogram exactly (Fractions) or in float64 (`estimate_float`);
@@ -37,10 +37,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InputError
-from . import shuffle_rule as R
-from .floatbits import bits_to_float64, float64_to_bits
-from .scalar import bernoulli, uniform_below
+from ...errors import InputError
+from . import rule as R
+from ..core.floatbits import bits_to_float64, float64_to_bits
+from ..core.draws import bernoulli, uniform_below
 
 GAMMA_BITS = 32  # gamma is rounded up to a multiple of 2^-GAMMA_BITS
 EPS_MAX = 6      # the paper's range: epsilon < 6

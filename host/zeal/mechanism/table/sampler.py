@@ -13,9 +13,9 @@ Bernoulli are scalar.py's (`Clamp.position`, `stochastic_round`), shared with Ex
 """
 from fractions import Fraction
 
-from .scalar import Clamp, reading, stochastic_round, uniform_below
-from .table_profile import TableProfile
-from .words import system_words
+from ..core.draws import Clamp, reading, stochastic_round, uniform_below
+from .profile import TableProfile
+from ..core.words import system_words
 
 
 class TableSampler(Clamp):
@@ -23,7 +23,7 @@ class TableSampler(Clamp):
 
     def __init__(self, profile: TableProfile, words=None):
         if not isinstance(profile, TableProfile):
-            raise TypeError("profile must be a zeal.mechanism.table_profile.TableProfile")
+            raise TypeError("profile must be a zeal.mechanism.table.profile.TableProfile")
         super().__init__(Fraction(profile.lo), Fraction(profile.hi))
         self.profile = profile
         self.words = words if words is not None else system_words()

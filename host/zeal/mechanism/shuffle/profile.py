@@ -1,6 +1,6 @@
 """Shuffle profiles: the file format "zeal-shuffle/2" (shared_spec/shuffle.md, "Profile").
 
-A shuffle profile fixes everything a device's local randomiser (zeal.mechanism.shuffle,
+A shuffle profile fixes everything a device's local randomiser (zeal.mechanism.shuffle.mechanism,
 seed 004) needs: d coordinates, levels k, t messages a reading, the configured batch of n
 readings, the (epsilon, delta) the parameters were built for, the blanket probability
 gamma = gamma_num / gamma_den, the certificate message_epsilon, and each coordinate's reading range (lo_c, hi_c), by which a
@@ -36,11 +36,11 @@ import json
 import math
 from fractions import Fraction
 
-from ..errors import ProfileError
-from . import pfile as P
-from . import shuffle as S
-from . import shuffle_rule as R
-from .floatbits import bits_to_float64, float64_to_bits, hex64
+from ...errors import ProfileError
+from ..core import pfile as P
+from . import mechanism as S
+from . import rule as R
+from ..core.floatbits import bits_to_float64, float64_to_bits, hex64
 
 FORMAT = "zeal-shuffle/2"
 OLD_FORMAT = "zeal-shuffle/1"     # linked messages: refused (format), see the docstring

@@ -72,21 +72,21 @@ Exact family members (item 3), on N cells (a device with m bits allows N <= 2^m)
   (~0.61, the paper's threshold), else alpha = 0 and HM is Duchi. Each column belongs to one
   part, so its ratio is that part's; Var_HM(x) = alpha Var_PMtable(x) + (1-alpha) Var_D(x)
   exactly (both parts unbiased).
-- Three-Outputs, PM-SUB and N-output: built as profiles by zeal.mechanism.table_profile.build
+- Three-Outputs, PM-SUB and N-output: built as profiles by zeal.mechanism.table.profile.build
   (PM-SUB is `pm` at Zhao et al.'s window t = e^(eps/3); Three-Outputs and N-output take
   their structure from the papers — 3 cells with anchors lo, mid, hi; N cells with N
-  anchors — and their probabilities from the LP designer, zeal.mechanism.design: derived,
+  anchors — and their probabilities from the LP designer, zeal.mechanism.table.design: derived,
   not transcribed, since their exact laws are not in the sources at hand).
 
 The device format of a table ("zeal-table/1": integer weights, output values a_j/Q) and its
-check list are zeal.mechanism.table_profile's (shared_spec/profile.md); the sampler is
-zeal.mechanism.table_sampler's (shared_spec/mechanism.md section 9).
+check list are zeal.mechanism.table.profile's (shared_spec/profile.md); the sampler is
+zeal.mechanism.table.sampler's (shared_spec/mechanism.md section 9).
 """
 import math
 from fractions import Fraction
 
-from ..errors import ProfileError
-from .pfile import exp_lower_bound
+from ...errors import ProfileError
+from ..core.pfile import exp_lower_bound
 
 # Wang et al.'s eps* (HM uses PM only above it): ln((-5 + 2 cbrt(6353 - 405 sqrt(241))
 # + 2 cbrt(6353 + 405 sqrt(241)))/27); the float is ample to place the eps of a table.

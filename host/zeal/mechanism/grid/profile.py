@@ -15,19 +15,18 @@ must not parse them); the fingerprint is SHA-256 of that canonical JSON.
 
 Built here for a given E (`from_exponent`) or m (`from_bits`), and loaded (`load`, `loads`);
 choosing m automatically needs the exact variance, so `auto` and `build` live in
-zeal.mechanism.choose.
+zeal.mechanism.grid.choose.
 """
 import math
 from dataclasses import dataclass
 from decimal import Context, Decimal, ROUND_HALF_EVEN
 from fractions import Fraction
 
-from ..errors import ProfileError
-from .pfile import (  # noqa: F401  (the public names are re-exported from here)
+from ...errors import ProfileError
+from ..core.pfile import (  # noqa: F401  (the public names are re-exported from here)
     EPSILON_MAX, MAX_FILE, MAX_RATIONAL, Calibration, Canonical, canonical_json, epsilon_at_most,
-    exp_lower_bound, header_checks, parameters, parse, parse_rational, range_checks,
-    range_fields, with_calibration, _fail)
-from . import table_profile
+    exp_lower_bound, header_checks, parameters, parse, parse_rational, range_checks, range_fields,
+    with_calibration, _fail)
 
 FORMAT = "zeal-profile/1"
 MANTISSA_BITS = 52
@@ -302,16 +301,12 @@ def from_dict(doc) -> Profile:
 
 
 def loads(text):
-    """A checked profile from a file's bytes (or text): the device's grammar and checks.
-
-    The sniff rule (profile.md): if the first 503 bytes hold b"zeal-table/1" the file is a
-    table profile (zeal.mechanism.table_profile, its limits and checks); otherwise a grid.
-    """
+    """A checked window-grid profile from a file's bytes (or text): the device's grammar and
+    checks. A file of any kind loads through the registry (zeal.mechanism.kinds.loads: the
+    sniff rule of profile.md)."""
     if isinstance(text, str):
         text = text.encode("utf-8", "surrogatepass")  # non-ASCII: bytes >= 0x80, "json"
     text = bytes(text)
-    if table_profile.is_table_file(text):
-        return table_profile.loads(text)
     if len(text) > MAX_FILE:
         raise _fail("size", "profile is longer than %d bytes, the longest a device reads"
                     % MAX_FILE)
@@ -321,7 +316,7 @@ def loads(text):
 def load(path):
     try:
         with open(path, "rb") as fh:
-            data = fh.read(table_profile.MAX_TABLE_FILE + 1)
+            data = fh.read(MAX_FILE + 1)
     except OSError as exc:
         raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
     return loads(data)

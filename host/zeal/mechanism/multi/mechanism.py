@@ -80,15 +80,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InputError, ProfileError
-from .bulk import sample_offsets_fast
-from .choose import build as build_grid
-from .floatbits import float64_to_bits, hex64
-from .grid import ExactGrid
-from .profile import Profile, epsilon_at_most, exp_lower_bound
-from .scalar import ExactZeal, bernoulli, uniform_below
-from .table import Table
-from . import table as _table
+from ...errors import InputError, ProfileError
+from ..grid.bulk import sample_offsets_fast
+from ..grid.choose import build as build_grid
+from ..core.floatbits import float64_to_bits, hex64
+from ..grid.exact import ExactGrid
+from ..grid.profile import Profile, epsilon_at_most, exp_lower_bound
+from ..core.draws import bernoulli, uniform_below
+from ..grid.scalar import ExactZeal
+from ..table.mechanism import Table
+from ..table import mechanism as _table
 
 FORMAT = "zeal-multi/1"
 EQ12_DIVISOR = Fraction(5, 2)
