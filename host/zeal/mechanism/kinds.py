@@ -20,7 +20,14 @@ Each kind object answers:
   export_doc(profile, unit, reports)
                          the export metadata's entry for the profile
   archivable             None where `zeal compress` keeps its reports, else the words saying
-                         why not
+                         why not (every kind is kept now: None for all four)
+  stream_shape           what an archive keeps per report (zeal.analysis.compress.streams):
+                         "patterns" (grid, table: one 64-bit pattern), "pairs" (multi: the k
+                         (attribute, value) pairs), "messages" (shuffle: the message integer)
+  uniform_part(profile)  (what, N): the part of a report whose law the mechanism fixes,
+                         whatever the readings: uniform over N outcomes (multi: the attribute
+                         subset, C(d, k); shuffle: the coordinate, d); None where no part is
+                         (an archive's rANS codes that part under this exact law)
   report_pattern(profile)
                          (base, high): the 64-bit pattern an archive keeps for offset j is
                          base + j, and for the m bits sent, high + low (the grid's: its float64
@@ -179,6 +186,12 @@ class Kind:
 
     def report_pattern(self, profile):
         raise TypeError("a %s profile's reports are not kept by an archive" % self.name)
+
+    # the archive's streams (zeal.analysis.compress.streams and kind_codecs)
+    stream_shape = "patterns"
+
+    def uniform_part(self, profile):
+        return None
 
     def facts(self, profile, unit=""):
         return None
@@ -473,8 +486,15 @@ class MultiKind(Kind):
     name = "multi"
     refers_to_others = True
     profile_class = MP.MultiProfile
-    archivable = ("its reports are k (attribute, value) pairs of varying width, not the "
-                  "float64 patterns an archive keeps")
+    # ---- the archive: a report as its k pairs; its attribute subset's exact law
+    stream_shape = "pairs"
+
+    def uniform_part(self, profile):
+        """MultiSampler draws the k attributes by a partial Fisher-Yates shuffle with
+        uniform_below(d - i) at step i: every ordered k-tuple has probability (d - k)! / d!,
+        each subset k! of them, so each of the C(d, k) subsets has 1 / C(d, k), whatever the
+        readings."""
+        return "attribute subset", math.comb(profile.d, profile.k)
 
     def matches(self, data):
         return MP.is_multi_file(data)
@@ -617,8 +637,13 @@ class ShuffleKind(Kind):
     rows_per_attribute = "messages of this coordinate"
     fields = "coordinates"
     profile_class = SP.ShuffleProfile
-    archivable = ("its reports are shuffled messages (coordinate, level), not the float64 "
-                  "patterns an archive keeps")
+    # ---- the archive: a message as its integer; its coordinate's exact law
+    stream_shape = "messages"
+
+    def uniform_part(self, profile):
+        """randomise draws a message's coordinate by UNIFORM(d): 1 / d each, whatever the
+        reading (the level's law depends on it)."""
+        return "coordinate", profile.params.d
 
     def matches(self, data):
         return SP.is_shuffle_file(data)
