@@ -615,9 +615,6 @@ def _manifest_checked(doc) -> dict:
                 and ("symbols" not in s or (doc["version"] >= 2
                                             and _int(s["symbols"], 1, MAX_SYMBOLS)))):
             raise ArchiveError("manifest: a stream entry is damaged")
-        symbols += s.get("symbols", s["n"])
-        if symbols > MAX_SYMBOLS:
-            raise _past("symbols or more", symbols, MAX_SYMBOLS)
         key = (s["profile"], s["device"], s["vector"])
         if key in keys or s["entry"] in entries:
             raise ArchiveError("manifest: two streams for one device, profile and mode")
@@ -626,6 +623,9 @@ def _manifest_checked(doc) -> dict:
         total += s["n"]
         if total > MAX_REPORTS:
             raise _past("reports or more", total, MAX_REPORTS)
+        symbols += s.get("symbols", s["n"])
+        if symbols > MAX_SYMBOLS:
+            raise _past("symbols or more", symbols, MAX_SYMBOLS)
     if not streams:
         raise ArchiveError("manifest: no streams")
     if not database:

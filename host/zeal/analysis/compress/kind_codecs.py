@@ -245,8 +245,10 @@ def _pairs(symbols, profile):
 
 
 def _limits(profile):
-    from .streams import Pairs
-    return [int(v) for v in Pairs.limits(profile)]
+    """Per attribute, the values its reports take: 0..limit-1."""
+    from ...mechanism.multi_profile import _value_limit
+
+    return [int(_value_limit(a)) for a in profile.attributes]
 
 
 class PairsPacked:
