@@ -1,17 +1,23 @@
 """The archive: a collection's reports compressed, with what `zeal analyze` needs to answer
 exactly as it does on the database.
 
-Format (version 1): a ZIP file (the standard container: `unzip -l` lists it, any zip tool
-extracts it; CRC-32 per entry). Its comment is `zeal-archive 1`; its entries:
+Format (versions 1 and 2; shared_spec/archive.md): a ZIP file (the standard container:
+`unzip -l` lists it, any zip tool extracts it; CRC-32 per entry). Its comment is
+`zeal-archive V`. Version 1 holds streams of 64-bit patterns only (window grid, table) and is
+what `write` still writes when every stream is one; version 2 adds the pairs (multi) and
+messages (shuffle) streams of compress.streams, whose manifest entries carry "symbols" where
+a report is more than one symbol (multi: 2k). `read` reads both; its entries:
 - `manifest.json` (deflated): {"format": "zeal-archive", "version": 1, "source": "database"
   or "reports", "profiles": [fingerprint, ...], "devices": [id hex, ...], "streams": [...],
   "frames": {...}, "losses": [...], "statuses": [...], "link_bytes", "absent": [...]};
 - `profiles/<first 16 hex digits of the fingerprint>.json` (deflated): each profile's file
   text, as `zeal profile -o` writes it (the file a device reads; checked on reading against
-  the manifest's full fingerprint);
+  the manifest's full fingerprint), and the files it refers to (a multi header's attribute
+  files), each once;
 - `streams/<i>` (stored, already compressed): the reports of one device under one profile
   (test-mode frames apart), as the codec named in the stream's manifest entry encodes their
-  float64 bit patterns, in arrival order.
+  symbols (compress.streams: a grid's float64 bit patterns, a table's cells, a multi
+  report's pairs, shuffle messages), in arrival order.
 The frame table (per stored frame, in the database's order: device, profile, vector, count,
 debug, boot, seq) is kept as arithmetic runs [first, step, length] per column, so regular
 collections (seq + 1 per frame, one batch size) cost a few numbers. Losses are the summed
@@ -38,7 +44,8 @@ write past them (the same line from `zeal compress`), so every archive zeal writ
 reads. The stated maximum archive, in what the format counts (the reader holds all of it in
 memory -- about 60 B a report and 300 B a frame -- so these are sized to a workstation; a
 streaming reader would lift them):
-- MAX_REPORTS = 2^25 (33,554,432) reports: 256 MiB of float64 patterns;
+- MAX_REPORTS = 2^25 (33,554,432) reports: 256 MiB of float64 patterns; MAX_SYMBOLS = 2^25
+  stream symbols (a multi report is 2k of them): 256 MiB of uint64 symbols;
 - MAX_FRAMES = 2^20 (1,048,576) frames: MAX_REPORTS at a mean batch of 32 (the default is 64);
 - MAX_DEVICES = 100,000 devices: the store's own cap (collect.store.MAX_DEVICES);
 - MAX_STREAMS = 2^17 streams (one per device, profile and test mode): every device of the
@@ -52,9 +59,11 @@ Measured at MAX_REPORTS, MAX_FRAMES and MAX_STATUSES (1,000 devices, interleaved
 `zeal analyze --archive` peaks at 2.5 GB and takes 36 s; a hostile archive cannot cost more.
 What an archive of that size holds, and so the caps on what is decompressed:
 - a stream of n reports (n from the manifest, and first checked to equal the reports the
-  frame table gives that device, profile and mode; all n sum to at most MAX_REPORTS) is an
-  entry of at most stream_bytes_cap(n) = 8 n + 8 n / 64 + 2^16 bitlength(n) / 8 + 1 KiB stored
-  bytes: the raw doubles (packed, greedygd and rans store no more than the doubles' bits);
+  frame table gives that device, profile and mode; all n sum to at most MAX_REPORTS) and s
+  symbols (s = n, or the manifest's "symbols", checked to be n x the shape's symbols a report)
+  is an entry of at most stream_bytes_cap(s, M) = 8 s + 8 s / 64 + M (2^16 bitlength(s) / 8 +
+  64) + 1 KiB stored bytes, M the value models a rans blob of its shape holds (a multi
+  profile's d, at most MAX_MODELS = 16; else 1): the raw doubles (packed, greedygd and rans store no more than the doubles' bits);
   the general-purpose compressors' worst-case growth on incompressible input, under 1 % (bz2:
   1 % + 600 B); rans's model, at most 2^16 counts of at most bitlength(n) bits; headers. It
   decodes to n reports, 8 n bytes, at most: its codec gets n as its limit (see
@@ -64,7 +73,7 @@ What an archive of that size holds, and so the caps on what is decompressed:
 - a profile entry holds at most MAX_PROFILE_BYTES = 4,317 bytes, a table profile's longest
   file (a window grid's: pfile.MAX_FILE = 502), and all of them together at most
   MAX_PROFILE_TOTAL = MAX_PROFILES x 502 bytes (what they could take before tables);
-- the manifest holds at most MAX_MANIFEST_BYTES = 200,111,620 bytes (`_manifest_budget`): the
+- the manifest holds at most MAX_MANIFEST_BYTES = 202,601,988 bytes (`_manifest_budget`): the
   longest manifest `write` makes at the caps above, every item at its longest (a greedy run
   covers two frames or more, so a frame costs at most half of [max, -max, 2] per column, with
   boot and seq u32; STATUS messages with every character escaped, 6 bytes each). Its declared
