@@ -300,7 +300,6 @@ def _one_reading_profile(prof) -> None:
 
 def cmd_compress(args) -> int:
     from . import codecs, get
-    from ...mechanism import profile as prof_mod
 
     if (args.db is None) == (args.reports is None):
         raise ZealError("give --db FILE or --reports FILE (with --profile)")
@@ -328,7 +327,9 @@ def cmd_compress(args) -> int:
     else:
         if args.profile is None:
             raise ZealError("--reports needs --profile FILE (the profile they were made under)")
-        prof = prof_mod.load(args.profile)
+        from ...mechanism import kinds
+
+        prof = kinds.load(args.profile)
         _one_reading_profile(prof)
         j = read_reports(args.reports, prof)
         src = {"profiles": {prof.fingerprint: prof}, "devices": [], "columns": None,
