@@ -317,9 +317,9 @@ def test_bad_archives_are_one_line_errors(rich_db, tmp_path, capsys):
             return None if edit is None else json.dumps(edit(doc))
         _rewrite(good, bad, change)
 
-    manifest(lambda d: dict(d, version=2))
-    one_line_error(capsys, "analyze", "--archive", bad, match="archive version 2; this zeal "
-                   "reads version 1")
+    manifest(lambda d: dict(d, version=3))
+    one_line_error(capsys, "analyze", "--archive", bad, match="archive version 3; this zeal "
+                   "reads versions 1 and 2")
     manifest(lambda d: dict(d, format="other"))
     one_line_error(capsys, "analyze", "--archive", bad, match="not a zeal archive")
     manifest(None)

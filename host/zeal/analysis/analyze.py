@@ -467,6 +467,10 @@ def analyze_archive(path: str, include_vector: bool = False) -> dict:
 
     arc = archive.read(path)
     if arc.source == "database":
+        if not arc.patterns_only:   # multi or shuffle streams: analyze runs on a store's view
+            from .compress.replay import ArchiveStore
+
+            return analyze(ArchiveStore(arc), include_vector)
         return analyze_data(arc.loaded(include_vector), path, include_vector)
     prof, j = arc.reports_offsets()
     overall = summarize([(prof, j)])

@@ -32,7 +32,7 @@ def shuffle_profiles(store) -> dict:
     """{fingerprint: ShuffleProfile} of the shuffle profiles stored (each re-checked, the
     host's privacy check included: ProfileError for one that fails)."""
     out = {}
-    for fp, doc in store._query("SELECT fingerprint, doc FROM profiles"):
+    for fp, doc in store.profile_docs():
         if isinstance(doc, str) and SP.is_shuffle_file(doc.encode("ascii", "replace")):
             prof = SP.loads(doc)
             if prof.fingerprint != fp:
@@ -164,7 +164,7 @@ def holds_shuffle(store) -> bool:
     """True when the store holds a shuffle profile (then `zeal analyze` reports shuffle mode:
     a grid/table analysis cannot read a shuffle profile's messages)."""
     return any(isinstance(doc, str) and SP.is_shuffle_file(doc.encode("ascii", "replace"))
-               for (doc,) in store._query("SELECT doc FROM profiles"))
+               for _fp, doc in store.profile_docs())
 
 
 def analyze_doc(store, include_vector: bool = False) -> dict:

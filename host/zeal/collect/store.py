@@ -821,6 +821,10 @@ class Store:
         ("debug", "typeof(x.debug) = 'integer' AND x.debug IN (0, 1)"),
     ]
 
+    def profile_docs(self) -> list:
+        """[(fingerprint, file text)] of every stored profile, as stored (not loaded)."""
+        return self._query("SELECT fingerprint, doc FROM profiles")
+
     def frames(self, *, fingerprint: Optional[str] = None, vector: bool = False) -> List[tuple]:
         """Rows (device_id, boot, seq, fingerprint, count, payload, arrival, nonce, debug), in
         arrival order; test-mode (vector) frames only when asked. nonce is None and debug 0 for

@@ -21,8 +21,13 @@ Each kind object answers:
                          wire's bit layout is the analysis side's to read)
   export_doc(profile, unit, reports)
                          the export metadata's entry for the profile
-  archivable             None where `zeal compress` keeps its reports, else the words saying
-                         why not
+  stream_shape           what an archive keeps per report (zeal.analysis.compress.streams):
+                         "patterns" (grid, table: one 64-bit pattern), "pairs" (multi: the k
+                         (attribute, value) pairs), "messages" (shuffle: the message integer)
+  uniform_part(profile)  (what, N): the part of a report whose law the mechanism fixes,
+                         whatever the readings: uniform over N outcomes (multi: the attribute
+                         subset, C(d, k); shuffle: the coordinate, d); None where no part is
+                         (an archive's rANS codes that part under this exact law)
   report_pattern(profile)
                          (base, high): the 64-bit pattern an archive keeps for offset j is
                          base + j, and for the m bits sent, high + low (the grid's: its float64
@@ -39,6 +44,9 @@ Each kind object answers:
                          a DATA payload's reports where they are not one fixed width (a multi
                          report: its (attribute, value) pairs; multi_profile.PayloadError for
                          a bad one), None where every report is `bits` wide
+  join_payload(profile, reports)
+                         the inverse of split_payload: a DATA payload of those reports (an
+                         archive read back rebuilds its frames)
   value_attributes(profile)
                          the attributes of a reading tuple given as a value's index (a multi
                          profile's categorical ones), for whoever writes replay lines

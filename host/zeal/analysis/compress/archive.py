@@ -1,17 +1,23 @@
 """The archive: a collection's reports compressed, with what `zeal analyze` needs to answer
 exactly as it does on the database.
 
-Format (version 1): a ZIP file (the standard container: `unzip -l` lists it, any zip tool
-extracts it; CRC-32 per entry). Its comment is `zeal-archive 1`; its entries:
+Format (versions 1 and 2; shared_spec/archive.md): a ZIP file (the standard container:
+`unzip -l` lists it, any zip tool extracts it; CRC-32 per entry). Its comment is
+`zeal-archive V`. Version 1 holds streams of 64-bit patterns only (window grid, table) and is
+what `write` still writes when every stream is one; version 2 adds the pairs (multi) and
+messages (shuffle) streams of compress.streams, whose manifest entries carry "symbols" where
+a report is more than one symbol (multi: 2k). `read` reads both; its entries:
 - `manifest.json` (deflated): {"format": "zeal-archive", "version": 1, "source": "database"
   or "reports", "profiles": [fingerprint, ...], "devices": [id hex, ...], "streams": [...],
   "frames": {...}, "losses": [...], "statuses": [...], "link_bytes", "absent": [...]};
 - `profiles/<first 16 hex digits of the fingerprint>.json` (deflated): each profile's file
   text, as `zeal profile -o` writes it (the file a device reads; checked on reading against
-  the manifest's full fingerprint);
+  the manifest's full fingerprint), and the files it refers to (a multi header's attribute
+  files), each once;
 - `streams/<i>` (stored, already compressed): the reports of one device under one profile
   (test-mode frames apart), as the codec named in the stream's manifest entry encodes their
-  float64 bit patterns, in arrival order.
+  symbols (compress.streams: a grid's float64 bit patterns, a table's cells, a multi
+  report's pairs, shuffle messages), in arrival order.
 The frame table (per stored frame, in the database's order: device, profile, vector, count,
 debug, boot, seq) is kept as arithmetic runs [first, step, length] per column, so regular
 collections (seq + 1 per frame, one batch size) cost a few numbers. Losses are the summed
@@ -38,7 +44,8 @@ write past them (the same line from `zeal compress`), so every archive zeal writ
 reads. The stated maximum archive, in what the format counts (the reader holds all of it in
 memory -- about 60 B a report and 300 B a frame -- so these are sized to a workstation; a
 streaming reader would lift them):
-- MAX_REPORTS = 2^25 (33,554,432) reports: 256 MiB of float64 patterns;
+- MAX_REPORTS = 2^25 (33,554,432) reports: 256 MiB of float64 patterns; MAX_SYMBOLS = 2^25
+  stream symbols (a multi report is 2k of them): 256 MiB of uint64 symbols;
 - MAX_FRAMES = 2^20 (1,048,576) frames: MAX_REPORTS at a mean batch of 32 (the default is 64);
 - MAX_DEVICES = 100,000 devices: the store's own cap (collect.store.MAX_DEVICES);
 - MAX_STREAMS = 2^17 streams (one per device, profile and test mode): every device of the
@@ -52,9 +59,11 @@ Measured at MAX_REPORTS, MAX_FRAMES and MAX_STATUSES (1,000 devices, interleaved
 `zeal analyze --archive` peaks at 2.5 GB and takes 36 s; a hostile archive cannot cost more.
 What an archive of that size holds, and so the caps on what is decompressed:
 - a stream of n reports (n from the manifest, and first checked to equal the reports the
-  frame table gives that device, profile and mode; all n sum to at most MAX_REPORTS) is an
-  entry of at most stream_bytes_cap(n) = 8 n + 8 n / 64 + 2^16 bitlength(n) / 8 + 1 KiB stored
-  bytes: the raw doubles (packed, greedygd and rans store no more than the doubles' bits);
+  frame table gives that device, profile and mode; all n sum to at most MAX_REPORTS) and s
+  symbols (s = n, or the manifest's "symbols", checked to be n x the shape's symbols a report)
+  is an entry of at most stream_bytes_cap(s, M) = 8 s + 8 s / 64 + M (2^16 bitlength(s) / 8 +
+  64) + 1 KiB stored bytes, M the value models a rans blob of its shape holds (a multi
+  profile's d, at most MAX_MODELS = 16; else 1): the raw doubles (packed, greedygd and rans store no more than the doubles' bits);
   the general-purpose compressors' worst-case growth on incompressible input, under 1 % (bz2:
   1 % + 600 B); rans's model, at most 2^16 counts of at most bitlength(n) bits; headers. It
   decodes to n reports, 8 n bytes, at most: its codec gets n as its limit (see
@@ -64,7 +73,7 @@ What an archive of that size holds, and so the caps on what is decompressed:
 - a profile entry holds at most MAX_PROFILE_BYTES = 4,317 bytes, a table profile's longest
   file (a window grid's: pfile.MAX_FILE = 502), and all of them together at most
   MAX_PROFILE_TOTAL = MAX_PROFILES x 502 bytes (what they could take before tables);
-- the manifest holds at most MAX_MANIFEST_BYTES = 200,111,620 bytes (`_manifest_budget`): the
+- the manifest holds at most MAX_MANIFEST_BYTES = 202,601,988 bytes (`_manifest_budget`): the
   longest manifest `write` makes at the caps above, every item at its longest (a greedy run
   covers two frames or more, so a frame costs at most half of [max, -max, 2] per column, with
   boot and seq u32; STATUS messages with every character escaped, 6 bytes each). Its declared
@@ -97,12 +106,13 @@ from ...mechanism import kinds
 from ...mechanism.core.pfile import MAX_FILE as PROFILE_MAX_FILE
 from ...mechanism.table.profile import MAX_TABLE_FILE
 from ...mechanism.grid.profile import Profile
+from . import streams as SH
 from ..decode import ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ
 from ..export import write_atomically
 
 FORMAT = "zeal-archive"
-VERSION = 1
-COMMENT = b"zeal-archive 1"
+VERSION = 2            # the newest this zeal writes and reads
+VERSIONS = (1, 2)      # every version it reads
 MANIFEST = "manifest.json"
 LOSS_KINDS = ("reject", "gap", "reboot")     # the event kinds analyze counts
 ABSENT = ["arrival", "nonce", "event times and details (other than STATUS details)"]
@@ -118,6 +128,8 @@ class ArchiveError(ZealError):
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 U32_MAX = (1 << 32) - 1
 MAX_REPORTS = 1 << 25
+MAX_SYMBOLS = MAX_REPORTS    # a stream's symbols (compress.streams), all streams together
+MAX_MODELS = 16              # a rans blob's value models: a multi profile's d (at most 16)
 MAX_FRAMES = 1 << 20
 MAX_DEVICES = STORE_MAX_DEVICES
 MAX_STREAMS = 1 << 17
@@ -138,9 +150,10 @@ MAX_STATUS_DETAIL = (max(len("CODE_255"), *map(len, wire.STATUS_CODES.values()))
                      + len(_COUNTERS) + 1 + wire.MAX_MESSAGE)
 
 
-def stream_bytes_cap(n: int) -> int:
-    """The most bytes a stream entry of n reports may store (module docstring)."""
-    return 8 * n + 8 * n // 64 + (1 << 16) * n.bit_length() // 8 + 1024
+def stream_bytes_cap(n: int, models: int = 1) -> int:
+    """The most bytes a stream entry of n symbols may store (module docstring), its rans blob
+    holding at most `models` value models (a multi profile's: d)."""
+    return 8 * n + 8 * n // 64 + models * ((1 << 16) * n.bit_length() // 8 + 64) + 1024
 
 
 def _json_len(obj) -> int:
@@ -158,7 +171,8 @@ def _manifest_budget() -> int:
     last_runs = sum(_json_len([t, -t, MAX_FRAMES]) + 1 for t in tops.values())
     stream = _json_len({"entry": "streams/%d" % (MAX_STREAMS - 1), "device": MAX_DEVICES - 1,
                         "profile": fp, "vector": False, "codec": "greedygd", "n": MAX_REPORTS,
-                        "bytes": stream_bytes_cap(MAX_REPORTS)}) + 1
+                        "symbols": MAX_SYMBOLS,
+                        "bytes": stream_bytes_cap(MAX_REPORTS, MAX_MODELS)}) + 1
     detail = "CODE_255" + _COUNTERS + " " + "\x00" * wire.MAX_MESSAGE   # each \u0000: 6 bytes
     status = _json_len([hex16, detail]) + 1
     loss = _json_len([hex16, "reject", INT64_MIN]) + 1
@@ -199,10 +213,14 @@ def runs(values: Sequence[int]) -> List[List[int]]:
 
 # ---- the streams --------------------------------------------------------------------------------
 class Stream:
-    """The reports of one device (or of a reports file: device None) under one profile."""
+    """The reports of one device (or of a reports file: device None) under one profile:
+    `bits`, the symbols of its shape (compress.streams: a grid's or table's 64-bit patterns,
+    a multi report's pairs, shuffle messages), `n` reports (messages)."""
 
-    def __init__(self, device: Optional[int], fp: str, vector: bool, bits: np.ndarray):
+    def __init__(self, device: Optional[int], fp: str, vector: bool, bits: np.ndarray,
+                 n: Optional[int] = None):
         self.device, self.fp, self.vector, self.bits = device, fp, vector, bits
+        self.n = int(bits.size) if n is None else int(n)
 
 
 def report_bits(profile: Profile, offsets: np.ndarray) -> np.ndarray:
@@ -246,6 +264,16 @@ def database_streams(data, vector_flags: Sequence[int]) -> tuple:
     for fp in fps:
         prof = data.profiles[fp]
         mine = cols["profile"] == fp_ix[fp]
+        shape = SH.shape_of(prof)
+        if shape is not SH.Patterns:           # pairs, messages: from each label's frames
+            frame_label = cols["device"][mine] * 2 + cols["vector"][mine]
+            fp_rows = data.by_fp[fp]               # in the order of `mine`
+            for key in np.unique(frame_label):
+                sel = np.flatnonzero(frame_label == key).tolist()
+                streams.append(Stream(int(key) // 2, fp, bool(key % 2),
+                                      SH.rows_symbols(prof, [fp_rows[i] for i in sel]),
+                                      int(cols["count"][mine][sel].sum())))
+            continue
         j = data.offsets(fp)                           # this profile's rows, in order
         label = np.repeat(cols["device"][mine] * 2 + cols["vector"][mine], cols["count"][mine])
         for key in np.unique(label):
@@ -269,22 +297,34 @@ def _best_time(fn, budget: float = MIN_TIME_S):
     return out, best
 
 
+def stream_codec(name: str, codec, profile):
+    """The codec `name` as it runs on this profile's streams (compress.streams: the generic
+    codecs as they are, packed and rans by their shape's versions), or None where it does not
+    apply."""
+    return SH.shape_of(profile).codec(name, codec)
+
+
 def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict) -> dict:
-    """{codec name: {"blobs": [bytes per stream], "bytes", "encode_s", "decode_s"}} for every
-    codec (times: one pass over every stream, the best of passes filling MIN_TIME_S), each
-    blob checked to decode to its stream exactly (ArchiveError otherwise: a codec that does
-    not round-trip is a bug, never a silently wrong archive)."""
+    """{codec name: {"blobs": [bytes per stream, None where the codec does not apply to the
+    stream's shape], "bytes", "encode_s", "decode_s"}} for every codec (times: one pass over
+    every stream, the best of passes filling MIN_TIME_S), each blob checked to decode to its
+    stream exactly (ArchiveError otherwise: a codec that does not round-trip is a bug, never
+    a silently wrong archive)."""
     out = {}
     for name, codec in codecs.items():
-        blobs, enc_s = _best_time(lambda: [bytes(codec.encode(s.bits, profiles[s.fp]))
-                                           for s in streams])
-        backs, dec_s = _best_time(lambda: [codec.decode(b, profiles[s.fp])
-                                           for b, s in zip(blobs, streams)])
+        runs = [stream_codec(name, codec, profiles[s.fp]) for s in streams]
+        blobs, enc_s = _best_time(lambda: [None if c is None else
+                                           bytes(c.encode(s.bits, profiles[s.fp]))
+                                           for c, s in zip(runs, streams)])
+        backs, dec_s = _best_time(lambda: [None if c is None else c.decode(b, profiles[s.fp])
+                                           for c, b, s in zip(runs, blobs, streams)])
         for s, back in zip(streams, backs):
-            if not np.array_equal(np.asarray(back, dtype=np.uint64), s.bits):
+            if back is not None and not np.array_equal(np.asarray(back, dtype=np.uint64),
+                                                       s.bits):
                 raise ArchiveError("codec %s does not decode its own output exactly" % name)
-        out[name] = {"blobs": blobs, "bytes": sum(map(len, blobs)), "encode_s": enc_s,
-                     "decode_s": dec_s}
+        out[name] = {"blobs": blobs, "bytes": sum(len(b) for b in blobs if b is not None),
+                     "applies": all(b is not None for b in blobs),
+                     "encode_s": enc_s, "decode_s": dec_s}
     return out
 
 
@@ -296,7 +336,11 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
     the smallest of the `candidates` codecs (measured in `sizes`; ties: the first named).
     Returns the manifest, with "bytes" (the archive's size) added."""
     fps = list(profiles)
-    manifest = {"format": FORMAT, "version": VERSION, "source": source,
+    # version 1 where every stream is of 64-bit patterns (what a zeal reading version 1 only
+    # reads), version 2 where a stream is of pairs or messages
+    plain = all(SH.shape_of(profiles[fp]) is SH.Patterns for fp in fps)
+    version = 1 if plain else VERSION
+    manifest = {"format": FORMAT, "version": version, "source": source,
                 "profiles": fps, "devices": [d.hex() for d in devices], "streams": [],
                 "frames": None if columns is None else
                 {name: runs(columns[name]) for name in COLUMNS},
@@ -305,28 +349,43 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
                 ["devices", "frames", "losses", "events", "wire bytes"]}
     entries = []
     for i, s in enumerate(streams):
-        best = min(candidates, key=lambda c: (len(sizes[c]["blobs"][i]), candidates.index(c)))
+        usable = [c for c in candidates if sizes[c]["blobs"][i] is not None]
+        if not usable:
+            raise ArchiveError("none of the codecs %s applies to the %s streams of profile %s"
+                               % (", ".join(candidates), SH.shape_of(profiles[s.fp]).name,
+                                  s.fp[:16]))
+        best = min(usable, key=lambda c: (len(sizes[c]["blobs"][i]), candidates.index(c)))
         blob = sizes[best]["blobs"][i]
         entry = "streams/%d" % i
-        manifest["streams"].append({"entry": entry, "device": s.device, "profile": s.fp,
-                                    "vector": s.vector, "codec": best, "n": int(s.bits.size),
-                                    "bytes": len(blob)})
+        item = {"entry": entry, "device": s.device, "profile": s.fp, "vector": s.vector,
+                "codec": best, "n": s.n, "bytes": len(blob)}
+        if int(s.bits.size) != s.n:
+            item["symbols"] = int(s.bits.size)
+        manifest["streams"].append(item)
         entries.append((entry, blob))
+    # every profile's file and those it refers to (a multi header's attribute files), once
+    files = {}
+    for fp in fps:
+        for ffp, text in kinds.of(profiles[fp]).files(profiles[fp]):
+            files.setdefault(ffp, text)
+
     def write(fh):
         with zipfile.ZipFile(fh, "w") as z:
-            z.comment = COMMENT
+            z.comment = b"zeal-archive %d" % version
             z.writestr(_info(MANIFEST), json.dumps(manifest, separators=(",", ":")),
                        compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
-            for fp in fps:
-                z.writestr(_info(profile_entry(fp)), profiles[fp].to_json(),
+            for ffp, text in files.items():
+                z.writestr(_info(profile_entry(ffp)), text,
                            compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
             for entry, blob in entries:
                 z.writestr(_info(entry), blob, compress_type=zipfile.ZIP_STORED)
 
     past = _past_caps(manifest, columns)
-    total = sum(len(profiles[fp].to_json().encode("utf-8")) for fp in fps)
+    total = sum(len(text.encode("utf-8")) for text in files.values())
     if past is None and total > MAX_PROFILE_TOTAL:
         past = ("%d bytes of profile files" % total, "%d" % MAX_PROFILE_TOTAL)
+    if past is None and 1 + len(files) + len(entries) > MAX_ENTRIES:
+        past = ("%d zip entries" % (1 + len(files) + len(entries)), "%d" % MAX_ENTRIES)
     if past:
         raise ArchiveError("the archive would hold %s; zeal analyze --archive reads at most %s "
                            "(the limits of zeal.analysis.compress.archive)" % past)
@@ -342,6 +401,8 @@ def _past_caps(manifest: dict, columns: Optional[dict]):
     details = [d for _, d in manifest["statuses"] or []]
     longest = max(map(len, details)) if details else 0
     counts = (("reports", sum(s["n"] for s in manifest["streams"]), MAX_REPORTS),
+              ("symbols (a multi report: 2k)", sum(s.get("symbols", s["n"])
+                                                   for s in manifest["streams"]), MAX_SYMBOLS),
               ("frames", nframes, MAX_FRAMES), ("devices", len(manifest["devices"]), MAX_DEVICES),
               ("streams", len(manifest["streams"]), MAX_STREAMS),
               ("profiles", len(manifest["profiles"]), MAX_PROFILES),
@@ -385,7 +446,13 @@ class Archive:
 
     @property
     def n(self) -> int:
-        return sum(int(j.size) for j in self.stream_offsets)
+        return sum(s["n"] for s in self.manifest["streams"])
+
+    @property
+    def patterns_only(self) -> bool:
+        """Every stream of 64-bit patterns (grid, table): `loaded` gives what analyze reads;
+        otherwise compress.replay.ArchiveStore gives a store's read interface."""
+        return all(SH.shape_of(p) is SH.Patterns for p in self.profiles.values())
 
     def reports_offsets(self) -> tuple:
         """(profile, offsets) of a reports-file archive."""
@@ -524,9 +591,9 @@ def _manifest_checked(doc) -> dict:
     """The manifest, every field's type, range and count checked (ArchiveError otherwise)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ArchiveError("not a zeal archive (its manifest is not a %s manifest)" % FORMAT)
-    if doc.get("version") != VERSION or type(doc.get("version")) is not int:
-        raise ArchiveError("archive version %r; this zeal reads version %d"
-                           % (doc.get("version"), VERSION))
+    if doc.get("version") not in VERSIONS or type(doc.get("version")) is not int:
+        raise ArchiveError("archive version %r; this zeal reads versions %s"
+                           % (doc.get("version"), " and ".join(map(str, VERSIONS))))
     need = {"source": str, "profiles": list, "devices": list, "streams": list}
     for key, kind in need.items():
         if not isinstance(doc.get(key), kind):
@@ -546,14 +613,16 @@ def _manifest_checked(doc) -> dict:
     if len(streams) > MAX_STREAMS:
         raise _past("streams", len(streams), MAX_STREAMS)
     database = doc["source"] == "database"
-    profile_set, total, keys, entries = set(fps), 0, set(), set()
+    profile_set, total, symbols, keys, entries = set(fps), 0, 0, set(), set()
     for s in streams:
         if not (isinstance(s, dict) and type(s.get("entry")) is str
                 and _ENTRY.fullmatch(s["entry"]) and type(s.get("codec")) is str
                 and _CODEC.fullmatch(s["codec"]) and s.get("profile") in profile_set
                 and type(s.get("vector")) is bool and _int(s.get("n"), 1)
                 and (_int(s.get("device"), 0, len(devices) - 1) if database
-                     else s.get("device") is None and not s["vector"])):
+                     else s.get("device") is None and not s["vector"])
+                and ("symbols" not in s or (doc["version"] >= 2
+                                            and _int(s["symbols"], 1, MAX_SYMBOLS)))):
             raise ArchiveError("manifest: a stream entry is damaged")
         key = (s["profile"], s["device"], s["vector"])
         if key in keys or s["entry"] in entries:
@@ -563,6 +632,9 @@ def _manifest_checked(doc) -> dict:
         total += s["n"]
         if total > MAX_REPORTS:
             raise _past("reports or more", total, MAX_REPORTS)
+        symbols += s.get("symbols", s["n"])
+        if symbols > MAX_SYMBOLS:
+            raise _past("symbols or more", symbols, MAX_SYMBOLS)
     if not streams:
         raise ArchiveError("manifest: no streams")
     if not database:
@@ -744,41 +816,62 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
     except ArchiveError as exc:
         raise ArchiveError("%s: %s" % (path, exc)) from None
     profiles = {}
-    total = 0
+    files = {}                         # every profile file read, by fingerprint (read once)
+
+    def file_bytes(fp: str) -> bytes:
+        if fp not in files:
+            files[fp] = bytes(_entry(z, path, profile_entry(fp), MAX_PROFILE_BYTES,
+                                     "the longest profile file"))
+            if sum(map(len, files.values())) > MAX_PROFILE_TOTAL:
+                raise ArchiveError("%s: its profile files hold more than %d bytes, the most "
+                                   "an archive holds (the limits of "
+                                   "zeal.analysis.compress.archive)" % (path, MAX_PROFILE_TOTAL))
+        return files[fp]
+
     for fp in m["profiles"]:
-        raw = bytes(_entry(z, path, profile_entry(fp), MAX_PROFILE_BYTES,
-                           "the longest profile file"))
-        total += len(raw)
-        if total > MAX_PROFILE_TOTAL:
-            raise ArchiveError("%s: its profile files hold more than %d bytes, the most an "
-                               "archive holds (the limits of zeal.analysis.compress.archive)"
-                               % (path, MAX_PROFILE_TOTAL))
-        prof = kinds.loads(raw)
+        # a multi header's attribute files are entries of their own, read as it names them
+        prof = kinds.loads(file_bytes(fp), lambda i, afp: file_bytes(afp)
+                           if type(afp) is str and _FINGERPRINT.fullmatch(afp) else None)
         if prof.fingerprint != fp:
             raise ArchiveError("%s: profile %s has fingerprint %s"
                                % (path, fp[:16], prof.fingerprint[:16]))
-        if kinds.of(prof).archivable is not None:
-            raise ArchiveError("%s: profile %s is a %s profile, which an archive does not keep"
-                               % (path, fp[:16], kinds.of(prof).name))
+        if m["version"] == 1 and SH.shape_of(prof) is not SH.Patterns:
+            raise ArchiveError("%s: profile %s is a %s profile, which a version 1 archive "
+                               "does not keep" % (path, fp[:16], kinds.of(prof).name))
         profiles[fp] = prof
     offsets = []
     for s in m["streams"]:
-        codec = get(s["codec"])        # ZealError naming the package when it is missing
         prof = profiles[s["profile"]]
+        shape = SH.shape_of(prof)
         what = "%s: %s" % (path, s["entry"])
-        blob = _entry(z, path, s["entry"], stream_bytes_cap(s["n"]),
-                      "%d reports' worth" % s["n"])
+        count = s.get("symbols", s["n"])
+        if count != s["n"] * shape.per_report(prof):
+            raise ArchiveError("%s: %d symbols for %d reports of %d symbols each"
+                               % (what, count, s["n"], shape.per_report(prof)))
+        codec = stream_codec(s["codec"], get(s["codec"]), prof)  # ZealError naming a package
+        if codec is None:
+            raise ArchiveError("%s: codec %s does not apply to %s streams"
+                               % (what, s["codec"], shape.name))
+        blob = _entry(z, path, s["entry"], stream_bytes_cap(count, shape.models(prof)),
+                      "%d symbols' worth" % count)
         try:
-            bits = codec.decode(blob, prof, limit=s["n"])
+            bits = codec.decode(blob, prof, limit=count)
         except ZealError as exc:
             raise ArchiveError("%s: %s" % (what, exc)) from None
         except Exception as exc:       # a damaged blob: whatever the codec's library raises
             raise ArchiveError("%s cannot be decoded by %s (%s)"
                                % (what, s["codec"], type(exc).__name__)) from None
         del blob
-        j = offsets_of(prof, bits, what)
-        if j.size != s["n"]:
-            raise ArchiveError("%s: %d reports, the manifest says %d" % (what, j.size, s["n"]))
+        if shape is SH.Patterns:
+            j = offsets_of(prof, bits, what)
+        else:
+            j = np.asarray(bits, dtype=np.uint64)
+            try:
+                shape.check(prof, j, what)
+            except SH.StreamShapeError as exc:
+                raise ArchiveError(str(exc)) from None
+        if j.size != count:
+            raise ArchiveError("%s: %d symbols, the manifest says %d" % (what, j.size, count))
         offsets.append(j)
     return Archive(path, m, profiles, offsets, cols)
 

@@ -32,6 +32,8 @@ import numpy as np
 
 from ...errors import ReportError, ZealError
 from . import archive as A
+from . import kind_codecs
+from . import streams as SH
 
 ENTROPY_EXACT = "exact: the mechanism's report distribution averaged over the given readings"
 ENTROPY_PLUGIN = ("plug-in: observed report frequencies (the readings are unknown; biased low "
@@ -101,7 +103,6 @@ def _database(path: str) -> dict:
         nvec = len(store.frames(vector=True))
     if not data.rows:
         raise ZealError("no reports stored in %s" % path)
-    _grid_profiles_only(data.profiles[fp] for fp in data.by_fp)
     flags = [0] * (len(data.rows) - nvec) + [1] * nvec
     devices, cols, streams = A.database_streams(data, flags)
     losses = {}
@@ -128,7 +129,7 @@ def plugin_entropy(offsets: np.ndarray) -> float:
 
 def entropy_bound(streams, profiles, readings=None) -> tuple:
     """(bits per report, basis) over all streams (module docstring)."""
-    n = sum(s.bits.size for s in streams)
+    n = sum(s.n for s in streams)
     if readings is not None:
         from .entropy import entropy_bits_per_report
 
@@ -147,44 +148,132 @@ def entropy_bound(streams, profiles, readings=None) -> tuple:
         return float(entropy_bits_per_report(prof, readings)), ENTROPY_EXACT
     total = 0.0
     for fp, prof in profiles.items():
+        per = SH.shape_of(prof).per_report(prof)
         bits = [s.bits for s in streams if s.fp == fp]
         joined = np.concatenate(bits)
-        total += joined.size * plugin_entropy(joined)
+        if per > 1:   # a report is its `per` symbols together: one value a distinct report
+            _, joined = np.unique(joined.reshape(-1, per), axis=0, return_inverse=True)
+        total += joined.size * plugin_entropy(joined.reshape(-1))
     return total / n, ENTROPY_PLUGIN
 
 
 # ---- the table ----------------------------------------------------------------------------------
-def size_table(n: int, sizes: dict, entropy: float, basis: str) -> dict:
+#: the size table's groups: one per stream shape (compress.streams), in this order
+GROUPS = {
+    "patterns": {"label": "window-grid and table reports", "unit": "report",
+                 "cr_basis": "64-bit doubles"},
+    "pairs": {"label": "multi-attribute reports (k (attribute, value) pairs each)",
+              "unit": "report", "cr_basis": "the payload bits the devices sent"},
+    "messages": {"label": "shuffle messages", "unit": "message",
+                 "cr_basis": "the payload bits the shuffler stored"},
+}
+
+
+def payload_bits(profile, stream) -> int:
+    """The bits the devices sent for a stream's reports (without frame padding)."""
+    shape = SH.shape_of(profile)
+    if shape is SH.Pairs:
+        j = stream.bits.reshape(-1, 2)[:, 0].astype(np.int64)
+        widths = np.array([a.bits for a in profile.attributes], dtype=np.int64)
+        return int(j.size * profile.index_bits + widths[j].sum())
+    return stream.n * profile.bits
+
+
+def size_table(n: int, sizes: dict, entropy: float, basis: str, *, unit: str = "report",
+               cr_bits: float = 64.0) -> dict:
     rows = []
     for name, s in sizes.items():
+        if not s.get("applies", True):
+            rows.append({"codec": name, "bits_per_report": None, "cr": None,
+                         "ratio_to_entropy": None, "mb_per_s": None, "decode_mb_per_s": None,
+                         "bytes": None, "applies": False})
+            continue
         bpr = 8 * s["bytes"] / n
-        rows.append({"codec": name, "bits_per_report": bpr, "cr": bpr / 64,
+        rows.append({"codec": name, "bits_per_report": bpr, "cr": bpr / cr_bits,
                      "ratio_to_entropy": bpr / entropy if entropy > 0 else None,
                      "mb_per_s": 8 * n / 1e6 / s["encode_s"] if s["encode_s"] > 0 else None,
                      "decode_mb_per_s": (8 * n / 1e6 / s["decode_s"] if s["decode_s"] > 0
                                          else None),
                      "bytes": s["bytes"]})
-    return {"n": n, "entropy_bits_per_report": entropy, "entropy_basis": basis,
+    return {"n": n, "unit": unit, "entropy_bits_per_report": entropy, "entropy_basis": basis,
             "codecs": rows}
+
+
+def group_tables(streams, profiles, available, readings=None) -> tuple:
+    """([size table per stream shape present], {codec: {"blobs": [per stream]}}): each
+    shape's streams measured apart (compress.archive.measure), the blobs in stream order."""
+    tables, blobs = [], {name: [None] * len(streams) for name in available}
+    for shape, info in GROUPS.items():
+        idx = [i for i, s in enumerate(streams)
+               if SH.shape_of(profiles[s.fp]).name == shape]
+        if not idx:
+            continue
+        mine = [streams[i] for i in idx]
+        fps = {s.fp for s in mine}
+        profs = {fp: profiles[fp] for fp in fps}
+        n = sum(s.n for s in mine)
+        entropy, basis = entropy_bound(mine, profs, readings if shape == "patterns" else None)
+        sizes = A.measure(mine, profs, available)
+        if shape == "patterns":
+            cr = 64.0
+        else:
+            cr = sum(payload_bits(profs[s.fp], s) for s in mine) / n
+        doc = size_table(n, sizes, entropy, basis, unit=info["unit"], cr_bits=cr)
+        doc.update(shape=shape, label=info["label"], cr_basis=info["cr_basis"],
+                   cr_bits=cr)
+        law = [kind_codecs.exact_law(p) for p in profs.values()]
+        if any(law):
+            doc["exact_law"] = [{"fingerprint": fp, "part": w[0], "outcomes": w[1],
+                                 "bits": math.log2(w[1])}
+                                for fp, w in zip(profs, law) if w]
+        tables.append(doc)
+        for name, s in sizes.items():
+            for i, b in zip(idx, s["blobs"]):
+                blobs[name][i] = b
+    return tables, {name: {"blobs": b} for name, b in blobs.items()}
 
 
 def _f(value, spec):
     return "-" if value is None else spec % value
 
 
-def format_size_table(doc: dict) -> str:
-    lines = ["%d reports; entropy bound %.4f bits per report (%s)"
-             % (doc["n"], doc["entropy_bits_per_report"], doc["entropy_basis"])]
-    head = "%-10s %12s %10s %12s %14s %14s" % ("codec", "bits/report", "CR (/64)",
+def _format_group(doc: dict) -> list:
+    unit = doc.get("unit", "report")
+    basis = doc.get("cr_basis", "64-bit doubles")
+    cr_head = "CR (/64)" if basis == "64-bit doubles" else "CR (/%.2f)" % doc["cr_bits"]
+    lines = ["%s%d %ss; entropy bound %.4f bits per %s (%s)"
+             % ("%s: " % doc["label"] if "label" in doc else "", doc["n"], unit,
+                doc["entropy_bits_per_report"], unit, doc["entropy_basis"])]
+    for law in doc.get("exact_law", []):
+        lines.append("exact law of the %s (profile %s): uniform over %d, %.4f bits per %s"
+                     % (law["part"], law["fingerprint"][:16], law["outcomes"], law["bits"],
+                        unit))
+    head = "%-10s %12s %10s %12s %14s %14s" % ("codec", "bits/" + unit, cr_head,
                                               "x entropy", "compress MB/s", "decompress MB/s")
     lines += [head, "-" * len(head)]
     for r in doc["codecs"]:
+        if r.get("applies", True) is False:
+            lines.append("%-10s %12s %10s %12s %14s %14s" % (r["codec"], "n/a", "-", "-", "-",
+                                                           "-"))
+            continue
         lines.append("%-10s %12.4f %10.5f %12s %14s %14s"
                      % (r["codec"], r["bits_per_report"], r["cr"],
                         _f(r["ratio_to_entropy"], "%.4f"), _f(r["mb_per_s"], "%.1f"),
                         _f(r["decode_mb_per_s"], "%.1f")))
-    lines.append("bits/report: the codec's output over all streams (its headers included); "
-                 "CR: against 64-bit doubles; MB/s: float64 input (8 bytes a report)")
+    lines.append("bits/%s: the codec's output over all streams (its headers included); "
+                 "CR: against %s%s; MB/s: the stream as 8-byte words (a float64 a report; a "
+                 "symbol for pairs and messages)"
+                 % (unit, basis, "" if basis == "64-bit doubles"
+                    else " (%.2f bits per %s)" % (doc["cr_bits"], unit)))
+    return lines
+
+
+def format_size_table(doc: dict) -> str:
+    lines = []
+    for i, group in enumerate(doc.get("groups") or [doc]):
+        if i:
+            lines.append("")
+        lines += _format_group(group)
     a = doc.get("archive")
     if a:
         used = {}
@@ -198,23 +287,19 @@ def format_size_table(doc: dict) -> str:
 
 
 # ---- command ------------------------------------------------------------------------------------
-def _grid_profiles_only(profiles) -> None:
-    """The archive stores reports as binade doubles: window-grid profiles only. Any other
-    kind (zeal.mechanism.kinds: `archivable` says why not) is one ZealError line, before any
-    work, never a traceback."""
+def _one_reading_profile(prof) -> None:
+    """--reports reads `zeal perturb` lines of one reading (window grid, table): a multi or
+    shuffle profile's reports file is one ZealError line (their stores compress with --db)."""
     from ...mechanism import kinds
 
-    for prof in profiles:
-        kind = kinds.of(prof)
-        if kind.archivable is not None:
-            raise ZealError("zeal compress keeps window-grid and table profiles; profile %s "
-                            "is a %s profile (%s)" % (prof.fingerprint[:16], kind.name,
-                                                      kind.archivable))
+    if SH.shape_of(prof) is not SH.Patterns:
+        raise ZealError("zeal compress --reports keeps window-grid and table reports files; "
+                        "profile %s is a %s profile (compress its store with --db)"
+                        % (prof.fingerprint[:16], kinds.of(prof).name))
 
 
 def cmd_compress(args) -> int:
     from . import codecs, get
-    from ...mechanism import kinds
 
     if (args.db is None) == (args.reports is None):
         raise ZealError("give --db FILE or --reports FILE (with --profile)")
@@ -242,25 +327,33 @@ def cmd_compress(args) -> int:
     else:
         if args.profile is None:
             raise ZealError("--reports needs --profile FILE (the profile they were made under)")
+        from ...mechanism import kinds
+
         prof = kinds.load(args.profile)
-        _grid_profiles_only([prof])
+        _one_reading_profile(prof)
         j = read_reports(args.reports, prof)
         src = {"profiles": {prof.fingerprint: prof}, "devices": [], "columns": None,
                "streams": [A.Stream(None, prof.fingerprint, False, A.report_bits(prof, j))],
                "losses": None, "statuses": None, "link_bytes": None}
         source, origin = "reports", args.reports
     streams, profiles = src["streams"], src["profiles"]
-    n = sum(int(s.bits.size) for s in streams)
-    entropy, basis = entropy_bound(streams, profiles, readings)
-    sizes = A.measure(streams, profiles, available)
-    doc = size_table(n, sizes, entropy, basis)
+    n = sum(s.n for s in streams)
+    if readings is not None and len(profiles) == 1 and \
+            SH.shape_of(next(iter(profiles.values()))) is not SH.Patterns:
+        raise ZealError("--readings: the exact entropy bound is computed for window-grid "
+                        "profiles; without --readings the table is measured against the "
+                        "reports' plug-in entropy")
+    tables, sizes = group_tables(streams, profiles, available, readings)
+    doc = dict(tables[0])          # the first group's figures at the top (as before groups)
+    doc["groups"] = tables
     out = args.out or A.default_path(origin)
     manifest = A.write(out, source=source, profiles=profiles, devices=src["devices"],
                        columns=src["columns"], streams=streams, sizes=sizes,
                        candidates=candidates, losses=src["losses"], statuses=src["statuses"],
                        link_bytes=src["link_bytes"])
     doc["archive"] = {"path": out, "bytes": manifest["bytes"],
-                      "bits_per_report": 8 * manifest["bytes"] / n, "version": A.VERSION,
+                      "bits_per_report": 8 * manifest["bytes"] / n,
+                      "version": manifest["version"],
                       "stream_codecs": [s["codec"] for s in manifest["streams"]],
                       "absent": manifest["absent"]}
     if args.json:

@@ -63,7 +63,6 @@ class Kind:
     rows_per_attribute = "reports"
     refers_to_others = False
     profile_class = None
-    archivable = None
     distribution_plots = False
 
     def matches(self, data: bytes) -> bool:
@@ -85,6 +84,10 @@ class Kind:
     def split_payload(self, profile, payload, count):
         return None
 
+    def join_payload(self, profile, reports) -> bytes:
+        raise TypeError("a %s profile's reports are each `bits` wide: the wire packs them"
+                        % self.name)
+
     def value_attributes(self, profile) -> frozenset:
         return frozenset()
 
@@ -93,6 +96,12 @@ class Kind:
 
     def report_pattern(self, profile):
         raise TypeError("a %s profile's reports are not kept by an archive" % self.name)
+
+    # the archive's streams (zeal.analysis.compress.streams and kind_codecs)
+    stream_shape = "patterns"
+
+    def uniform_part(self, profile):
+        return None
 
     def facts(self, profile, unit=""):
         return None

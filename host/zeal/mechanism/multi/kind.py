@@ -1,5 +1,6 @@
 """Multi-attribute profiles (`zeal-multi/1`) as a profile kind (zeal.mechanism.kinds documents
 the interface)."""
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -15,8 +16,15 @@ class MultiKind(Kind):
     name = "multi"
     refers_to_others = True
     profile_class = MP.MultiProfile
-    archivable = ("its reports are k (attribute, value) pairs of varying width, not the "
-                  "float64 patterns an archive keeps")
+    # ---- the archive: a report as its k pairs; its attribute subset's exact law
+    stream_shape = "pairs"
+
+    def uniform_part(self, profile):
+        """MultiSampler draws the k attributes by a partial Fisher-Yates shuffle with
+        uniform_below(d - i) at step i: every ordered k-tuple has probability (d - k)! / d!,
+        each subset k! of them, so each of the C(d, k) subsets has 1 / C(d, k), whatever the
+        readings."""
+        return "attribute subset", math.comb(profile.d, profile.k)
 
     def matches(self, data):
         return MP.is_multi_file(data)
@@ -31,6 +39,9 @@ class MultiKind(Kind):
 
     def split_payload(self, profile, payload, count):
         return tuple(MP.unpack_multi(profile, payload, count))
+
+    def join_payload(self, profile, reports) -> bytes:
+        return MP.pack_multi(profile, reports)
 
     def value_attributes(self, profile) -> frozenset:
         return frozenset(j for j, a in enumerate(profile.attributes) if a.kind == "oue")

@@ -174,6 +174,11 @@ class MultiProfile(P.Canonical):
                                % (len(text), MAX_MULTI_FILE))
         return text
 
+    def value_limits(self) -> list:
+        """Per attribute, how many values its reports take (0..limit-1): a categorical
+        attribute's 2^c OUE bit patterns, a numeric one's cells."""
+        return [_value_limit(a) for a in self.attributes]
+
     def attribute_files(self) -> dict:
         """{i: file text} of the numeric attributes."""
         return {i: a.to_json() for i, a in enumerate(self.attributes) if a.kind != "oue"}

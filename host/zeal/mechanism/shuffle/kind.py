@@ -15,8 +15,13 @@ class ShuffleKind(Kind):
     rows_per_attribute = "messages of this coordinate"
     fields = "coordinates"
     profile_class = SP.ShuffleProfile
-    archivable = ("its reports are shuffled messages (coordinate, level), not the float64 "
-                  "patterns an archive keeps")
+    # ---- the archive: a message as its integer; its coordinate's exact law
+    stream_shape = "messages"
+
+    def uniform_part(self, profile):
+        """randomise draws a message's coordinate by UNIFORM(d): 1 / d each, whatever the
+        reading (the level's law depends on it)."""
+        return "coordinate", profile.params.d
 
     def matches(self, data):
         return SP.is_shuffle_file(data)
