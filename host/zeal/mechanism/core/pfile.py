@@ -76,6 +76,16 @@ class Calibration:
         return value
 
 
+def read_file(path, limit: int) -> bytes:
+    """A profile file's first limit + 1 bytes (one more than any file of its kind holds, so
+    that the kind's size check sees an overlong file); ProfileError if it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit + 1)
+    except OSError as exc:
+        raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
+
+
 def canonical_json(core: dict) -> bytes:
     """The canonical bytes of a profile object (profile.md): sorted keys, no spaces, ASCII."""
     return json.dumps(core, sort_keys=True, separators=(",", ":"),

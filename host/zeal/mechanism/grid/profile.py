@@ -26,7 +26,7 @@ from ...errors import ProfileError
 from ..core.pfile import (  # noqa: F401  (the public names are re-exported from here)
     EPSILON_MAX, MAX_FILE, MAX_RATIONAL, Calibration, Canonical, canonical_json, epsilon_at_most,
     exp_lower_bound, header_checks, parameters, parse, parse_rational, range_checks, range_fields,
-    with_calibration, _fail)
+    read_file, with_calibration, _fail)
 
 FORMAT = "zeal-profile/1"
 MANTISSA_BITS = 52
@@ -314,9 +314,5 @@ def loads(text):
 
 
 def load(path):
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE + 1)
-    except OSError as exc:
-        raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
+    data = read_file(path, MAX_FILE)
     return loads(data)

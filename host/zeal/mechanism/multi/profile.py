@@ -362,11 +362,7 @@ def file_fetcher(path):
 
 
 def load(path) -> MultiProfile:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MULTI_FILE + 1)
-    except OSError as exc:
-        raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
+    data = P.read_file(path, MAX_MULTI_FILE)
     return loads(data, file_fetcher(path))
 
 

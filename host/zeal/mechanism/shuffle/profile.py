@@ -336,11 +336,7 @@ def loads(text) -> ShuffleProfile:
 
 
 def load(path) -> ShuffleProfile:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SHUFFLE_FILE + 1)
-    except OSError as exc:
-        raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
+    data = P.read_file(path, MAX_SHUFFLE_FILE)
     return loads(data)
 
 

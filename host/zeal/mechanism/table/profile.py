@@ -266,11 +266,7 @@ def loads(text) -> TableProfile:
 
 
 def load(path) -> TableProfile:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_TABLE_FILE + 1)
-    except OSError as exc:
-        raise ProfileError("cannot read profile %s: %s" % (path, exc.strerror or exc)) from None
+    data = P.read_file(path, MAX_TABLE_FILE)
     return loads(data)
 
 
