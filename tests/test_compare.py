@@ -132,7 +132,7 @@ def test_grid_worst_variance_against_brute_force(eps, bits, between):
     # segment; at large eps (Nc = 1) the worst reading lies between two window starts, so the
     # vertex branch is exercised, not only the anchors
     g = ExactGrid(from_bits(-3.0, 17.5, eps, bits))
-    worst, x = compare.grid_worst_variance(g)
+    worst, x = g.worst_variance()
     assert worst == brute_grid_worst(g)
     assert g.variance(x) == worst
     assert (g.position(x).denominator != 1) is between

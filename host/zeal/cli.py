@@ -115,15 +115,6 @@ def _float_or_none(value):
         return None
 
 
-def _grid_worst(prof):
-    """The exact worst-case variance of one report's calibrated estimate over [lo, hi]
-    (zeal.analysis.compare.grid_worst_variance on mechanism/grid/exact.py's ExactGrid)."""
-    from .analysis.compare import grid_worst_variance
-    from .mechanism.grid.exact import ExactGrid
-
-    return grid_worst_variance(ExactGrid(prof))
-
-
 def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
     """Every figure a user may want about a profile (the --json contract), for either kind.
     data: readings (Fractions) whose average variance is reported as data_mean_variance."""
@@ -131,13 +122,15 @@ def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
 
     if not kinds.of(prof).double_reports:  # the paper's figures are about its doubles
         return table_report(prof, mechanism=mechanism, data=data, objective=objective)
-    from .mechanism.grid.exact import ExactGrid, worst_variance_ratio
+    from .mechanism.grid.exact import worst_variance_ratio
     from .paper import formulas as paper
 
     lo, hi, eps, e = prof.lo, prof.hi, prof.epsilon, prof.exponent
-    grid = ExactGrid(prof)
+    kind = kinds.of(prof)
+    ratio = kind.privacy(prof)["ratio"]
+    var = kind.variance(prof, data)[0]   # one quantity: the reading
+    worst, at = var["worst"], var["worst_input"]
     gamma = paper.gamma_min(lo, hi, eps, e)
-    worst, at = _grid_worst(prof)
     doc = {
         "lo": lo, "hi": hi, "epsilon": eps,
         # the float64 the profile holds, exactly: never above the epsilon that was typed
@@ -149,26 +142,24 @@ def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
         "wire_ratio": prof.bits / 64,
         "e_enc": paper.e_enc(lo, hi, eps), "e_vul": paper.e_vul(lo, hi, eps),
         "n_cells": prof.n_cells, "n_window": prof.n_window, "threshold": prof.threshold,
-        "privacy_ratio": float(grid.privacy_ratio),
-        "privacy_ratio_exact": "%d/%d" % (grid.privacy_ratio.numerator,
-                                          grid.privacy_ratio.denominator),
+        "privacy_ratio": float(ratio), "privacy_ratio_exact": _ratio_text(ratio),
         "fingerprint": prof.fingerprint,
     }
     if prof.n_cells <= 1 << 22:
         low, high = worst_variance_ratio(prof)
         doc["variance_ratio_vs_pm"] = [_finite(low), _finite(high)]
-    doc.update({"kind": GRID, "mechanism": GRID,
+    doc.update({"kind": kind.name, "mechanism": kind.name,
                 "worst_variance": _float_or_none(worst),
                 "worst_variance_exact": _ratio_text(worst),
                 "worst_input": _float_or_none(at),
                 "variance_unit": VARIANCE_UNIT})
-    if data is not None:
-        from collections import Counter
-        from fractions import Fraction
+    return _with_data_variance(doc, var, data)
 
-        lo_f, hi_f = Fraction(lo), Fraction(hi)
-        counts = Counter(min(max(x, lo_f), hi_f) for x in data)
-        mean = sum(grid.variance(x) * c for x, c in counts.items()) / sum(counts.values())
+
+def _with_data_variance(doc, var, data) -> dict:
+    """doc with the data-averaged variance of `var` (a kind's variance entry) when data."""
+    if data is not None:
+        mean = var["data_mean"]
         doc.update(data_mean_variance=_float_or_none(mean),
                    data_mean_variance_exact=_ratio_text(mean), data_readings=len(data))
     return doc
@@ -176,17 +167,15 @@ def profile_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
 
 def table_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
     """profile_report for a table profile (zeal-table/1)."""
-    from collections import Counter
-    from fractions import Fraction
+    from .mechanism import kinds
 
-    from .mechanism.grid.profile import exp_lower_bound
-
-    table = prof.table
-    ratio = table.privacy_ratio()
-    bound = exp_lower_bound(Fraction(prof.epsilon))
-    worst = prof.worst_variance()
+    kind = kinds.of(prof)
+    privacy = kind.privacy(prof)
+    ratio, bound = privacy["ratio"], privacy["bound"]
+    var = kind.variance(prof, data)[0]   # one quantity: the reading
+    worst = var["worst"]
     doc = {
-        "format": prof.format, "kind": "table",
+        "format": prof.format, "kind": kind.name,
         "mechanism": mechanism if mechanism is not None else getattr(prof, "mechanism", None),
         "lo": prof.lo, "hi": prof.hi, "epsilon": prof.epsilon,
         "epsilon_stored": repr(prof.epsilon), "bits": prof.bits,
@@ -200,19 +189,13 @@ def table_report(prof, *, mechanism=None, data=None, objective=None) -> dict:
         "exp_epsilon_bound": float(bound), "exp_epsilon_bound_exact": _ratio_text(bound),
         "worst_variance": _float_or_none(worst),
         "worst_variance_exact": _ratio_text(worst),
-        "worst_input": _float_or_none(table.worst_input()),
+        "worst_input": _float_or_none(var["worst_input"]),
         "variance_unit": VARIANCE_UNIT,
         "fingerprint": prof.fingerprint,
     }
     if objective is not None:
         doc["objective"] = objective
-    if data is not None:
-        lo_f, hi_f = Fraction(prof.lo), Fraction(prof.hi)
-        counts = Counter(min(max(x, lo_f), hi_f) for x in data)
-        mean = sum(table.variance(x) * c for x, c in counts.items()) / sum(counts.values())
-        doc.update(data_mean_variance=_float_or_none(mean),
-                   data_mean_variance_exact=_ratio_text(mean), data_readings=len(data))
-    return doc
+    return _with_data_variance(doc, var, data)
 
 
 def _progress(line):

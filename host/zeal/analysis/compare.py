@@ -21,7 +21,7 @@ One row per mechanism (`compare(...)` returns the rows; `format_table`, `plot` a
 
 Figures per row, in the reading's units (variances in (reading unit)^2):
 - `worst_variance`: max over readings in [lo, hi] of Var(estimate | x) for one report.
-  Tables: `Table.worst_variance()`. Window grid: `grid_worst_variance` below, exact.
+  Tables: `Table.worst_variance()`. Window grid: `ExactGrid.worst_variance()`, exact.
 - `mean_variance`: (1/n) sum_i Var(estimate | x_i) over the data's readings x_i (clamped to
   [lo, hi], as the device clamps); null without --data. Exact rows average Fractions.
 - `bits`: bits sent per report: the profile's m for the grid, ceil(log2 N) for an N-cell
@@ -30,17 +30,6 @@ Figures per row, in the reading's units (variances in (reading unit)^2):
   drawn from the data's reports (the order-0 bound an entropy coder of the reports can
   reach, as in zeal.analysis.compress.entropy). Computed from the exact probabilities (then
   rounded to float64 once per term); null without --data and for the references.
-
-Exact worst variance of the window grid. With anchors at window starts jL = 0..N' (N' = N -
-Nc, pos = b + f), ExactGrid's offset variance is Var(pos) = (1-f) V_b + f V_{b+1} + f(1-f) s^2
-(V_jL = Var(j | jL), s = the mean map's slope; the mixing adds f(1-f)s^2 as for tables).
-V_jL = Q(jL) for a convex quadratic Q (grid.max_window_variance), and the chord of Q exceeds
-Q by a f(1-f) (a >= 0 its leading coefficient), so Var(b + f) = Q(b + f) + (a + s^2) f(1-f).
-For a fixed f, b + f lies in [f, N'-1+f], and a convex Q is largest at an end of it: the
-maximum over all readings is reached on the first or the last segment. On each, Var is a
-concave quadratic in f, so its maximum is at f = 0, f = 1 or the vertex f* = 1/2 +
-(V_{b+1} - V_b)/(2 s^2); these (at most six) readings are evaluated with
-`ExactGrid.variance`, exactly, whatever N is (N reaches 2^52).
 """
 import json
 import math
@@ -169,32 +158,6 @@ def load_readings(path, column=None) -> list:
 
 
 # ---- exact figures ----------------------------------------------------------------------------
-def grid_worst_variance(grid) -> tuple:
-    """(max over [lo, hi] of grid.variance(x), a reading x reaching it), exactly (see the
-    module docstring: first and last segment, endpoints and vertices)."""
-    span = grid.n - grid.nc                   # N'
-    s2 = grid.slope ** 2
-
-    def v(jl):
-        m1, m2 = grid.window_moments(jl)
-        return m2 - m1 * m1
-
-    width = (grid.hi - grid.lo) / span
-    best = None
-    for b in sorted({0, span - 1}):
-        vb, vb1 = v(b), v(b + 1)
-        fs = [Fraction(0), Fraction(1)]
-        f_star = Fraction(1, 2) + (vb1 - vb) / (2 * s2)
-        if 0 < f_star < 1:
-            fs.append(f_star)
-        for f in fs:
-            x = grid.lo + (b + f) * width
-            val = grid.variance(x)
-            if best is None or val > best[0]:
-                best = (val, x)
-    return best
-
-
 def _mean(values) -> Fraction:
     total, n = Fraction(0), 0
     for value, count in values:
@@ -256,7 +219,7 @@ def _grid_row(lo, hi, eps_text, bits, data):
         return _row("window-grid", "grid", exact=True, on_device=True,
                     note="n/a: %s" % exc)
     g = ExactGrid(prof)
-    worst, _ = grid_worst_variance(g)
+    worst, _ = g.worst_variance()
     mean = entropy = None
     if data is not None:
         counts = _clamp(data, Fraction(prof.lo), Fraction(prof.hi))

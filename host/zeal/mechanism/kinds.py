@@ -53,6 +53,19 @@ Each kind object answers:
   double_reports         its reports are the paper's float64 patterns x* (the window grid):
                          what an archive keeps, decode_values gives and AVG* averages
   privacy_ratio(profile) the exact worst-case likelihood ratio of a report (e^epsilon bound)
+  privacy(profile)       the exact privacy figures, Fractions: covers (what the guarantee is
+                         about: one report, a shuffled batch), epsilon, delta (None for pure
+                         LDP), ratio (the worst-case likelihood ratio of what `covers` names,
+                         None for shuffle) and bound (the certified rational lower bound of
+                         e^epsilon it stays within, None for shuffle)
+  variance(profile, readings=None)
+                         per estimated quantity (one reading; a multi profile's attributes; a
+                         shuffle profile's coordinates) a dict: name, of (one report's / one
+                         message's estimate), worst (exact, Fraction: max over the range),
+                         worst_upper (= worst where the maximum is exact, else an upper
+                         bound), worst_input (a reading reaching it, or None), data_mean
+                         (the average over `readings` clamped to the range, or None) and
+                         data_readings
   summary(profile, unit) one line naming the profile's figures (range, epsilon, bits, cells)
   facts(profile, unit)   the kind's own figures for a JSON document (None: nothing to add)
   title_note(profile)    what a plot's title adds about the kind ("" for the window grid)

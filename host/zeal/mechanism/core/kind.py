@@ -103,6 +103,14 @@ class Kind:
     def uniform_part(self, profile):
         return None
 
+    def privacy(self, profile) -> dict:
+        """The exact privacy figures (module kinds documents the keys)."""
+        raise NotImplementedError
+
+    def variance(self, profile, readings=None) -> list:
+        """The exact variance figures of each estimated quantity (module kinds)."""
+        raise NotImplementedError
+
     def facts(self, profile, unit=""):
         return None
 
@@ -211,3 +219,21 @@ def scalar_aggregate(kind, profile, offsets, table: bool):
         text.append("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
                     % num(summary.avg_star_naive))
     return doc, text
+
+
+def variance_entry(name, of, worst, worst_input=None, upper=None, data=None) -> dict:
+    """One quantity's entry of Kind.variance: data is (sum of the variances, readings)."""
+    return {"name": name, "of": of, "worst": worst,
+            "worst_upper": worst if upper is None else upper, "worst_input": worst_input,
+            "data_mean": None if not data or not data[1] else data[0] / data[1],
+            "data_readings": data[1] if data else 0}
+
+
+def clamped_mean(variance, readings, lo, hi):
+    """(sum of variance(x) over the readings clamped to [lo, hi], how many), each distinct
+    reading evaluated once (the device clamps before it samples)."""
+    from collections import Counter
+
+    lo, hi = Fraction(lo), Fraction(hi)
+    counts = Counter(min(max(Fraction(x), lo), hi) for x in readings)
+    return sum(variance(x) * c for x, c in counts.items()), sum(counts.values())

@@ -106,6 +106,42 @@ class ExactGrid:
         """Var[estimate(j) | x]."""
         return self.gain ** 2 * self.offset_variance(x)
 
+    def worst_variance(self) -> tuple:
+        """(max over [lo, hi] of self.variance(x), a reading x reaching it), exactly.
+
+        With anchors at window starts jL = 0..N' (N' = N - Nc, pos = b + f), the offset
+        variance is Var(pos) = (1-f) V_b + f V_{b+1} + f(1-f) s^2 (V_jL = Var(j | jL), s = the
+        mean map's slope; the mixing adds f(1-f) s^2 as for tables). V_jL = Q(jL) for a convex
+        quadratic Q (max_window_variance), and the chord of Q exceeds Q by a f(1-f) (a >= 0
+        its leading coefficient), so Var(b + f) = Q(b + f) + (a + s^2) f(1-f). For a fixed f,
+        b + f lies in [f, N'-1+f], and a convex Q is largest at an end of it: the maximum over
+        all readings is reached on the first or the last segment. On each, Var is a concave
+        quadratic in f, so its maximum is at f = 0, f = 1 or the vertex
+        f* = 1/2 + (V_{b+1} - V_b)/(2 s^2); these (at most six) readings are evaluated with
+        `variance`, exactly, whatever N is (N reaches 2^52).
+        """
+        span = self.n - self.nc                   # N'
+        s2 = self.slope ** 2
+
+        def v(jl):
+            m1, m2 = self.window_moments(jl)
+            return m2 - m1 * m1
+
+        width = (self.hi - self.lo) / span
+        best = None
+        for b in sorted({0, span - 1}):
+            vb, vb1 = v(b), v(b + 1)
+            fs = [Fraction(0), Fraction(1)]
+            f_star = Fraction(1, 2) + (vb1 - vb) / (2 * s2)
+            if 0 < f_star < 1:
+                fs.append(f_star)
+            for f in fs:
+                x = self.lo + (b + f) * width
+                val = self.variance(x)
+                if best is None or val > best[0]:
+                    best = (val, x)
+        return best
+
     def estimate_range(self) -> tuple:
         return self.estimate(0), self.estimate(self.n - 1)
 

@@ -4,8 +4,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..core.kind import (Kind, ScalarPerturber, by_value, calibration, frame_report, lines_of,
-                         ratio, export_rows, scalar_aggregate)
+from ..core.kind import (Kind, ScalarPerturber, by_value, calibration, clamped_mean,
+                         export_rows, frame_report, lines_of, ratio, scalar_aggregate,
+                         variance_entry)
+from ..core.pfile import exp_lower_bound
 from . import profile as GP
 from .exact import ExactGrid
 
@@ -46,6 +48,18 @@ class GridKind(Kind):
 
     def privacy_ratio(self, profile):
         return ExactGrid(profile).privacy_ratio
+
+    def privacy(self, profile) -> dict:
+        return {"covers": "one report", "epsilon": Fraction(profile.epsilon), "delta": None,
+                "ratio": ExactGrid(profile).privacy_ratio,
+                "bound": exp_lower_bound(Fraction(profile.epsilon))}
+
+    def variance(self, profile, readings=None) -> list:
+        grid = ExactGrid(profile)
+        worst, at = grid.worst_variance()
+        data = None if readings is None else clamped_mean(grid.variance, readings,
+                                                           profile.lo, profile.hi)
+        return [variance_entry("reading", "one report's estimate", worst, at, data=data)]
 
     def summary(self, profile, unit=""):
         return ("range [%g, %g] %s, epsilon %g, %d bits per report (E = %d, %d cells), "

@@ -6,8 +6,9 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import InputError, ReportError
-from ..core.kind import (EXPORT_FIELDS, Kind, by_value, frame_report, lines_of, num, ratio,
-                         reading_from_text, export_rows)
+from ..core.kind import (EXPORT_FIELDS, Kind, by_value, clamped_mean, export_rows,
+                         frame_report, lines_of, num, ratio, reading_from_text,
+                         variance_entry)
 from . import profile as MP
 from .mechanism import _CategoricalPart
 
@@ -60,6 +61,30 @@ class MultiKind(Kind):
 
     def privacy_ratio(self, profile):
         return profile.multi().privacy_ratio()
+
+    def privacy(self, profile) -> dict:
+        m = profile.multi()
+        return {"covers": "one report (its k attributes)", "epsilon": Fraction(profile.epsilon),
+                "delta": None, "ratio": m.privacy_ratio(),
+                "bound": m.privacy_certificate()["product_bound"]}
+
+    def variance(self, profile, readings=None) -> list:
+        """Per attribute: a numeric one's estimate of its reading; a categorical one's, of
+        a value's indicator (worst over the value and the true value). `readings`: tuples of
+        d readings (a categorical attribute's field is unused here: its data figure is
+        None)."""
+        m = profile.multi()
+        out = []
+        for j, part in enumerate(m.parts):
+            low, high = m.worst_variance_bounds(j)
+            data = None
+            if readings is not None and not isinstance(part, _CategoricalPart):
+                data = clamped_mean(lambda x, j=j: m.variance(j, x),
+                                    [r[j] for r in readings], part.lo, part.hi)
+            of = ("one report's estimate of a value's frequency"
+                  if isinstance(part, _CategoricalPart) else "one report's estimate")
+            out.append(variance_entry(profile.names[j], of, low, upper=high, data=data))
+        return out
 
     def summary(self, profile, unit=""):
         return ("%d attributes (%s), k = %d a report, epsilon %g, fingerprint %s"

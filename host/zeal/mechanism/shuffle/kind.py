@@ -5,7 +5,8 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import InputError, ReportError
-from ..core.kind import Kind, by_value, frame_report, lines_of, num, ratio, reading_from_text, export_rows
+from ..core.kind import (Kind, by_value, export_rows, frame_report, lines_of, num, ratio,
+                         reading_from_text, variance_entry)
 from . import mechanism as S
 from . import profile as SP
 
@@ -34,6 +35,31 @@ class ShuffleKind(Kind):
     def privacy_ratio(self, profile):
         raise ReportError("a shuffle profile's guarantee is (epsilon, delta) for a shuffled "
                           "batch, not a per-report ratio")
+
+    def privacy(self, profile) -> dict:
+        p = profile.params
+        return {"covers": "the n = %d readings' %d messages, once a shuffler mixed them"
+                          % (p.n, p.n * p.t),
+                "epsilon": Fraction(p.epsilon), "delta": Fraction(p.delta), "ratio": None,
+                "bound": None}
+
+    def variance(self, profile, readings=None) -> list:
+        """Per coordinate c, one message's estimate of its reading: (hi_c - lo_c)^2 times
+        the normalised figure (S.message_variance); `readings`: tuples of d readings."""
+        p = profile.params
+        worst, at = S.worst_message_variance(p)
+        out = []
+        for c, (lo, hi) in enumerate(profile.ranges):
+            lo, hi = Fraction(lo), Fraction(hi)
+            w2 = (hi - lo) ** 2
+            data = None
+            if readings is not None:
+                xs = [min(max(Fraction(r[c]), lo), hi) for r in readings]
+                data = (sum(w2 * S.message_variance(p, (x - lo) / (hi - lo)) for x in xs),
+                        len(xs))
+            out.append(variance_entry("coordinate %d" % c, "one message's estimate",
+                                      w2 * worst, lo + (hi - lo) * at, data=data))
+        return out
 
     def summary(self, profile, unit=""):
         p = profile.params

@@ -556,6 +556,53 @@ def _inverse_count_moments(n: int, p: float):
     return float((pmf / c).sum() / (1 - p0)), p0
 
 
+def message_variance(params: Params, x) -> Fraction:
+    """The exact variance of one message's unbiased estimate z = (y/k - gamma/2) / (1 - gamma)
+    of its coordinate's normalised reading x in [0, 1] (E[z] = x). With xk = i + p (0 <= p < 1):
+        E[y/k]     = (1 - gamma) x + gamma / 2
+        E[(y/k)^2] = (1 - gamma) (x^2 + p (1 - p) / k^2) + gamma (2k + 1) / (6k)
+    (randomised rounding: y in {i, i + 1}, mean xk, variance p(1 - p); the blanket: uniform
+    over 0..k), and Var z = (E[(y/k)^2] - E[y/k]^2) / (1 - gamma)^2."""
+    k, g = params.k, Fraction(params.gamma)
+    x = Fraction(x)
+    if not 0 <= x <= 1:
+        raise ShuffleError("a normalised reading lies in [0, 1], got %s" % x)
+    p = x * k - math.floor(x * k)
+    mean = (1 - g) * x + g / 2
+    square = (1 - g) * (x * x + p * (1 - p) / (k * k)) + g * Fraction(2 * k + 1, 6 * k)
+    return (square - mean * mean) / ((1 - g) ** 2)
+
+
+def worst_message_variance(params: Params) -> tuple:
+    """(max over x in [0, 1] of `message_variance`, an x where it is reached), exactly. On
+    each piece [i/k, (i + 1)/k] the variance is a quadratic in x: in E[(y/k)^2] the x^2 terms
+    cancel ((1 - gamma) x^2 against p(1 - p)/k^2's -(1 - gamma) x^2), E[y/k]^2 brings
+    -(1 - gamma)^2 x^2, so after the division its x^2 coefficient is -1: concave, and its
+    maximum is at an end or at the vertex, found from three exact values of the quadratic."""
+    k = params.k
+    best = (Fraction(-1), None)
+    for i in range(k):
+        a, b = Fraction(i, k), Fraction(i + 1, k)
+        m = (a + b) / 2
+        fa, fm = message_variance(params, a), message_variance(params, m)
+        # p(1-p) is continuous at b (it is 0 at both ends), so the piece's own formula gives
+        # the value at b from the left
+        fb = message_variance(params, b)
+        h = (b - a) / 2
+        c2 = (fa - 2 * fm + fb) / (2 * h * h)     # the quadratic's x^2 coefficient (< 0)
+        c1 = (fb - fa) / (2 * h)                   # its slope at m
+        candidates = [a, b]
+        if c2 < 0:
+            v = m - c1 / (2 * c2)
+            if a < v < b:
+                candidates.append(v)
+        for x in candidates:
+            value = message_variance(params, x)
+            if value > best[0]:
+                best = (value, x)
+    return best
+
+
 def mse_bound_at_k(params: Params, *, spread=0.25):
     """Bound on the normalised MSE E||mean_hat - mean||^2 of `Analyzer.estimate` at the
     configured k, as a dict of float64 terms (conditional on every coordinate reported):

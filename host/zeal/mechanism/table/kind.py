@@ -4,8 +4,9 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import ReportError
-from ..core.kind import (Kind, ScalarPerturber, calibration, frame_report, lines_of, ratio,
-                         export_rows, scalar_aggregate)
+from ..core.kind import (Kind, ScalarPerturber, calibration, clamped_mean, export_rows,
+                         frame_report, lines_of, ratio, scalar_aggregate, variance_entry)
+from ..core.pfile import exp_lower_bound
 from . import profile as TP
 
 
@@ -39,6 +40,18 @@ class TableKind(Kind):
 
     def privacy_ratio(self, profile):
         return profile.table.privacy_ratio()
+
+    def privacy(self, profile) -> dict:
+        return {"covers": "one report", "epsilon": Fraction(profile.epsilon), "delta": None,
+                "ratio": profile.table.privacy_ratio(),
+                "bound": exp_lower_bound(Fraction(profile.epsilon))}
+
+    def variance(self, profile, readings=None) -> list:
+        table = profile.table
+        data = None if readings is None else clamped_mean(table.variance, readings,
+                                                           profile.lo, profile.hi)
+        return [variance_entry("reading", "one report's estimate", table.worst_variance(),
+                               table.worst_input(), data=data)]
 
     def summary(self, profile, unit=""):
         return ("table, range [%g, %g] %s, epsilon %g, %d bits per report (%d cells, %d "
