@@ -279,9 +279,11 @@ def format_size_table(doc: dict) -> str:
         used = {}
         for c in a["stream_codecs"]:
             used[c] = used.get(c, 0) + 1
-        lines.append("archive written to %s: %d bytes, %.4f bits per report with its "
+        units = {g.get("unit", "report") for g in doc.get("groups") or [doc]}
+        unit = units.pop() if len(units) == 1 else "report or message"
+        lines.append("archive written to %s: %d bytes, %.4f bits per %s with its "
                      "manifest, profiles and frame table; streams: %s"
-                     % (a["path"], a["bytes"], a["bits_per_report"],
+                     % (a["path"], a["bytes"], a["bits_per_report"], unit,
                         ", ".join("%s x%d" % kv for kv in used.items())))
     return "\n".join(lines)
 
