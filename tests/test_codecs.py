@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from zeal.analysis import compress
-from zeal.analysis.compress import entropy, rivals
+from zeal.analysis.compress import entropy
 from zeal.analysis.datasets import HUMIDITY_RANGE, aarhus
 from zeal.errors import ZealError
+from zeal.wire import bits as wire_bits
 from zeal.mechanism.grid import bulk, reports
 from zeal.mechanism.grid import profile as P
 from zeal.mechanism.grid.exact import ExactGrid
@@ -117,7 +118,7 @@ def test_packed_is_the_m_bits_the_device_sends():
         n = bits.shape[0]
         assert len(blob) == 4 + 9 + -(-n * m // 8)
         low = np.array([reports.to_low(prof, int(b) & ((1 << 52) - 1)) for b in bits[:50]])
-        assert np.array_equal(rivals.unpack_bits(blob[13:], 50, m), low.astype(np.uint64))
+        assert np.array_equal(wire_bits.unpack_bits(blob[13:], 50, m), low.astype(np.uint64))
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 7, 8, 13, 31, 32, 33, 52, 63, 64])
@@ -126,12 +127,39 @@ def test_pack_bits_round_trips_every_width(width):
     for n in (1, 2, 63, 64, 65, 1000):
         v = rng.integers(0, 2 ** 63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         v &= np.uint64((1 << width) - 1) if width < 64 else np.uint64(2 ** 64 - 1)
-        buf = rivals.pack_bits(v, width)
+        buf = wire_bits.pack_bits(v, width)
         assert len(buf) == -(-n * width // 8)
-        assert np.array_equal(rivals.unpack_bits(buf, n, width), v)
+        assert np.array_equal(wire_bits.unpack_bits(buf, n, width), v)
     # the bit order is fixed: value i's bit b is bit i*width + b of the stream, LSB first
     v = np.array([1, 0, 1], dtype=np.uint64)
-    assert int.from_bytes(rivals.pack_bits(v, width), "little") == 1 | (1 << 2 * width)
+    assert int.from_bytes(wire_bits.pack_bits(v, width), "little") == 1 | (1 << 2 * width)
+
+
+def _reference_pack(values, widths) -> bytes:
+    """LSB first, written here with Python integers: value i at bit sum(widths[:i])."""
+    acc = pos = 0
+    for v, w in zip(values, widths):
+        acc |= (int(v) & ((1 << w) - 1)) << pos
+        pos += w
+    return acc.to_bytes(-(-pos // 8), "little")
+
+
+def test_one_packer_for_every_width_against_python_integers():
+    """The wire's payload layout, the archive's sections and GreedyGD's: one packer
+    (zeal.wire.bits), fixed and per-value widths, equal to the integer reference."""
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 5, 64, 129):
+        widths = rng.integers(1, 65, n)
+        v = rng.integers(0, 2 ** 63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        buf = wire_bits.pack_varwidth(v, widths)
+        assert buf == _reference_pack(v, widths.tolist())
+        mask = np.array([(1 << int(w)) - 1 for w in widths], dtype=np.uint64)
+        assert np.array_equal(wire_bits.unpack_varwidth(buf, widths), v & mask)
+        for w in (0, 1, 3, 13, 52, 63, 64):
+            buf = wire_bits.pack_bits(v, w)
+            assert buf == _reference_pack(v, [w] * n)
+            kept = v & np.uint64((1 << w) - 1) if w < 64 else v
+            assert np.array_equal(wire_bits.unpack_bits(buf, n, w), kept)
 
 
 def test_codecs_refuse_reports_and_blobs_of_another_profile():

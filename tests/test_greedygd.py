@@ -193,25 +193,7 @@ def test_registry_codec_round_trips():
     assert np.array_equal(codec.decode(codec.encode(bits, prof), prof), bits)
 
 
-# ---- the byte stream ---------------------------------------------------------------------------
-def _ref_pack(values, width):
-    """Bit stream written with one Python integer, LSB first."""
-    acc = 0
-    for i, v in enumerate(values):
-        acc |= int(v) << (i * width)
-    return acc.to_bytes((len(values) * width + 7) // 8, "little")
-
-
-@pytest.mark.parametrize("width", [0, 1, 3, 8, 13, 31, 52, 63, 64])
-@pytest.mark.parametrize("count", [0, 1, 2, 63, 64, 65, 300])
-def test_packer_is_the_plain_bit_stream(width, count):
-    rng = np.random.default_rng(width * 1000 + count)
-    v = rng.integers(0, 2**64 - 1, count, dtype=np.uint64, endpoint=True) & U64((1 << width) - 1)
-    blob = G._pack(v, width)
-    assert blob == _ref_pack(v, width)
-    assert np.array_equal(G._unpack(blob, count, width), v)
-
-
+# ---- the byte stream (its bit packer: zeal.wire.bits, tested in test_codecs.py) -----------------
 def _stream():
     prof, _, bits = report_bits(4, HUMIDITY)
     return G.compress(bits[:999]).to_bytes()

@@ -39,6 +39,7 @@ import numpy as np
 from cobs import cobs as _cobs
 
 from ..errors import ZealError
+from .bits import pack_bits
 
 PROTOCOL = 2
 TYPE_HELLO, TYPE_DATA, TYPE_STATUS = 1, 2, 3
@@ -334,14 +335,11 @@ def _bytes8(name, value) -> bytes:
 
 
 def pack_reports(values: Iterable[int], bits: int) -> bytes:
-    """count m-bit integers, least-significant bit first (reference, exact Python ints)."""
+    """count m-bit integers, least-significant bit first: each checked (an exact Python int
+    in range), then packed by bits.pack_bits."""
     _check_int("bits", bits, 1, MAX_BITS)
-    acc, count = 0, 0
-    for v in values:
-        _check_int("report", v, 0, (1 << bits) - 1)
-        acc |= v << (count * bits)
-        count += 1
-    return acc.to_bytes((count * bits + 7) // 8, "little")
+    values = [_check_int("report", v, 0, (1 << bits) - 1) for v in values]
+    return pack_bits(np.array(values, dtype=np.uint64), bits)
 
 
 def encode_hello(*, device_id, fingerprint, boot: int, bits: int, batch: int,

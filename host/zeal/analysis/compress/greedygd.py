@@ -72,6 +72,7 @@ import numpy as np
 from ...errors import ReportError, ZealError
 from ...mechanism.grid.estimate import Estimator
 from ...mechanism.grid.profile import MANTISSA_BITS, Profile
+from ...wire.bits import pack_bits, unpack_bits
 
 NAME = "greedygd"
 VERSION = 1
@@ -132,44 +133,6 @@ def _deposit(v: np.ndarray, mask: int) -> np.ndarray:
 
 def _id_bits(g: int) -> int:
     return (g - 1).bit_length() if g > 1 else 0
-
-
-def _pack(values: np.ndarray, width: int) -> bytes:
-    """count fields of `width` bits (0..64), LSB first, into 64-bit little-endian words, cut to
-    whole bytes. Each word holds the start of at least one field (width <= 64), so the low parts
-    are OR-reduced per word; a field crossing into the next word adds its high part there."""
-    n = values.size
-    total = n * width
-    if total == 0:
-        return b""
-    v = values.astype(_U64, copy=False)
-    start = np.arange(n, dtype=_U64) * _U64(width)
-    q = (start >> _U64(6)).astype(np.int64)
-    r = start & _U64(63)
-    words = np.zeros((total + 63) // 64, dtype=_U64)
-    firsts = np.concatenate(([0], np.flatnonzero(np.diff(q)) + 1))
-    words[q[firsts]] = np.bitwise_or.reduceat(v << r, firsts)
-    spill = np.flatnonzero(r + _U64(width) > _U64(64))
-    if spill.size:
-        words[q[spill] + 1] |= v[spill] >> (_U64(64) - r[spill])
-    return words.astype("<u8").tobytes()[:(total + 7) // 8]
-
-
-def _unpack(buf: bytes, count: int, width: int) -> np.ndarray:
-    """Inverse of _pack (buf holds exactly the section)."""
-    if count == 0 or width == 0:
-        return np.zeros(count, dtype=_U64)
-    total = count * width
-    nwords = (total + 63) // 64
-    raw = np.zeros(nwords + 1, dtype="<u8")
-    raw.view(np.uint8)[:len(buf)] = np.frombuffer(buf, dtype=np.uint8)
-    words = raw.astype(_U64)  # native order for the arithmetic
-    start = np.arange(count, dtype=_U64) * _U64(width)
-    q = (start >> _U64(6)).astype(np.int64)
-    r = start & _U64(63)
-    lo = words[q] >> r
-    hi = (words[q + 1] << _U64(1)) << (_U64(63) - r)  # words[q+1] << (64 - r); 0 when r == 0
-    return (lo | hi) & _U64(_full(width))
 
 
 def _section_bytes(count: int, width: int) -> int:
@@ -306,9 +269,9 @@ class Compressed:
     def to_bytes(self) -> bytes:
         head = _HEADER.pack(MAGIC, VERSION, self.width, self.n, self.const_mask,
                             self.const_bits, self.base_mask, self.bases)
-        return b"".join((head, _pack(self.table, bin(self.base_mask).count("1")),
-                         _pack(self.ids, _id_bits(self.bases)),
-                         _pack(self.devs, bin(self.dev_mask).count("1"))))
+        return b"".join((head, pack_bits(self.table, bin(self.base_mask).count("1")),
+                         pack_bits(self.ids, _id_bits(self.bases)),
+                         pack_bits(self.devs, bin(self.dev_mask).count("1"))))
 
     @classmethod
     def from_bytes(cls, blob, limit=None) -> "Compressed":
@@ -341,7 +304,7 @@ class Compressed:
             at += size
             if size and (count * w) % 8 and sec[-1] >> ((count * w) % 8):
                 raise GreedyGDError("GreedyGD stream has non-zero padding bits")
-            parts.append(_unpack(sec, count, w))
+            parts.append(unpack_bits(sec, count, w))
         table, ids, devs = parts
         if g and np.any(table[1:] <= table[:-1]):
             raise GreedyGDError("GreedyGD stream's base table is not strictly ascending")

@@ -47,7 +47,8 @@ import numpy as np
 
 from ...errors import ZealError
 from ...mechanism import kinds
-from .rivals import RANS_MAX_BUCKET_BITS, choose_buckets, pack_bits, unpack_bits
+from ...wire.bits import pack_bits, pack_varwidth, unpack_bits, unpack_varwidth
+from .rivals import RANS_MAX_BUCKET_BITS, choose_buckets
 
 
 # ---- the exact laws -----------------------------------------------------------------------------
@@ -190,48 +191,6 @@ def _guard(name, fn):
     except Exception as exc:   # constriction's and numpy's errors on a damaged blob
         raise ZealError("%s: cannot decode the blob (%s)" % (name, type(exc).__name__)) \
             from None
-
-
-# ---- variable-width packing ---------------------------------------------------------------------
-def pack_varwidth(values, widths) -> bytes:
-    """Each value's low widths[i] bits (1..64), one after the other, least significant bit
-    first, padded to a byte (vectorised: positions by a running sum)."""
-    v = np.asarray(values, dtype=np.uint64)
-    w = np.asarray(widths, dtype=np.int64)
-    total = int(w.sum())
-    if total == 0:
-        return b""
-    pos = np.cumsum(w) - w
-    word, sh = pos >> 6, (pos & 63).astype(np.uint64)
-    mask = np.where(w >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << np.minimum(w, 63).astype(np.uint64)) - np.uint64(1))
-    v = v & mask
-    out = np.zeros((total >> 6) + 2, dtype=np.uint64)
-    np.bitwise_or.at(out, word, v << sh)
-    spill = (sh > 0) & (sh.astype(np.int64) + w > 64)
-    np.bitwise_or.at(out, word[spill] + 1, v[spill] >> (np.uint64(64) - sh[spill]))
-    return out.astype("<u8").tobytes()[:-(-total // 8)]
-
-
-def unpack_varwidth(buf, widths) -> np.ndarray:
-    w = np.asarray(widths, dtype=np.int64)
-    total = int(w.sum())
-    need = -(-total // 8)
-    if len(buf) < need:
-        raise ZealError("blob truncated: %d bytes of packed bits, %d needed" % (len(buf), need))
-    if total == 0:
-        return np.zeros(w.size, dtype=np.uint64)
-    nwords = (total >> 6) + 2
-    words = np.frombuffer(bytes(buf[:need]) + bytes(nwords * 8 - need), dtype="<u8") \
-        .astype(np.uint64)
-    pos = np.cumsum(w) - w
-    word, sh = pos >> 6, (pos & 63).astype(np.uint64)
-    v = words[word] >> sh
-    spill = (sh > 0) & (sh.astype(np.int64) + w > 64)
-    v[spill] |= words[word[spill] + 1] << (np.uint64(64) - sh[spill])
-    mask = np.where(w >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << np.minimum(w, 63).astype(np.uint64)) - np.uint64(1))
-    return v & mask
 
 
 # ---- pairs ------------------------------------------------------------------------------------
@@ -482,5 +441,5 @@ def for_messages(name, codec):
 
 
 __all__ = ["PairsPacked", "PairsRans", "MessagesPacked", "MessagesRans", "exact_law",
-           "exact_law_bits", "subsets", "subset_ranks", "pack_varwidth", "unpack_varwidth",
+           "exact_law_bits", "subsets", "subset_ranks", 
            "for_pairs", "for_messages"]

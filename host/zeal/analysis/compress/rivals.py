@@ -36,14 +36,13 @@ unbounded, as the libraries' one-shot calls are.
 """
 import bz2
 import lzma
-import math
 import struct
 
 import numpy as np
 
 from ...errors import ZealError
 from ...mechanism import kinds
-from ...mechanism.grid.profile import MANTISSA_BITS
+from ...wire.bits import pack_bits, unpack_bits
 
 _U64 = np.dtype("<u8")
 
@@ -77,59 +76,6 @@ def _from_bytes(raw: bytes) -> np.ndarray:
     if len(raw) % 8:
         raise ZealError("decoded stream is %d bytes, not a whole number of float64" % len(raw))
     return np.frombuffer(raw, dtype=_U64).astype(np.uint64)
-
-
-# ---- bit packing (vectorised: one numpy pass per residue class, no per-record loop) ---------
-def pack_bits(values: np.ndarray, width: int) -> bytes:
-    """The low `width` bits of each value, packed tightly, least significant bit first;
-    ceil(n * width / 8) bytes."""
-    values = np.asarray(values, dtype=np.uint64)
-    n = values.shape[0]
-    if width == 0 or n == 0:
-        return b""
-    if not 0 < width <= 64:
-        raise ValueError("width %d" % width)
-    if width < 64:
-        values = values & np.uint64((1 << width) - 1)
-    lanes = 64 // math.gcd(64, width)          # values per period of whole words
-    words_per = lanes * width // 64
-    groups = -(-n // lanes)
-    out = np.zeros(groups * words_per + 1, dtype=np.uint64)
-    for r in range(min(lanes, n)):
-        v = values[r::lanes]
-        p0 = r * width
-        word = np.arange(v.shape[0], dtype=np.int64) * words_per + (p0 >> 6)
-        sh = p0 & 63
-        out[word] |= v << np.uint64(sh)
-        if sh and sh + width > 64:
-            out[word + 1] |= v >> np.uint64(64 - sh)
-    return out.astype(_U64).tobytes()[:-(-n * width // 8)]
-
-
-def unpack_bits(buf, n: int, width: int) -> np.ndarray:
-    """Inverse of pack_bits: n values of `width` bits from `buf` (uint64)."""
-    if width == 0 or n == 0:
-        return np.zeros(n, dtype=np.uint64)
-    need = -(-n * width // 8)
-    if len(buf) < need:
-        raise ZealError("blob truncated: %d bytes of packed bits, %d needed" % (len(buf), need))
-    lanes = 64 // math.gcd(64, width)
-    words_per = lanes * width // 64
-    groups = -(-n // lanes)
-    raw = bytes(buf[:need]) + bytes((groups * words_per + 1) * 8 - need)
-    words = np.frombuffer(raw, dtype=_U64).astype(np.uint64)
-    out = np.empty(n, dtype=np.uint64)
-    mask = np.uint64((1 << width) - 1) if width < 64 else None
-    for r in range(min(lanes, n)):
-        count = len(range(r, n, lanes))
-        p0 = r * width
-        word = np.arange(count, dtype=np.int64) * words_per + (p0 >> 6)
-        sh = p0 & 63
-        v = words[word] >> np.uint64(sh)
-        if sh and sh + width > 64:
-            v |= words[word + 1] << np.uint64(64 - sh)
-        out[r::lanes] = v & mask if mask is not None else v
-    return out
 
 
 # ---- general-purpose compressors on the float64 byte stream ---------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import ZealError
 from ...mechanism import kinds
+from ...wire.bits import pack_bits
 from ..decode import ROW_FP, DecodeError, PayloadReader
 
 
@@ -38,14 +39,6 @@ class StreamShapeError(ZealError):
 def shape_of(profile):
     """The shape object of a profile's streams (its kind's `stream_shape`)."""
     return SHAPES[kinds.of(profile).stream_shape]
-
-
-def pack_fixed(values, width: int) -> bytes:
-    """m-bit values packed least significant bit first, padded to a byte: a DATA payload of
-    fixed-width reports (wire.pack_reports, vectorised)."""
-    from .rivals import pack_bits
-
-    return pack_bits(np.asarray(values, dtype=np.uint64), width)
 
 
 class Patterns:
@@ -67,7 +60,7 @@ class Patterns:
         low = np.asarray(offsets, dtype=np.int64).astype(np.uint64) + np.uint64(base) \
             - np.uint64(high)
         ends = np.cumsum(counts)
-        return [pack_fixed(low[e - c:e], profile.bits) for e, c in zip(ends.tolist(),
+        return [pack_bits(low[e - c:e], profile.bits) for e, c in zip(ends.tolist(),
                                                                        list(counts))]
 
     @staticmethod
@@ -171,7 +164,7 @@ class Messages:
     def payloads(profile, symbols, counts) -> list:
         s = np.asarray(symbols, dtype=np.uint64)
         ends = np.cumsum(counts)
-        return [pack_fixed(s[e - c:e], profile.bits) for e, c in zip(ends.tolist(),
+        return [pack_bits(s[e - c:e], profile.bits) for e, c in zip(ends.tolist(),
                                                                      list(counts))]
 
     @staticmethod
@@ -199,4 +192,4 @@ def symbols_count(profile, n: int) -> int:
 
 
 __all__ = ["SHAPES", "Patterns", "Pairs", "Messages", "StreamShapeError", "shape_of",
-           "rows_symbols", "symbols_count", "pack_fixed"]
+           "rows_symbols", "symbols_count"]
