@@ -18,28 +18,15 @@ passes the count it expects.
 Sub-modules import nothing from this package's __init__ (the registry imports them). No
 sub-module is called `codecs`: importing it would rebind the function `codecs` here.
 """
-import importlib.util
-
 from ...errors import ZealError
 
 
-def _greedygd():
-    """GreedyGD's CODEC, or None while compress/greedygd.py does not exist yet. Any other
-    failure to import it (a bug, a missing dependency of it) is raised, never hidden."""
-    if importlib.util.find_spec(__name__ + ".greedygd") is None:
-        return None
-    from . import greedygd
-    return greedygd.CODEC
-
-
 def _entries():
-    """[(name, pip package or None, factory)] for every codec this package knows."""
-    from . import rivals
-    out = list(rivals.CODECS)
-    ggd = _greedygd()
-    if ggd is not None:
-        out.insert(0, (ggd.name, None, lambda: ggd))
-    return out
+    """[(name, pip package or None, factory)] for every codec this package knows, GreedyGD
+    first (it needs no package beyond numpy)."""
+    from . import greedygd, rivals
+
+    return [(greedygd.CODEC.name, None, lambda: greedygd.CODEC)] + list(rivals.CODECS)
 
 
 def codecs():

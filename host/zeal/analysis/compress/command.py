@@ -26,12 +26,12 @@ reader needs that codec's library (`zeal analyze --archive` says which package i
 """
 import json
 import math
-import sys
 
 import numpy as np
 
 from ...errors import ReportError, ZealError
 from . import archive as A
+from . import entropy
 from . import kind_codecs
 from . import streams as SH
 
@@ -120,13 +120,6 @@ def _database(path: str) -> dict:
 
 
 # ---- entropy ------------------------------------------------------------------------------------
-def plugin_entropy(offsets: np.ndarray) -> float:
-    """-sum (c/n) log2(c/n) over the observed values (bits)."""
-    _, counts = np.unique(offsets, return_counts=True)
-    p = counts / counts.sum()
-    return float(-(p * np.log2(p)).sum()) + 0.0
-
-
 def entropy_bound(streams, profiles, readings=None) -> tuple:
     """(bits per report, basis) over all streams (module docstring)."""
     n = sum(s.n for s in streams)
@@ -153,7 +146,7 @@ def entropy_bound(streams, profiles, readings=None) -> tuple:
         joined = np.concatenate(bits)
         if per > 1:   # a report is its `per` symbols together: one value a distinct report
             _, joined = np.unique(joined.reshape(-1, per), axis=0, return_inverse=True)
-        total += joined.size * plugin_entropy(joined.reshape(-1))
+        total += joined.size * entropy.plugin_entropy_of_bits(joined.reshape(-1))
     return total / n, ENTROPY_PLUGIN
 
 

@@ -6,7 +6,7 @@ import math
 import struct
 from fractions import Fraction
 
-from ...errors import InputError
+from ...errors import InputError, ProfileError
 
 
 def float64_to_bits(value: float) -> int:
@@ -39,3 +39,18 @@ def exact(value: float) -> Fraction:
     if math.isinf(value):
         raise InputError("reading is infinite")
     return Fraction(value)
+
+
+def as_fraction(value, what: str, error=ProfileError) -> Fraction:
+    """A parameter as an exact rational: an int, a Fraction, a finite float (its exact value)
+    or a string holding a decimal or p/q; `error` (one line naming `what`) for anything else,
+    booleans included."""
+    if isinstance(value, bool):
+        raise error("%s must be a number, got %r" % (what, value))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise error("%s must be finite, got %r" % (what, value))
+    try:
+        return Fraction(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        raise error("%s must be a number (an exact decimal or p/q), got %r"
+                    % (what, value)) from None

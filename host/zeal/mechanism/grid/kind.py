@@ -36,7 +36,7 @@ class GridKind(Kind):
         g = ExactGrid(profile)
         gain = g.gain
         base = g.lo - gain * g.intercept
-        d = base.denominator * gain.denominator // math.gcd(base.denominator, gain.denominator)
+        d = math.lcm(base.denominator, gain.denominator)
         return (base.numerator * (d // base.denominator), gain.numerator * (d // gain.denominator),
                 d)
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from ...errors import InputError
 from . import rule as R
-from ..core.floatbits import bits_to_float64, float64_to_bits
+from ..core.floatbits import as_fraction, bits_to_float64, float64_to_bits
 from ..core.draws import bernoulli, uniform_below
 
 GAMMA_BITS = 32  # gamma is rounded up to a multiple of 2^-GAMMA_BITS
@@ -106,19 +106,6 @@ def _sqrt_up(value: Fraction, bits: int = 40) -> Fraction:
     return Fraction(root, scale)
 
 
-def _exact(name, value) -> Fraction:
-    if isinstance(value, bool):
-        raise ShuffleError("%s must be a number, got %r" % (name, value))
-    try:
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise ShuffleError("%s must be finite, got %r" % (name, value))
-            return Fraction(value)
-        return Fraction(value)
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise ShuffleError("%s must be a number, got %r" % (name, value)) from None
-
-
 def _count(name, value, low=1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ShuffleError("%s must be an integer >= %d, got %r" % (name, low, value))
@@ -179,8 +166,8 @@ def _pair(x: Fraction) -> tuple:
 
 
 def _check_common(epsilon, delta, n, d, k, t):
-    eps = _exact("epsilon", epsilon)
-    dlt = _exact("delta", delta)
+    eps = as_fraction(epsilon, "epsilon", ShuffleError)
+    dlt = as_fraction(delta, "delta", ShuffleError)
     n = _count("n", n, 2)
     d = _count("d", d)
     k = _count("k", k)

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ...errors import ProfileError
+from ..core.floatbits import as_fraction
 from ..core.pfile import exp_lower_bound
 
 MARGIN = 1e-4           # E' = L (1 - MARGIN): room for rounding to integers of size ~ 2^32
@@ -100,19 +101,6 @@ def _scipy():
 def need_scipy() -> None:
     """Raise the one-line ProfileError if scipy (the `design` extra) is missing."""
     _scipy()
-
-
-def _exact(value, name) -> Fraction:
-    if isinstance(value, bool):
-        raise ProfileError("%s must be a number, got %r" % (name, value))
-    try:
-        if isinstance(value, str):
-            out = Fraction(value.strip())
-        else:
-            out = Fraction(value)
-    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
-        raise ProfileError("%s must be a number, got %r" % (name, value)) from None
-    return out
 
 
 def _norm_data(data, lo, hi):
@@ -252,9 +240,7 @@ def _moments(rr, n, c):
 
 
 def _row_total(targets):
-    den = 1
-    for f in targets:
-        den = den * f.denominator // math.gcd(den, f.denominator)
+    den = math.lcm(*(f.denominator for f in targets))
     return max(1, TOTAL // den) * den
 
 
@@ -315,10 +301,7 @@ def _values(w, c, lo, hi, epsilon):
     from .mechanism import Table
     n = len(w[0])
     v = Table(-1, 1, epsilon, w).output_values()
-    den = 1
-    for x in v:
-        y = (1 + x) / 2
-        den = den * y.denominator // math.gcd(den, y.denominator)
+    den = math.lcm(*(((1 + x) / 2).denominator for x in v))
     if den >= VALUE_DEN_MAX:
         v = [-c + 2 * c * j / (n - 1) for j in range(n)]
     mid, half = (lo + hi) / 2, (hi - lo) / 2
@@ -332,7 +315,8 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
     import numpy as np
     from .mechanism import Table
     t_start = time.perf_counter()
-    lo_f, hi_f, eps_f = _exact(lo, "lo"), _exact(hi, "hi"), _exact(epsilon, "epsilon")
+    lo_f, hi_f = as_fraction(lo, "lo"), as_fraction(hi, "hi")
+    eps_f = as_fraction(epsilon, "epsilon")
     if not lo_f < hi_f:
         raise ProfileError("range is empty: lo (%s) must be below hi (%s)" % (lo, hi))
     if not 0 < eps_f <= 20:

@@ -86,30 +86,13 @@ import math
 from fractions import Fraction
 
 from ...errors import ProfileError
+from ..core.floatbits import as_fraction
 from ..core.pfile import exp_lower_bound
 
 # Wang et al.'s eps* (HM uses PM only above it): ln((-5 + 2 cbrt(6353 - 405 sqrt(241))
 # + 2 cbrt(6353 + 405 sqrt(241)))/27); the float is ample to place the eps of a table.
 _EPS_STAR = math.log((-5 + 2 * (6353 - 405 * math.sqrt(241)) ** (1 / 3)
                       + 2 * (6353 + 405 * math.sqrt(241)) ** (1 / 3)) / 27)
-
-
-def _exact(value, what) -> Fraction:
-    if isinstance(value, bool):
-        raise ProfileError("%s must be a number, got %r" % (what, value))
-    if isinstance(value, (int, Fraction)):
-        return Fraction(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ProfileError("%s must be finite, got %r" % (what, value))
-        return Fraction(value)
-    if isinstance(value, str):
-        try:
-            return Fraction(value.strip())
-        except (ValueError, ZeroDivisionError):
-            raise ProfileError("%s must be an exact decimal or p/q, got %r"
-                               % (what, value)) from None
-    raise ProfileError("%s must be a number, got %r" % (what, value))
 
 
 def _solve(m, rhs):
@@ -142,8 +125,8 @@ class Table:
     """Exact privacy ratio, unbiased output values and variance of a table mechanism."""
 
     def __init__(self, lo, hi, epsilon, weights, *, values=None, check=True):
-        self.lo, self.hi = _exact(lo, "lo"), _exact(hi, "hi")
-        self.epsilon = _exact(epsilon, "epsilon")
+        self.lo, self.hi = as_fraction(lo, "lo"), as_fraction(hi, "hi")
+        self.epsilon = as_fraction(epsilon, "epsilon")
         if not self.lo < self.hi:
             raise ProfileError("range is empty: lo (%s) must be below hi (%s)"
                                % (self.lo, self.hi))
@@ -167,7 +150,8 @@ class Table:
         self.cells = n                        # N
         self.step = (self.hi - self.lo) / self.anchors   # D
         self.probs = [[Fraction(w, sum(row)) for w in row] for row in rows]
-        self._given = None if values is None else [_exact(v, "output value") for v in values]
+        self._given = (None if values is None
+                       else [as_fraction(v, "output value") for v in values])
         if self._given is not None and len(self._given) != n:
             raise ProfileError("%d output values for %d cells" % (len(self._given), n))
         self._values = None
@@ -239,7 +223,7 @@ class Table:
 
     # ---- input side -------------------------------------------------------------------------
     def _place(self, x) -> tuple:
-        x = min(max(_exact(x, "reading"), self.lo), self.hi)
+        x = min(max(as_fraction(x, "reading"), self.lo), self.hi)
         pos = (x - self.lo) * self.anchors / (self.hi - self.lo)
         b = math.floor(pos)
         if b == self.anchors:
@@ -285,7 +269,7 @@ class Table:
 def budget_ratio(epsilon, scale_bits=32) -> Fraction:
     """floor(L 2^s)/2^s <= L <= e^eps, L the certified Taylor bound: the rational privacy
     ratio the constructors spend (small denominators keep the integer weights short)."""
-    lb = exp_lower_bound(_exact(epsilon, "epsilon"))
+    lb = exp_lower_bound(as_fraction(epsilon, "epsilon"))
     return Fraction(math.floor(lb * (1 << scale_bits)), 1 << scale_bits)
 
 
@@ -293,9 +277,7 @@ def _integer_rows(prob_rows) -> list:
     """Each row of Fractions scaled by its common denominator to integers (same law)."""
     out = []
     for row in prob_rows:
-        den = 1
-        for p in row:
-            den = den * p.denominator // math.gcd(den, p.denominator)
+        den = math.lcm(*(p.denominator for p in row))
         ints = [int(p * den) for p in row]
         g = 0
         for w in ints:
@@ -312,8 +294,8 @@ def _duchi_row(ratio, t) -> list:
 
 def duchi(lo, hi, epsilon, *, scale_bits=32, ratio=None) -> Table:
     """Duchi et al.'s two-output mechanism as a 2-cell table with R = 1."""
-    lo, hi = _exact(lo, "lo"), _exact(hi, "hi")
-    ratio = budget_ratio(epsilon, scale_bits) if ratio is None else _exact(ratio, "ratio")
+    lo, hi = as_fraction(lo, "lo"), as_fraction(hi, "hi")
+    ratio = budget_ratio(epsilon, scale_bits) if ratio is None else as_fraction(ratio, "ratio")
     if not ratio > 1:
         raise ProfileError("epsilon too small for a ratio above 1 at this scale")
     h, mid = (hi - lo) / 2, (hi + lo) / 2
@@ -339,8 +321,8 @@ def _pm_values(lo, hi, prob_rows) -> list:
 def pm(lo, hi, epsilon, *, cells, window=None, ratio=None, scale_bits=32) -> Table:
     """The piecewise mechanism on `cells` cells with a `window`-cell window (default: the
     window with the smallest exact worst variance), ratio hi_w/lo_w (default the budget)."""
-    lo, hi = _exact(lo, "lo"), _exact(hi, "hi")
-    ratio = budget_ratio(epsilon, scale_bits) if ratio is None else _exact(ratio, "ratio")
+    lo, hi = as_fraction(lo, "lo"), as_fraction(hi, "hi")
+    ratio = budget_ratio(epsilon, scale_bits) if ratio is None else as_fraction(ratio, "ratio")
     if cells < 3:
         raise ProfileError("pm needs at least 3 cells, got %d" % cells)
     windows = range(1, cells - 1) if window is None else [window]
@@ -360,8 +342,8 @@ def hm(lo, hi, epsilon, *, cells, scale_bits=32) -> Table:
     """Wang et al.'s hybrid (PM with probability alpha, Duchi otherwise) on `cells` cells:
     PM on cells-2 of them, Duchi's two outputs on the last two. alpha = 0 (Duchi alone, 2
     cells) when eps <= eps* ~ 0.61."""
-    eps = _exact(epsilon, "epsilon")
-    lo, hi = _exact(lo, "lo"), _exact(hi, "hi")
+    eps = as_fraction(epsilon, "epsilon")
+    lo, hi = as_fraction(lo, "lo"), as_fraction(hi, "hi")
     if float(eps) <= _EPS_STAR:
         t = duchi(lo, hi, eps, scale_bits=scale_bits)
         t.alpha = Fraction(0)

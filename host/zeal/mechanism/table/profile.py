@@ -271,10 +271,6 @@ def load(path) -> TableProfile:
 
 
 # ---- construction ---------------------------------------------------------------------------
-def _lcm(a: int, b: int) -> int:
-    return a * b // math.gcd(a, b)
-
-
 def from_table(table, *, epsilon=None, calibration=None) -> TableProfile:
     """The profile of an exact `Table`: lo and hi must be floats exactly; epsilon defaults to
     the largest float64 <= the table's; values are the table's output values brought to one
@@ -297,9 +293,7 @@ def from_table(table, *, epsilon=None, calibration=None) -> TableProfile:
                                % (r, sum(row)))
     span = table.hi - table.lo
     ys = [(g - table.lo) / span for g in table.output_values()]
-    q = 1
-    for y in ys:
-        q = _lcm(q, y.denominator)
+    q = math.lcm(*(y.denominator for y in ys))
     values = [int(y * q) for y in ys]
     if q >= VALUE_LIMIT or any(abs(a) >= VALUE_LIMIT for a in values):
         raise ProfileError("the table's output values need a common denominator or numerators "
