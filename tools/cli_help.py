@@ -33,7 +33,11 @@ def _describe(parser) -> dict:
         options.append({"flags": list(a.option_strings), "dest": a.dest,
                         "action": type(a).__name__, "metavar": value(a.metavar),
                         "nargs": value(a.nargs), "const": value(a.const),
-                        "default": value(a.default), "type": value(a.type),
+                        "default": value(a.default),
+                        # a builtin type by name; any other callable (a range check, a
+                        # spelling check) as "checked": its name is no part of the contract
+                        "type": (a.type.__name__ if a.type in (int, float, str)
+                                 else None if a.type is None else "checked"),
                         "choices": value(list(a.choices)) if a.choices else None,
                         "required": a.required, "help": a.help})
     return {"description": parser.description, "epilog": parser.epilog, "options": options}
