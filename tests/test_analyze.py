@@ -14,6 +14,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from zeal.commands import analyze as analyze_command
+from zeal.commands import events as events_command
+from zeal.commands import export as export_command
 from zeal.analysis import analyze as A
 from zeal.analysis import decode
 from zeal.analysis import export as E
@@ -265,7 +268,9 @@ def test_missing_extras_are_one_line_errors(store, tmp_path, monkeypatch):
 # ---- command line ------------------------------------------------------------------------------
 def run(argv):
     parser = argparse.ArgumentParser(prog="zeal")
-    A.register(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    for command in (analyze_command, export_command, events_command):
+        command.add(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

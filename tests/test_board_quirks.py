@@ -255,11 +255,13 @@ def test_stop_silent_and_lost_ports():
 
 
 def test_zeal_stop_command(monkeypatch, capsys):
-    """cmd_stop through the parser deploy registers (cli.py wires register_stop in)."""
+    """cmd_stop through the parser the command table builds (zeal.commands.stop)."""
     import argparse
 
+    from zeal.commands import stop as stop_command
+
     parser = argparse.ArgumentParser(prog="zeal")
-    S.register_stop(parser.add_subparsers())
+    stop_command.add(parser.add_subparsers())
     for mode, needle in (("watchdog", "STOPPED, then HELD"), ("stream", "STOPPED; the board"),
                          ("repl", "was not streaming")):
         clock = Clock()

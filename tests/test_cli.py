@@ -474,6 +474,6 @@ def test_without_scipy_the_designer_says_what_to_install(monkeypatch, capsys):
 
 
 def test_cli_mechanism_list_is_the_table_module_s():
-    from zeal import cli
+    from zeal.commands import profile as profile_command
     from zeal.mechanism.table import profile as table_profile
-    assert cli.TABLE_MECHANISMS == table_profile.MECHANISMS
+    assert profile_command.TABLE_MECHANISMS == table_profile.MECHANISMS

@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 
 from zeal.analysis import compare
+from zeal.commands import compare as compare_command
 from zeal.errors import ZealError
 from zeal.mechanism import ExactGrid, from_bits
 from zeal.mechanism.table import design
@@ -31,7 +32,7 @@ def run(argv, capsys):
     """What cli.main does with the sub-command registered: (exit code, stdout, stderr)."""
     parser = argparse.ArgumentParser(prog="zeal")
     sub = parser.add_subparsers()
-    compare.register(sub)
+    compare_command.add(sub)
     args = parser.parse_args(argv)
     try:
         code = args.func(args)

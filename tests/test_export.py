@@ -365,9 +365,11 @@ def test_missing_pyarrow_is_a_one_line_error(store, tmp_path, monkeypatch):
 
 # ---- command line ------------------------------------------------------------------------------
 def run(argv):
-    """`zeal export` in-process, through the parser export.register builds."""
+    """`zeal export` in-process, through the parser the command table builds."""
+    from zeal.commands import export as export_command
+
     parser = argparse.ArgumentParser(prog="zeal")
-    E.register(parser.add_subparsers(dest="command"))
+    export_command.add(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -19,10 +19,11 @@ PACKAGE = os.path.join(HOST, "zeal")
 # it. It follows the data: errors and text (how device- or file-supplied text is shown; both
 # shared by all), the mechanism a reading goes through, the
 # paper's float reference, the wire that carries reports, the board that sends them, their
-# collection into a store, and the analysis of the store; the command line and the demo on top.
+# collection into a store, and the analysis of the store; the demo, the commands (one module
+# each) and the command line on top.
 # "zeal" is the package's __init__ (its version), which imports nothing.
 LAYERS = ("zeal", "errors", "text", "mechanism", "paper", "wire", "board", "collect", "analysis",
-          "demo", "cli", "__main__")
+          "demo", "commands", "cli", "__main__")
 
 
 def _modules():

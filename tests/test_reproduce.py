@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from zeal.commands import reproduce as reproduce_command
 from zeal.analysis import reproduce as rp
 from zeal.mechanism.grid import exact as mgrid
 from zeal.mechanism.grid.bulk import sample_offsets_fast
@@ -190,8 +191,8 @@ def test_quick_run_figures(quick_run):
 def test_cli_registration(tmp_path):
     parser = argparse.ArgumentParser(prog="zeal")
     sub = parser.add_subparsers(dest="cmd")
-    rp.register(sub)
+    reproduce_command.add(sub)
     args = parser.parse_args(["reproduce", "--out", str(tmp_path), "--quick"])
-    assert args.func is rp.cmd_reproduce and args.quick and args.out == str(tmp_path)
+    assert args.func is reproduce_command.run and args.quick and args.out == str(tmp_path)
     with pytest.raises(SystemExit):
         parser.parse_args(["reproduce"])        # --out is required

@@ -379,7 +379,9 @@ def test_zeal_shuffle_to_file_writes_no_identity(tmp_path, capsys):
         sent += r
     out = tmp_path / "shuffled.txt"
     parser = argparse.ArgumentParser()
-    shuf.register(parser.add_subparsers())
+    from zeal.commands import shuffle as shuffle_command
+
+    shuffle_command.add(parser.add_subparsers())
     args = parser.parse_args(["shuffle", "--in"] + [p[2] for p in ptys]
                              + ["--out", str(out), "--batch", "40", "--duration", "1.5",
                                 "--json"])

@@ -35,7 +35,6 @@ from ..mechanism.grid.profile import Profile
 from ..paper import formulas as paper
 from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401
-from .export import register as register_export
 from ..wire.codec import device_name
 
 CONFIDENCE = 0.99
@@ -508,40 +507,3 @@ def cmd_analyze(args) -> int:
     return 0
 
 
-
-
-def register(subparsers) -> None:
-    """Add `zeal analyze`, `zeal export` and `zeal events` to the CLI's sub-command table."""
-    p = subparsers.add_parser("analyze", help="estimates, losses and wire cost from a "
-                              "collector database",
-                              description="Decode the stored reports and print, per device "
-                              "and overall, the calibrated mean with its 99% interval, the "
-                              "wire cost and the losses the collector recorded.")
-    p.add_argument("--db", metavar="FILE|URL", help="the collector's database: an SQLite "
-                   "file or a postgresql:// URL (opened read-only)")
-    p.add_argument("--archive", metavar="ARCHIVE", help="an archive made by `zeal compress`, "
-                   "instead of --db: the same figures as on its database")
-    p.add_argument("--plots", metavar="DIR", help="also write PNG plots here "
-                   "(needs matplotlib: pip install 'zeal-mcu[plots]')")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p.add_argument("--include-vector", action="store_true",
-                   help="count test-mode (vector) frames too (never real data)")
-    p.set_defaults(func=cmd_analyze)
-
-    register_export(subparsers)
-
-    p = subparsers.add_parser("events", help="list the events the collector stored (status, "
-                              "gaps, rejects, reboots, connects, ...)",
-                              description="Every stored event in time order: device STATUS "
-                              "messages, sessions and reboots, gaps, rejected frames, "
-                              "connects and disconnects, reader errors, duplicate ids. Opens "
-                              "the database read-only.")
-    p.add_argument("--db", required=True, metavar="FILE|URL", help="the collector's database "
-                   "(an SQLite file or a postgresql:// URL)")
-    p.add_argument("--json", action="store_true", help="print a JSON list (time, device, "
-                   "port, kind, detail, count)")
-    p.add_argument("--device", metavar="HEX", help="only this device's events")
-    p.add_argument("--kind", metavar="K", help="only events of this kind (status, gap, "
-                   "reject, reboot, session, connect, disconnect, reader_error, "
-                   "duplicate_id, conflict, ...)")
-    p.set_defaults(func=cmd_events)

@@ -14,8 +14,8 @@ for a shuffled batch of at least n t messages (n readings, t messages each), nev
 report. A parameter set with no gamma < 1 is one `zeal:` line naming the smallest n that has
 one (shuffle.smallest_n).
 
-`add_profile_arguments(parser)` / `wants_shuffle(args)` / `cmd_profile_shuffle(args)` and
-`add_demo_arguments(parser)` are the hooks cli.py calls.
+`wants_shuffle(args)` / `cmd_profile_shuffle(args)` and `demo_wants_shuffle(args)` are what
+`zeal profile` and `zeal demo` call (zeal.commands.profile and .demo hold their options).
 """
 import json
 import sys
@@ -28,50 +28,6 @@ from ..mechanism.shuffle import profile as SP
 DEFAULT_LEVELS = 3   # the paper's finding: k = 3 (levels 0..3) minimises the MSE
 DEFAULT_T = 1        # ... and t = 1 message (coordinate) per reading
 _SHUFFLE_ONLY = ("dims", "levels", "t", "n", "delta", "ranges")
-
-
-def add_profile_arguments(p) -> None:
-    """`zeal profile`'s shuffle options."""
-    p.add_argument("--shuffle", action="store_true",
-                   help="a shuffle-mode profile (zeal-shuffle/2, seed 004): give --n, "
-                        "--epsilon, --delta and --ranges (and --dims, --levels, --t)")
-    p.add_argument("--dims", type=int, default=None, metavar="D",
-                   help="with --shuffle: coordinates per vector, 1 to 64 (default: half the "
-                        "numbers given to --ranges)")
-    p.add_argument("--levels", type=int, default=None, metavar="K",
-                   help="with --shuffle: levels 0..K, 1 to 15 (default %d, the paper's best)"
-                        % DEFAULT_LEVELS)
-    p.add_argument("--t", type=int, default=None, metavar="T",
-                   help="with --shuffle: messages per reading, 1 to D, each one coordinate "
-                        "(default %d)" % DEFAULT_T)
-    p.add_argument("--n", type=int, default=None, metavar="N",
-                   help="with --shuffle: the configured batch: the guarantee holds for a "
-                        "shuffled batch of the messages of at least N readings (N t "
-                        "messages)")
-    p.add_argument("--delta", type=str, default=None, metavar="DELTA",
-                   help="with --shuffle: the guarantee's delta, in (0, 1) (an exact decimal; "
-                        "the stored float64 is rounded down)")
-    p.add_argument("--ranges", nargs="+", type=float, default=None, metavar="LO HI",
-                   help="with --shuffle: each coordinate's reading range, LO HI per "
-                        "coordinate in order, or one LO HI for all")
-
-
-def add_demo_arguments(p) -> None:
-    """`zeal demo`'s shuffle options (the run itself: analysis.shuffle_demo)."""
-    p.add_argument("--shuffle", action="store_true",
-                   help="shuffle mode: boards read Aarhus light, humidity and temperature, "
-                        "send t randomised messages each reading (--t, default 1), a shuffler "
-                        "strips their identities and permutes a batch of all their messages, "
-                        "the "
-                        "collector stores it, the analysis debiases the mean vector (JSON: "
-                        "normalized_mse, mse_bound, epsilon, delta, identities_stored, "
-                        "coordinates)")
-    p.add_argument("--delta", type=float, default=None, metavar="DELTA",
-                   help="with --shuffle: the guarantee's delta (default 1e-6)")
-    p.add_argument("--t", type=int, default=None, metavar="T",
-                   help="with --shuffle: messages per reading, 1 to 3 (default 1); each "
-                        "reading then sends T one-coordinate messages and the batch is "
-                        "--count T messages")
 
 
 def demo_wants_shuffle(args) -> bool:

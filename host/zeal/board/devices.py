@@ -111,12 +111,3 @@ def cmd_devices(args):
     return 0
 
 
-def register(subparsers):
-    """Add `zeal devices` to the CLI's sub-command table."""
-    p = subparsers.add_parser(
-        "devices", help="list serial ports that look like MicroPython boards",
-        description="List serial ports whose USB VID/PID belongs to common MicroPython "
-                    "boards or USB-UART bridges, or that say MicroPython.")
-    p.add_argument("--all", action="store_true", help="list every serial port")
-    p.add_argument("--json", action="store_true", help="print rows as JSON")
-    p.set_defaults(func=cmd_devices)

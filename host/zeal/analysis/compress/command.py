@@ -358,30 +358,3 @@ def cmd_compress(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
-    """Add `zeal compress` to the CLI's sub-command table."""
-    p = subparsers.add_parser(
-        "compress", help="a compact archive of a collection (or of `zeal perturb` output) and "
-        "the size table of every codec",
-        description="Compress the reports of a collector database (--db) or of a file of "
-        "`zeal perturb` output (--reports with --profile) into a versioned archive that "
-        "`zeal analyze --archive` reads, and print, for every available codec, bits per "
-        "report, CR against 64-bit doubles, the ratio to the entropy bound and MB/s.")
-    p.add_argument("--db", metavar="FILE|URL", help="the collector's database, an SQLite file "
-                   "or a postgresql:// URL (opened read-only)")
-    p.add_argument("--reports", metavar="FILE", help="a file of `zeal perturb` output (any "
-                   "--format), instead of --db")
-    p.add_argument("--profile", metavar="FILE", help="the profile the --reports were made "
-                   "under")
-    p.add_argument("--out", metavar="ARCHIVE", help="the archive to write (default: the "
-                   "source's name with .zeal.zip)")
-    p.add_argument("--codec", nargs="+", action="extend", metavar="NAME",
-                   help="the codecs the archive may use, each stream in the smallest "
-                   "(default: every available codec); the table shows every available one")
-    p.add_argument("--readings", metavar="FILE", help="the true readings behind the reports, "
-                   "one decimal a line: the entropy bound is then the exact one (default: "
-                   "the plug-in entropy of the observed reports)")
-    p.add_argument("--json", action="store_true", help='print {"n", '
-                   '"entropy_bits_per_report", "entropy_basis", "codecs": [...], "archive"} '
-                   "as JSON")
-    p.set_defaults(func=cmd_compress)

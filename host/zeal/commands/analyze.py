@@ -1,0 +1,25 @@
+"""`zeal analyze`: estimates, losses and wire cost from a store or an archive."""
+
+
+def add(sub):
+    p = sub.add_parser("analyze", help="estimates, losses and wire cost from a "
+                              "collector database",
+                              description="Decode the stored reports and print, per device "
+                              "and overall, the calibrated mean with its 99% interval, the "
+                              "wire cost and the losses the collector recorded.")
+    p.add_argument("--db", metavar="FILE|URL", help="the collector's database: an SQLite "
+                   "file or a postgresql:// URL (opened read-only)")
+    p.add_argument("--archive", metavar="ARCHIVE", help="an archive made by `zeal compress`, "
+                   "instead of --db: the same figures as on its database")
+    p.add_argument("--plots", metavar="DIR", help="also write PNG plots here "
+                   "(needs matplotlib: pip install 'zeal-mcu[plots]')")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--include-vector", action="store_true",
+                   help="count test-mode (vector) frames too (never real data)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..analysis.analyze import cmd_analyze
+
+    return cmd_analyze(args)

@@ -1,0 +1,101 @@
+"""`zeal demo`: the whole chain without hardware (virtual boards, collector, store,
+analysis); --attributes, --shuffle and --mqtt run the other kinds and the fleet path."""
+import json
+
+from .common import ZealError, bits_arg
+from .profile import GRID, MECHANISMS, TABLE_MECHANISMS
+
+
+def _shuffle_arguments(p) -> None:
+    """`zeal demo`'s shuffle options (the run itself: analysis.shuffle_demo)."""
+    p.add_argument("--shuffle", action="store_true",
+                   help="shuffle mode: boards read Aarhus light, humidity and temperature, "
+                        "send t randomised messages each reading (--t, default 1), a shuffler "
+                        "strips their identities and permutes a batch of all their messages, "
+                        "the "
+                        "collector stores it, the analysis debiases the mean vector (JSON: "
+                        "normalized_mse, mse_bound, epsilon, delta, identities_stored, "
+                        "coordinates)")
+    p.add_argument("--delta", type=float, default=None, metavar="DELTA",
+                   help="with --shuffle: the guarantee's delta (default 1e-6)")
+    p.add_argument("--t", type=int, default=None, metavar="T",
+                   help="with --shuffle: messages per reading, 1 to 3 (default 1); each "
+                        "reading then sends T one-coordinate messages and the batch is "
+                        "--count T messages")
+
+
+def add(sub):
+    p = sub.add_parser("demo", help="end-to-end run without hardware: virtual boards -> "
+                       "collector -> SQLite -> analysis",
+                       description="Four virtual boards (the firmware on the MicroPython unix "
+                                   "port, behind ptys) replay the first 5000 Aarhus humidity "
+                                   "readings; the collector stores their reports; the "
+                                   "analysis shows the private estimate beside the true mean.")
+    p.add_argument("--db", metavar="FILE", help="keep the database here (a new file; "
+                   "default: a temporary one)")
+    p.add_argument("--epsilon", type=float, default=1.0, metavar="EPS",
+                   help="privacy budget per reading (default %(default)g)")
+    p.add_argument("--mechanism", choices=MECHANISMS, default=GRID, metavar="KIND",
+                   help="the boards' mechanism: grid (the window grid) or a table profile "
+                        "(%s; optimal needs scipy); default %%(default)s"
+                        % ", ".join(TABLE_MECHANISMS))
+    p.add_argument("--bits", type=bits_arg, default="auto", metavar="M|auto",
+                   help="bits per report (tables: 1 to 6; default %(default)s)")
+    p.add_argument("--count", type=int, default=5000, metavar="N",
+                   help="readings to replay (default %(default)d)")
+    p.add_argument("--devices", type=int, default=4, metavar="N",
+                   help="virtual boards (default %(default)d)")
+    p.add_argument("--plots", metavar="DIR", help="also write PNG plots here (needs "
+                   "matplotlib; default: none)")
+    p.add_argument("--json", action="store_true", help="print `zeal analyze --json`'s "
+                   "document (overall, devices, profiles) with true_mean and readings in "
+                   "overall and each device, and a demo section (AVG* expectation, wire cost, "
+                   "privacy accounting)")
+    p.add_argument("--attributes", action="store_true",
+                   help="multi-attribute boards: each reads the Aarhus light, humidity, noise "
+                        "and temperature columns at once and reports k of them (seed 001's "
+                        "Algorithm 4); the analysis gives every attribute's mean with its 99%% "
+                        "interval beside the true mean (JSON: attributes)")
+    p.add_argument("--mqtt", action="store_true",
+                   help="the fleet path: the boards publish over MQTT to a throw-away Mosquitto "
+                        "(needs the mosquitto binary), 2 collectors share them into --db "
+                        "(a SQLite file or a postgresql:// URL); JSON adds a fleet section")
+    _shuffle_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..analysis import shuffle_cli  # boards -> shuffler -> collector (analysis.shuffle_demo)
+    from ..collect.store import is_url
+
+    if args.db and is_url(args.db) and not getattr(args, "mqtt", False):
+        raise ZealError("--db %s: this demo writes a new SQLite file; a PostgreSQL store is "
+                        "the fleet demo's (zeal demo --mqtt --db postgresql://...)" % args.db)
+    if shuffle_cli.demo_wants_shuffle(args):
+        from ..analysis.shuffle_demo import cmd_demo_shuffle
+
+        return cmd_demo_shuffle(args)
+    if getattr(args, "attributes", False):  # multi-attribute boards (analysis.multi_demo)
+        from ..analysis.multi_demo import run_multi_demo
+
+        doc = run_multi_demo(db=args.db, epsilon=args.epsilon, count=args.count,
+                             devices=args.devices, progress=not args.json)
+        if args.json:
+            print(json.dumps(doc, indent=1))
+        return 0
+    if getattr(args, "mqtt", False):  # the fleet path (zeal.demo.run_mqtt_demo)
+        from ..demo import run_mqtt_demo
+
+        doc = run_mqtt_demo(db=args.db, epsilon=args.epsilon, bits=args.bits,
+                            count=args.count, devices=args.devices, progress=not args.json)
+        if args.json:
+            print(json.dumps(doc, indent=1))
+        return 0
+    from ..demo import run_demo
+
+    doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits, count=args.count,
+                   devices=args.devices, plots=args.plots, progress=not args.json,
+                   mechanism=args.mechanism)
+    if args.json:  # zeal analyze --json's document, plus the demo's own section
+        print(json.dumps(doc, indent=1))
+    return 0

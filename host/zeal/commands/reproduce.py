@@ -1,0 +1,25 @@
+"""`zeal reproduce`: the Zeal paper's figures and a report."""
+from ..analysis.reproduce import SEED
+
+
+def add(sub):
+    p = sub.add_parser(
+        "reproduce", help="regenerate the Zeal paper's figures and a report (float64 sampler "
+                          "beside the exact mechanism)",
+        description="Writes AbarTooBigError.png, probBoundOnErrorAVG.png, "
+                    "percErrorOnAvgVaryingEps.png, CRandTR.png, holesInvCdf.png and report.md "
+                    "(the paper's headline claims beside the measured figures) into DIR, for "
+                    "the Aarhus humidity and Chicago taxi data sets. Progress on stderr; the "
+                    "files written on stdout. Needs matplotlib.")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer runs and sweep points (under a minute); default: the full run")
+    p.add_argument("--seed", type=int, default=SEED, help="seed of the simulation's numpy "
+                   "generators (default: %(default)s)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..analysis.reproduce import cmd_reproduce
+
+    return cmd_reproduce(args)
