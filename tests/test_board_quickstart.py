@@ -33,7 +33,7 @@ import pytest
 
 from board_plugin import wait_streaming
 from zeal.analysis import datasets
-from zeal.analysis.multi_demo import RANGES
+from zeal.demo.attributes import RANGES
 
 N = 2000  # readings replayed per kind
 # The emulated board drops what it sends while no program has its port open (as a UART with

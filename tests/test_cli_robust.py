@@ -131,7 +131,7 @@ WIDE_ATTRIBUTES = [
 
 
 def _wide_specs(spec):
-    from zeal.analysis.multi_demo import parse_attribute
+    from zeal.analysis.multi_cli import parse_attribute
     from zeal.mechanism.multi.mechanism import Categorical
 
     return [parse_attribute("t:-40:85"), parse_attribute(spec), Categorical("s", 3)]
@@ -186,7 +186,7 @@ def test_multi_profile_range_too_wide_for_float64_is_one_line_naming_the_attribu
 
 def _wide_store(path, spec, rows):
     from zeal import wire
-    from zeal.analysis import multi_demo
+    from zeal.demo import attributes as multi_demo
     from zeal.collect.store import FrameRecord, Store
     from zeal.mechanism.multi import profile as MP
     from zeal.mechanism.core.words import CounterWords

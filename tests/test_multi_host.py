@@ -13,7 +13,8 @@ import pytest
 
 from conftest import ROOT
 from zeal import wire
-from zeal.analysis import multi_demo, multi_report
+from zeal.analysis import multi_report
+from zeal.demo import attributes as multi_demo
 from zeal.analysis.analyze import analyze, format_table
 from zeal.collect.store import FrameRecord, Store
 from zeal.collect.virtual import replay_line

@@ -228,7 +228,7 @@ def test_bernstein_halfwidth_does_not_overflow_on_the_way():
 
 
 def _wide(spec, k=2):
-    from zeal.analysis.multi_demo import parse_attribute
+    from zeal.analysis.multi_cli import parse_attribute
 
     return MP.build([parse_attribute("t:-40:85"), parse_attribute(spec), Categorical("s", 3)],
                     2.0, k=k)

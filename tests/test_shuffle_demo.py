@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from zeal import cli
-from zeal.analysis import shuffle_demo as D
+from zeal.demo import shuffle as D
 from zeal.analysis.datasets import aarhus
 from zeal.collect import shuffler as SH
 from zeal.collect.collector import Collector

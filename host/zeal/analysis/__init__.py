@@ -8,7 +8,7 @@ package):
 - `decode`: stored payloads -> offsets and doubles, many frames at once (`decode_frames`,
   `decode_values`, `DecodeError`); `Loaded`, a store read once;
 - `export`: `zeal export`: every report to CSV or Parquet, one schema, with each report's
-  calibrated estimate and the profile as metadata (`export`, `register`);
+  calibrated estimate and the profile as metadata (`export`);
 - `plots`: PNG plots of a store's reports (`plot_store`, `histogram`, `running_mean`; the
   exact expected histogram `mixture_probabilities`);
 - `compare`: `zeal compare`: every mechanism side by side (float references, the window
@@ -20,18 +20,15 @@ package):
   and the (eps, delta) the stored batch delivered (`holds_shuffle`, `analyze_doc`);
 - `shuffle_cli`: `zeal profile --shuffle`;
 - `analyze`: `zeal analyze` and `zeal events`: per device, per profile and overall estimates,
-  losses and wire cost, from a database or an archive (`analyze`, `format_table`, `events`,
-  `register`);
+  losses and wire cost, from a database or an archive (`analyze`, `format_table`, `events`);
 - `compress/`: codecs for stored reports (`codecs()`, `get(name)`: greedygd, zstd, lz4, bz2,
   lzma, pcodec, packed, rans), the exact entropy bound (`entropy_bits_per_report`), GreedyGD
   with direct analytics, the versioned archive and `zeal compress`;
 - `reproduce`: `zeal reproduce`, the paper's figures and report, float sampler beside the
   exact mechanism;
-- `multi_demo`: `zeal profile --attributes` and `zeal demo --attributes` (virtual boards with
-  several columns); and what every demo shares (`check_arguments`, `printer`, `aarhus_rows`,
-  `dataset_text`, `board_slices`);
-- `shuffle_demo`: `zeal demo --shuffle` (boards -> shuffler -> collector -> analyzer, and the
-  search of the store for board identities).
+- `multi_cli`: `zeal profile --attributes` (a multi-attribute profile and its figures);
+- `profile_report`: `zeal profile`'s figures of a window-grid or table profile.
+The demos are zeal.demo's.
 
 Nothing is re-exported: `analyze`, `export` and `plots` are both modules and functions here,
 so `from zeal.analysis import analyze` is the module and `analyze.analyze(store)` the call.

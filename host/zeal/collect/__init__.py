@@ -10,13 +10,13 @@ package):
   collectors at once); `open_existing`, `StoreError`, `FrameRecord`, `EventRecord`,
   `UnresolvedRecord`;
 - `collector`: `Collector`, one reader thread per port and one committing writer, with
-  progress and retries; `zeal collect` (`register`);
+  progress and retries; `zeal collect` (`cmd_collect`);
 - `mqtt`: `zeal collect --mqtt`: a broker's `zeal/<device>/frames` topics read as serial
   streams (paho-mqtt v2, MQTT v5), shared subscriptions (`--group`), PUBACK after commit,
   HELLOs republished retained for the group, losses accounted from the store, a topic
   standing for one device id (`--topic-map`);
 - `shuffler`: shuffle mode's middle box (seed 004): `Shuffler` (full batches only, CSPRNG
-  order, no identities kept), `LineReader`; `zeal shuffle` (`register`);
+  order, no identities kept), `LineReader`; `zeal shuffle` (`cmd_shuffle`);
 - `virtual`: `VirtualDevice`, the real firmware under the MicroPython unix port behind a raw
   pty (`Pty`); it finds MicroPython with zeal.board.firmware.locate_micropython.
 

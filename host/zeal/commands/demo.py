@@ -7,7 +7,7 @@ from .profile import GRID, MECHANISMS, TABLE_MECHANISMS
 
 
 def _shuffle_arguments(p) -> None:
-    """`zeal demo`'s shuffle options (the run itself: analysis.shuffle_demo)."""
+    """`zeal demo`'s shuffle options (the run itself: zeal.demo.shuffle)."""
     p.add_argument("--shuffle", action="store_true",
                    help="shuffle mode: boards read Aarhus light, humidity and temperature, "
                         "send t randomised messages each reading (--t, default 1), a shuffler "
@@ -65,18 +65,18 @@ def add(sub):
 
 
 def run(args) -> int:
-    from ..analysis import shuffle_cli  # boards -> shuffler -> collector (analysis.shuffle_demo)
+    from ..analysis import shuffle_cli  # boards -> shuffler -> collector (zeal.demo.shuffle)
     from ..collect.store import is_url
 
     if args.db and is_url(args.db) and not getattr(args, "mqtt", False):
         raise ZealError("--db %s: this demo writes a new SQLite file; a PostgreSQL store is "
                         "the fleet demo's (zeal demo --mqtt --db postgresql://...)" % args.db)
     if shuffle_cli.demo_wants_shuffle(args):
-        from ..analysis.shuffle_demo import cmd_demo_shuffle
+        from ..demo.shuffle import cmd_demo_shuffle
 
         return cmd_demo_shuffle(args)
-    if getattr(args, "attributes", False):  # multi-attribute boards (analysis.multi_demo)
-        from ..analysis.multi_demo import run_multi_demo
+    if getattr(args, "attributes", False):  # multi-attribute boards (zeal.demo.attributes)
+        from ..demo.attributes import run_multi_demo
 
         doc = run_multi_demo(db=args.db, epsilon=args.epsilon, count=args.count,
                              devices=args.devices, progress=not args.json)

@@ -130,8 +130,8 @@ def run(args) -> int:
 
     if shuffle_cli.wants_shuffle(args):
         return shuffle_cli.cmd_profile_shuffle(args)
-    if getattr(args, "attributes", False):  # a multi-attribute profile (analysis.multi_demo)
-        from ..analysis.multi_demo import cmd_profile_attributes
+    if getattr(args, "attributes", False):  # a multi-attribute profile (analysis.multi_cli)
+        from ..analysis.multi_cli import cmd_profile_attributes
 
         return cmd_profile_attributes(args)
     if getattr(args, "multi_specs", None) or getattr(args, "k", None) is not None:

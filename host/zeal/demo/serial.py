@@ -21,20 +21,17 @@ the wire cost split, the privacy accounting).
 import math
 import os
 import tempfile
-import threading
-import time
 from collections import Counter
 from fractions import Fraction
 
-from .analysis import datasets
-from .analysis.analyze import analyze, device_name, format_table
-from .analysis.multi_demo import aarhus_rows, board_slices, check_arguments, printer
-from .collect.store import Store
-from .collect.virtual import VirtualDevice, collect_boards
-from .errors import ZealError
-from .mechanism.grid import choose
-from .mechanism import kinds
-from .mechanism.grid.estimate import Estimator
+from ..analysis import datasets
+from ..analysis.analyze import analyze, device_name, format_table
+from .common import aarhus_rows, board_slices, check_arguments, printer
+from ..collect.store import Store
+from ..collect.virtual import VirtualDevice, collect_boards
+from ..mechanism.grid import choose
+from ..mechanism import kinds
+from ..mechanism.grid.estimate import Estimator
 
 TIMEOUT = 120.0  # seconds; the run takes a few
 UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent
@@ -70,7 +67,7 @@ def build_profile(lo, hi, epsilon, mechanism="grid", bits="auto", progress=None)
     (zeal.analysis.compare.build_table_profile; --bits auto = the mechanism's natural size)."""
     if mechanism == "grid":
         return choose.build(lo, hi, epsilon, bits=bits)
-    from .analysis.compare import build_table_profile, table_bits
+    from ..analysis.compare import build_table_profile, table_bits
 
     return build_table_profile(lo, hi, epsilon, mechanism, table_bits(mechanism, bits),
                                progress=progress)
@@ -114,7 +111,7 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
                                progress=progress, say=say, timeout=TIMEOUT)
                 doc = analyze(store, include_vector=vector)
                 if plots:
-                    from .analysis import plots as plot_mod
+                    from ..analysis import plots as plot_mod
 
                     doc["plots"] = plot_mod.plot_store(
                         store, plots, include_vector=vector, unit=UNIT,
@@ -220,188 +217,3 @@ def format_demo(doc: dict) -> str:
                  "one board's day (the demo's boards replay as fast as they can)"
                  % (p["readings_per_day"], p["epsilon_per_board_day"]))
     return "\n".join(lines)
-
-
-# ---- zeal demo --mqtt: the fleet path ------------------------------------------------------------
-# Four virtual boards (the real firmware under the MicroPython unix port, its output on MQTT
-# with umqtt.simple) replay the readings -> a throw-away Mosquitto on a free loopback port ->
-# two collectors sharing one MQTT v5 shared subscription ($share/zeal-demo/zeal/+/frames,
-# zeal.collect.mqtt) -> one store (--db: a SQLite path or a postgresql:// URL; default a
-# temporary SQLite file) -> the analysis. run_mqtt_demo's document is run_demo's layout with a
-# "fleet" section (broker, collectors, messages each took). Needs the `mosquitto` binary (one
-# line says how to install it when it is missing).
-
-import shutil  # noqa: E402  (the fleet demo's own)
-import socket  # noqa: E402
-import subprocess  # noqa: E402
-
-MQTT_INSTALL = ("zeal demo --mqtt needs the Mosquitto broker: apt-get install mosquitto "
-           "(Debian/Ubuntu) or brew install mosquitto (macOS)")
-GROUP = "zeal-demo"
-
-
-def find_mosquitto():
-    found = shutil.which("mosquitto")
-    if found:
-        return found
-    for folder in ("/usr/sbin", "/usr/local/sbin", "/opt/homebrew/sbin"):
-        path = os.path.join(folder, "mosquitto")
-        if os.access(path, os.X_OK):
-            return path
-    return None
-
-
-class ThrowAwayBroker:
-    """mosquitto on 127.0.0.1, a free port, anonymous, no persistence, in `folder`."""
-
-    def __init__(self, folder):
-        self.binary = find_mosquitto()
-        if self.binary is None:
-            raise ZealError(MQTT_INSTALL)
-        self.folder = folder
-        self.proc = None
-        self.port = None
-
-    def start(self, timeout=10.0):
-        for _ in range(5):  # a port taken between the probe and mosquitto's bind: next one
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                self.port = s.getsockname()[1]
-            conf = os.path.join(self.folder, "mosquitto.conf")
-            with open(conf, "w") as fh:
-                fh.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                         "max_queued_messages 0\n" % self.port)
-                if os.getuid() == 0:
-                    import pwd
-
-                    fh.write("user %s\n" % pwd.getpwuid(os.getuid()).pw_name)
-            self.proc = subprocess.Popen([self.binary, "-c", conf], stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                    return self
-                except OSError:
-                    time.sleep(0.02)
-            self.stop()
-        raise ZealError("mosquitto did not start on a loopback port")
-
-    @property
-    def url(self):
-        return "mqtt://127.0.0.1:%d" % self.port
-
-    def stop(self):
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
-
-def _collector(url, db, prof, vector, index, ready, box):
-    from .collect.mqtt import MqttCollector
-    from .collect.store import open_store
-
-    try:
-        store = open_store(db)
-        try:
-            c = MqttCollector(url, store, group=GROUP, client_id="zeal-demo-%d" % index,
-                              profiles=[prof], keep_vector=vector, log=lambda *a: None)
-            box["collector"] = c
-            ready.set()
-            box["progress"] = c.run(duration=TIMEOUT)
-        finally:
-            store.close()
-    except Exception as exc:  # reported by the caller in one line
-        box["error"] = exc
-        ready.set()
-
-
-def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, progress=True,
-                  seed=None, collectors=2) -> dict:
-    """Run the fleet demo; return `zeal demo --json`'s document plus "fleet"."""
-    from .collect.store import open_store
-
-    if count < devices or not 1 <= devices <= 16:
-        raise ZealError("--devices must be 1 to 16 and --count at least that")
-    say = printer(progress)
-    readings = [x for (x,) in aarhus_rows(("humidity",), count)]
-    lo, hi = datasets.HUMIDITY_RANGE
-    prof = build_profile(lo, hi, epsilon, "grid", bits)
-    slices, ids, keys = board_slices(readings, devices, b"mqtt-%03d", seed, b"zeal-demo-seed")
-    vector = seed is not None
-    with tempfile.TemporaryDirectory(prefix="zeal-fleet-") as tmp:
-        path = db if db is not None else os.path.join(tmp, "demo.db")
-        if not path.startswith("postgresql:") and os.path.exists(path):
-            raise ZealError("%s exists: the demo writes a new database (choose another --db)"
-                            % path)
-        open_store(path).close()  # the schema, before two writers race to make it
-        broker = ThrowAwayBroker(tmp).start()
-        say("mosquitto on %s (throw-away)" % broker.url)
-        boxes, threads, boards = [], [], []
-        try:
-            for i in range(collectors):
-                box, ready = {}, threading.Event()
-                t = threading.Thread(target=_collector, daemon=True,
-                                     args=(broker.url, path, prof, vector, i, ready, box))
-                t.start()
-                ready.wait(30)
-                if "error" in box:
-                    raise ZealError("collector %d: %s" % (i, box["error"]))
-                boxes.append(box)
-                threads.append(t)
-            deadline = time.monotonic() + 30
-            while not all(b["collector"].connected.is_set() for b in boxes):
-                if time.monotonic() > deadline:
-                    raise ZealError("the collectors did not connect to the broker")
-                time.sleep(0.05)
-            say("%d collectors in shared subscription $share/%s/zeal/+/frames"
-                % (collectors, GROUP))
-            for i, part in enumerate(slices):
-                boards.append(VirtualDevice(part, profile=prof, device_id=ids[i],
-                                            vector_key=keys[i], mqtt=broker.url,
-                                            folder=os.path.join(tmp, "board%d" % i)))
-            for b in boards:
-                b.start()
-            say("%d virtual MQTT boards publishing" % len(boards))
-            for b in boards:
-                if b.wait(TIMEOUT) != 0:
-                    raise ZealError("a virtual board failed: %s" % b.stderr().strip()[-200:])
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with open_store(path) as st:
-                        n_stored = analyze(st, include_vector=vector)["overall"]["n"]
-                except ZealError:  # "no reports stored" yet: the collectors are committing
-                    n_stored = 0
-                if n_stored >= count or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            for box in boxes:
-                box["collector"].stop()
-            for t in threads:
-                t.join(30)
-            with open_store(path) as st:
-                doc = analyze(st, include_vector=vector)
-        finally:
-            for b in boards:
-                b.close()
-            broker.stop()
-    if doc["overall"]["n"] != count:
-        raise ZealError("stored %d of %d reports" % (doc["overall"]["n"], count))
-    explain(doc, prof, readings, dict(zip(ids, slices)))
-    doc["database"] = db
-    doc["fleet"] = {"broker": "mosquitto (throw-away, loopback)", "collectors": collectors,
-                    "group": GROUP, "boards": len(slices),
-                    "messages": [b["collector"].messages for b in boxes],
-                    "store": "postgresql" if path.startswith("postgresql:") else "sqlite"}
-    if progress:
-        print(format_demo(doc))
-        print("fleet: %d boards -> mosquitto -> %d collectors (messages each: %s) -> %s"
-              % (len(slices), collectors, ", ".join(map(str, doc["fleet"]["messages"])),
-                 doc["fleet"]["store"]))
-    return doc

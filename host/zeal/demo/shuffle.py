@@ -53,9 +53,9 @@ from ..mechanism.shuffle import mechanism as S
 from ..mechanism.shuffle import profile as SP
 from ..wire import codec, transport
 from ..wire.deframer import Deframer
-from .analyze import analyze
-from .multi_demo import (RANGES, UNITS, aarhus_rows, board_slices, check_arguments,
-                         dataset_text, printer)
+from ..analysis.analyze import analyze
+from .attributes import RANGES, UNITS
+from .common import aarhus_rows, board_slices, check_arguments, dataset_text, printer
 
 
 COLUMNS = ("light", "humidity", "temperature")
