@@ -74,6 +74,22 @@ def test_profiles_of_every_kind_round_trip(where):
     assert n == 4 + len(kinds["multi"].attribute_files())
 
 
+def test_an_audit_reads_every_cell_and_the_nonces_through_the_store(where):
+    """Store.cells (every text and blob cell, by table and column) and Store.nonces: what
+    the shuffle demo's identity audit reads, on both backends, without a connection of its
+    own."""
+    with open_store(where) as st:
+        st.add_profile(PROF)
+        st.write(frames=[frame(0), frame(1, device=b"dev-0002")])
+    with open_store(where, read_only=True) as st:
+        cells = list(st.cells())
+        assert st.nonces() == [NONCE]
+    where_device = {(t, c) for t, c, v in cells if b"dev-0002" in v}
+    assert ("devices", "device_id") in where_device
+    assert any(t == "profiles" and PROF.fingerprint.encode() in v for t, c, v in cells)
+    assert all(isinstance(v, bytes) for _, _, v in cells)
+
+
 def test_unresolved_ids_are_those_written(where):
     with open_store(where) as st:
         st.write(unresolved=[UnresolvedRecord("p", float(i), bytes([2, i]), i, "no_hello")

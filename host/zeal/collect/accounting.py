@@ -152,11 +152,24 @@ def _union(spans: list) -> list:
 
 
 # ---- in the store's transaction -----------------------------------------------------------------
-def apply(store, spans: Iterable[Span], fresh: Iterable, now: float) -> Dict[str, tuple]:
+class Transaction:
+    """What the accounting may do inside the store's write transaction, as the store hands it
+    over (it touches nothing else of the store): run(sql, args) a statement (`?`
+    placeholders, both backends) and return its cursor; device(device_id, now) its row id;
+    count(kind, detail, n, now) a counted event; max_events the events table's cap;
+    lock_suffix the clause that locks a selected state row (" FOR UPDATE OF e" on
+    PostgreSQL, "" on SQLite, whose write transaction holds the whole file)."""
+
+    def __init__(self, *, run, device, count, max_events: int, lock_suffix: str = ""):
+        self.run, self.device, self.count = run, device, count
+        self.max_events, self.lock_suffix = max_events, lock_suffix
+
+
+def apply(store: Transaction, spans: Iterable[Span], fresh: Iterable,
+          now: float) -> Dict[str, tuple]:
     """Bring the loss rows of every session in `spans`, or with frames in `fresh` (the
     FrameRecords this transaction newly stored) and a state row already, up to date. Runs
-    inside the store's write transaction (store.db.execute, `?` placeholders, both backends;
-    store._device, store._count, store.max_events). Returns {session hex: (gap,
+    inside the store's write transaction (`Transaction`). Returns {session hex: (gap,
     before_attach, unattended)} of the sessions brought up to date."""
     by_session: Dict[str, Span] = {}
     for s in spans:
@@ -169,13 +182,12 @@ def apply(store, spans: Iterable[Span], fresh: Iterable, now: float) -> Dict[str
         new_frames[key] = new_frames.get(key, 0) + 1
         first_frame.setdefault(key, f)
     out = {}
-    pg = getattr(store, "backend", "sqlite") == "postgresql"
-    run = store.db.execute
+    run = store.run
     # the state row (locked on PostgreSQL) and the frames refused in the session, in one go
     select = ("SELECT e.count, e.detail, (SELECT COALESCE(SUM(r.count), 0) FROM events r "
               "WHERE r.key >= ? AND r.key < ? AND r.kind = 'reject' AND r.detail IN (%s)) "
               "FROM events e WHERE e.key = ?%s"
-              % (",".join("?" * len(USES_NUMBER)), " FOR UPDATE OF e" if pg else ""))
+              % (",".join("?" * len(USES_NUMBER)), store.lock_suffix))
     for key in sorted(set(by_session) | set(new_frames)):
         span = by_session.get(key)
         only_frames = span is None
@@ -188,14 +200,14 @@ def apply(store, spans: Iterable[Span], fresh: Iterable, now: float) -> Dict[str
         row = run(select, args).fetchone()
         if row is None and only_frames:
             continue  # nobody asked for this session's accounting yet
-        dev = store._device(span.device_id, now)
+        dev = store.device(span.device_id, now)
         if dev is None:
             continue  # beyond the devices cap: its frames are not stored either
         old = None
         if row is None:
             top_id = run("SELECT MAX(id) FROM events").fetchone()[0] or 0
             if top_id >= store.max_events:
-                store._count("events_dropped", "events beyond the cap of %d rows"
+                store.count("events_dropped", "events beyond the cap of %d rows"
                              % store.max_events, 1, now)
                 continue
             made = run("INSERT INTO events (device, port, time, kind, detail, count, key) "
@@ -239,7 +251,7 @@ def apply(store, spans: Iterable[Span], fresh: Iterable, now: float) -> Dict[str
 def _set(store, dev, port, now, key: str, value: int, detail: str) -> None:
     """Set a reason row to `value`: made only when not zero (and within the events cap:
     else counted in events_dropped), kept (at 0) once made."""
-    run = store.db.execute
+    run = store.run
     if value <= 0:
         run("UPDATE events SET count = 0, time = ? WHERE key = ? AND count <> 0", (now, key))
         return
@@ -247,7 +259,7 @@ def _set(store, dev, port, now, key: str, value: int, detail: str) -> None:
            (value, detail, now, key)).rowcount:
         return
     if (run("SELECT MAX(id) FROM events").fetchone()[0] or 0) >= store.max_events:
-        store._count("events_dropped", "events beyond the cap of %d rows" % store.max_events,
+        store.count("events_dropped", "events beyond the cap of %d rows" % store.max_events,
                      1, now)
         return
     run("INSERT INTO events (device, port, time, kind, detail, count, key) "

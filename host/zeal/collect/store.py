@@ -339,6 +339,7 @@ class Store:
     max_events = MAX_EVENTS
     max_unresolved_per_port = MAX_UNRESOLVED_PER_PORT
     backend = "sqlite"
+    _lock_suffix = ""   # its write transaction holds the whole file
     # what the last write() held: device ids it has rows of, and the frames and events it
     # did not store because their device would exceed max_devices (the event devices_dropped)
     last_devices = frozenset()
@@ -695,7 +696,10 @@ class Store:
         """The loss rows of the sessions of `spans` and of the frames newly stored
         (`fresh`), in the write's transaction (zeal.collect.accounting)."""
         if spans or fresh:
-            self._lost = accounting.apply(self, spans, fresh, now)
+            tx = accounting.Transaction(run=self.db.execute, device=self._device,
+                                        count=self._count, max_events=self.max_events,
+                                        lock_suffix=self._lock_suffix)
+            self._lost = accounting.apply(tx, spans, fresh, now)
 
     def _end_tally(self) -> None:
         self.last_lost, self.last_new_events = self._lost, self._keyed_new
@@ -824,6 +828,31 @@ class Store:
     def profile_docs(self) -> list:
         """[(fingerprint, file text)] of every stored profile, as stored (not loaded)."""
         return self._query("SELECT fingerprint, doc FROM profiles")
+
+    def nonces(self) -> List[bytes]:
+        """The distinct session nonces of the stored frames (what a frame's key keeps)."""
+        return [bytes(v) for (v,) in self._query("SELECT DISTINCT nonce FROM frames")]
+
+    def _tables(self) -> List[str]:
+        return [r[0] for r in self._query("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def cells(self):
+        """(table, column, value) for every text and blob cell of every table of the store:
+        what an audit reads when it searches the store for something it must not hold."""
+        for table in self._tables():
+            cur = self._run_query(table)
+            cols = [d[0] for d in cur.description]
+            for row in cur:
+                for col, cell in zip(cols, row):
+                    if isinstance(cell, (str, bytes, bytearray, memoryview)):
+                        yield table, col, (cell.encode("utf-8", "surrogatepass")
+                                           if isinstance(cell, str) else bytes(cell))
+
+    def _run_query(self, table: str):
+        try:
+            return self.db.execute('SELECT * FROM "%s"' % table.replace('"', '""'))
+        except sqlite3.Error as exc:
+            raise wrap_sql_error(exc, self.path) from None
 
     def frames(self, *, fingerprint: Optional[str] = None, vector: bool = False) -> List[tuple]:
         """Rows (device_id, boot, seq, fingerprint, count, payload, arrival, nonce, debug), in
@@ -1068,6 +1097,7 @@ class PgStore(Store):
     inherited: they run through `_query`, which speaks both dialects' placeholders."""
 
     backend = "postgresql"
+    _lock_suffix = " FOR UPDATE OF e"   # a selected state row, locked till the commit
 
     def __init__(self, url: str, *, timeout: float = 5.0, readonly: bool = False,
                  create: bool = True):
@@ -1233,6 +1263,17 @@ class PgStore(Store):
     def _run(self, sql: str, args=()):
         sql = sql.replace("%", "%%").replace("?", "%s") if args else sql
         return self.conn.execute(sql, tuple(args) if args else None)
+
+    def _tables(self) -> list:
+        return [r[0] for r in self._query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema() AND table_type = 'BASE TABLE'")]
+
+    def _run_query(self, table: str):
+        try:
+            return self._run('SELECT * FROM "%s"' % table.replace('"', '""'))
+        except self._pg.Error as exc:
+            raise self._wrap(exc) from None
 
     def _query(self, sql: str, args=()) -> list:
         try:

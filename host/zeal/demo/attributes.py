@@ -128,7 +128,7 @@ def _run_virtual(prof, slices, ids, keys, path, tmp, say, progress):
             collect_boards(boards, store, [prof], expected=sum(len(x) for x in slices),
                            keep_vector=vector, progress=progress, say=say, timeout=TIMEOUT)
             doc = analyze(store, include_vector=vector)
-            link = store.db.execute("SELECT COALESCE(SUM(bytes), 0) FROM links").fetchone()[0]
+            link = store.link_bytes()
     finally:
         for b in boards:
             b.close()

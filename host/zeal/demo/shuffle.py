@@ -40,14 +40,13 @@ in [0, 1], pairs), and a demo section (dataset, boards, batch, seconds, shuffler
 import hashlib
 import json
 import os
-import sqlite3
 import tempfile
 import threading
 import time
 from fractions import Fraction
 
 from ..collect import shuffler as SH
-from ..collect.store import Store
+from ..collect.store import Store, open_existing
 from ..errors import ProfileError, ZealError
 from ..mechanism.shuffle import mechanism as S
 from ..mechanism.shuffle import profile as SP
@@ -106,25 +105,11 @@ def identity_hits(path: str, identities: dict) -> list:
     sqlite_master), then the raw bytes of the file and its -wal/-journal if present."""
     needles = {label: _forms(v) for label, v in identities.items()}
     hits = set()
-    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
-    try:
-        tables = [r[0] for r in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")]
-        for table in tables:
-            cols = [r[1] for r in db.execute("PRAGMA table_info(%s)" % table)]
-            for row in db.execute("SELECT * FROM %s" % table):
-                for col, cell in zip(cols, row):
-                    if isinstance(cell, str):
-                        data = cell.encode("utf-8", "surrogatepass")
-                    elif isinstance(cell, bytes):
-                        data = cell
-                    else:
-                        continue
-                    for label, forms in needles.items():
-                        if any(f in data for f in forms):
-                            hits.add((label, "%s.%s" % (table, col)))
-    finally:
-        db.close()
+    with open_existing(path) as store:     # read-only
+        for table, col, data in store.cells():
+            for label, forms in needles.items():
+                if any(f in data for f in forms):
+                    hits.add((label, "%s.%s" % (table, col)))
     for suffix in ("", "-wal", "-journal"):
         try:
             with open(path + suffix, "rb") as fh:
@@ -306,7 +291,7 @@ def identity_control(prof, tmp, key=None) -> dict:
                                 % (pr.reports, want))
             # the board's nonce, as the plain collector keeps it in each frame's key (which is
             # the point of the control)
-            nonces = [bytes(v) for (v,) in store.db.execute("SELECT DISTINCT nonce FROM frames")]
+            nonces = store.nonces()
     ids = {"device %s" % codec.device_name(dev_id): dev_id}
     ids.update(("nonce %s" % v.hex(), v) for v in nonces)
     hits = identity_hits(path, ids)
