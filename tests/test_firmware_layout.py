@@ -3,7 +3,7 @@ firmware/zealfw.
 
 Every module is parsed (AST: imports inside functions count too, as the firmware imports its
 start-up stages and set-up modules lazily on purpose). The set-up modules take what they need
-from the sampling path's modules as arguments (zealfw.exact's init_zeal, zealfw.framing's
+from the sampling path's modules as arguments (zealfw.mech_setup's init_zeal, zealfw.wire_setup's
 stop_with_status), and the start-up stages get `_forget` from the package itself, so the
 graph runs one way: main -> start stages -> set-up -> sampling path.
 """
@@ -60,7 +60,7 @@ def test_no_import_circles_in_the_firmware():
 
 @pytest.mark.parametrize("module,source", [
     # the set-up module reaching back into the sampling path it sets up
-    ("exact", "from .mechanism import _Uniform\n"),
+    ("mech_setup", "from .mechanism import _Uniform\n"),
     # a stage taking a helper from the loop that imports it
     ("build", "def f():\n    from .main import run\n"),
 ])

@@ -471,7 +471,7 @@ def test_main_loop_refuses_a_broken_table(mp_port, tmp_path, designer_4bit):
 # build (the loop's free heap on the emulated 32-bit board: 31-32 KiB).
 # Per report, with the generator's SHA-256 as native code (zealfw/sha256_viper.py): 10 B
 # measured from float32 readings, 118 from float64 ones (their parse); 170-250 with hashlib.
-# Issue 20 (the firmware without import circles: zealfw.exact takes the sampling helpers as
+# Issue 20 (the firmware without import circles: zealfw.mech_setup takes the sampling helpers as
 # arguments) moved the PyPI port's edge to 41 (41-53 all fit; the float32 build's stays 44),
 # while the emulated board's free heap for this loop stays 31 KiB.
 TABLE_HEAP_K = {"pypi": 41, "f32": 44}

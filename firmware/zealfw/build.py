@@ -1,8 +1,8 @@
 # Boot-time work of the main loop, stage three: from zealfw.start.prepare's plain data and
 # the profile's numbers (zealfw.profile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed,
-# freed at once), the Sender (its set-up, zealfw.framing, freed after), the source (only the
+# freed at once), the Sender (its set-up, zealfw.wire_setup, freed after), the source (only the
 # configured kind's module is imported) and the control-line watch. zealfw.main.run frees
-# this module, then makes the mechanism: its module and its set-up (zealfw.exact) are the
+# this module, then makes the mechanism: its module and its set-up (zealfw.mech_setup) are the
 # largest of the sampling path, so they are loaded when nothing of the start is left.
 # Nothing make() returns is an object of a class with methods defined here (it would keep
 # this module alive).
@@ -20,7 +20,7 @@ except ImportError:  # CPython, for the host-side tests
 
 
 _RP2040_TEMP = const(4)        # RP2040's ADC channel of the internal temperature sensor
-_STATUS_NO_PROFILE = const(1)  # = frames.STATUS_* (named in zealfw.reference)
+_STATUS_NO_PROFILE = const(1)  # = wire.STATUS_* (named in zealfw.reference)
 _STATUS_BAD_PROFILE = const(2)
 _STATUS_CONFIG = const(5)
 
@@ -169,8 +169,8 @@ def make(st, p):
             err = (_STATUS_CONFIG, str(exc))
         _forget("seed")
     if err is not None:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, err[0], err[1])
         return None
@@ -179,20 +179,20 @@ def make(st, p):
     public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
     try:
         # One set-up module at a time, each freed before the next is loaded: the Sender's
-        # (zealfw.framing), then the source's own module.
-        from . import frames
-        from .framing import nonce_of
+        # (zealfw.wire_setup), then the source's own module.
+        from . import wire
+        from .wire_setup import nonce_of
 
-        sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
+        sender = wire.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
                                fingerprint=prof.fingerprint, boot=boot,
                                nonce=nonce_of(key), hello_every=cfg["hello_every"],
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
-        _forget("framing")
+        _forget("wire_setup")
         source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
         return None

@@ -64,7 +64,7 @@
 #
 # Heap: this module holds the loop only. Everything done once at boot (config, profile,
 # boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
-# zealfw.start, zealfw.profile, zealfw.seed, zealfw.build, zealfw.framing and zealfw.exact,
+# zealfw.start, zealfw.profile, zealfw.seed, zealfw.build, zealfw.wire_setup and zealfw.mech_setup,
 # each freed (and the heap collected, see _forget) before the next stage: the peak is what
 # stays plus one stage, not their sum. The mechanism, the largest module of the sampling
 # path, is loaded last, when nothing of the start is left. Optional parts (each sensor kind,
@@ -90,7 +90,7 @@ _CTL_HELLO = const(2)
 _SLEEP_SLICE = const(500)      # sleep in slices so the watchdog keeps being fed
 _KIND_F32 = const(1)           # = sources.KIND_F32 / KIND_F64
 _KIND_F64 = const(2)
-_STATUS_OK = const(0)          # = frames.STATUS_* (named in zealfw.framing, freed)
+_STATUS_OK = const(0)          # = wire.STATUS_* (named in zealfw.wire_setup, freed)
 _STATUS_SENSOR = const(3)
 _STATUS_STOPPED = const(4)
 
@@ -133,7 +133,7 @@ def run(config_path="zeal_config.json", out=None, inp=None):
         p = None
         del build
         _forget("build")
-    _forget("framing")  # the Sender's set-up
+    _forget("wire_setup")  # the Sender's set-up
     if st is None:
         return 0
     return _loop(st)
@@ -144,7 +144,7 @@ def _loop(st):
     cfg, prof, key, sender, source, control, on_repl, replay_in, public = st
     st = None
     # The mechanism last, once zealfw.build is freed: zealfw.mechanism is the largest module
-    # of the sampling path, and its set-up (zealfw.exact, freed after) the last one loaded.
+    # of the sampling path, and its set-up (zealfw.mech_setup, freed after) the last one loaded.
     from .mechanism import ReadingError
     from .words import CounterWords
 
@@ -155,8 +155,8 @@ def _loop(st):
         from .tsample import Zeal  # its own _finish); else a tuple board's sampler class
     mech = Zeal(prof, CounterWords(key))
     prof = key = None
-    _forget("exact")
-    from . import frames
+    _forget("mech_setup")
+    from . import wire
     from .sources import SourceError
 
     wdt = None
@@ -166,7 +166,7 @@ def _loop(st):
         wdt = machine.WDT(timeout=cfg["watchdog_ms"])
         sender.idle = wdt.feed  # bound once: a stalled write keeps the watchdog fed
     if on_repl and cfg["start_delay_ms"]:
-        frames.sleep_ms(cfg["start_delay_ms"])  # a window for Ctrl-C before it is disabled
+        wire.sleep_ms(cfg["start_delay_ms"])  # a window for Ctrl-C before it is disabled
     kbd = None
     if on_repl:
         import micropython
@@ -182,7 +182,7 @@ def _loop(st):
     # frame and frames still leave only at tick starts
     per = mech.reports
     msgs = mech.msgs if per > 1 else None
-    ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
+    ticks_ms, ticks_diff, sleep_ms = wire.ticks_ms, wire.ticks_diff, wire.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
     cfg = None           # the config's dict is not needed while sampling: free it
     ticks = 0            # sampling ticks = reports made (public)

@@ -249,9 +249,9 @@ class Zeal:
     reports = 1  # wire reports a sampling tick (zealfw.main's loop; srand.Zeal: t)
 
     def __init__(self, profile, words):
-        # the per-profile constants above are made by zealfw.exact.init_zeal: set-up code,
+        # the per-profile constants above are made by zealfw.mech_setup.init_zeal: set-up code,
         # not needed while sampling (zealfw.build frees that module)
-        from .exact import init_zeal
+        from .mech_setup import init_zeal
 
         init_zeal(self, profile, words, _Uniform, _bits_of, _log2)
 

@@ -56,8 +56,8 @@ def make(st, kind):
         _forget("build")
         _forget("seed")
     if err is not None:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, err[0], err[1])
         return None
@@ -66,13 +66,13 @@ def make(st, kind):
     prof.fingerprint = fields[-1]
     spec = cfg["sensor"]
     try:
-        from .framing import nonce_of
+        from .wire_setup import nonce_of
 
         batch = cfg["batch"]
         if kind == 1:
             from .msample import Sender, Zeal
         else:
-            from .frames import Sender
+            from .wire import Sender
             from .srand import Zeal
 
             t = fields[2]  # a tick's t reports in one frame: a multiple of t, at least t
@@ -85,7 +85,7 @@ def make(st, kind):
                         hello_every=args[7], vector=args[8], debug=args[9],
                         write_timeout_ms=args[10])
         args = None
-        _forget("framing")
+        _forget("wire_setup")
         from .src_tuple import Source
 
         k = spec.get("kind")
@@ -113,8 +113,8 @@ def make(st, kind):
             raise ValueError("a profile of several readings needs a callable or replay "
                              "sensor, not %r" % (k,))
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
         return None

@@ -12,7 +12,7 @@ except ImportError:  # CPython: the conformance runner also runs there
 
 from .mechanism import ReadingError
 
-# ---- wire protocol 2 (shared_spec/wire_format.md), as zealfw.frames/framing inline them ----
+# ---- wire protocol 2 (shared_spec/wire_format.md), as zealfw.wire/wire_setup inline them ----
 FLAG_VECTOR = const(0x10)
 FLAG_DEBUG = const(0x20)
 MAX_BODY = const(1662)  # DATA header (4) + ceil(255 reports * 52 bits / 8)

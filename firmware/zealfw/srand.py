@@ -23,7 +23,7 @@ The randomised rounding is zealfw.mechanism.Zeal's position with steps = k (the 
 division of the grid, its clamping and its BERNOULLI of the fraction): this class is a
 mechanism.Zeal whose `_finish` returns base + BERNOULLI(fraction), with the per-coordinate
 constants (_lo, _div) swapped in before each reading (made once at start by
-zealfw.exact.init_zeal, one pair of tuples a coordinate). A float64 pattern (replay) or a
+zealfw.mech_setup.init_zeal, one pair of tuples a coordinate). A float64 pattern (replay) or a
 float32 pattern (a callable's float) is a valid reading; NaN, an infinity, a raw count (a
 shuffle profile has no calibration) or a bad field is invalid.
 """
@@ -55,7 +55,7 @@ class Zeal(mechanism.Zeal):
         for lo, hi in ranges:
             f.lo = lo
             f.hi = hi
-            mechanism.Zeal.__init__(self, f, words)  # the grid's set-up (zealfw.exact)
+            mechanism.Zeal.__init__(self, f, words)  # the grid's set-up (zealfw.mech_setup)
             consts.append((self._lo, self._div))
         self._c = consts
         cb = 0

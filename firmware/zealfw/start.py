@@ -39,7 +39,7 @@ _DEFAULTS = {
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "write_timeout_ms", "start_delay_ms", "crash_reset_ms")
 _INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseconds
-_STATUS_STOPPED = const(4)      # = frames.STATUS_* (frames is not imported in stage one)
+_STATUS_STOPPED = const(4)      # = wire.STATUS_* (wire is not imported in stage one)
 _STATUS_CONFIG = const(5)
 _STATUS_CRASH = const(6)
 _STATUS_HELD = const(7)
@@ -171,8 +171,8 @@ def prepare(config_path, out, inp):
         else:
             on_repl = False
     except (ConfigError, KeyError, AttributeError, ValueError, TypeError) as exc:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         out = out if out is not None else sys.stdout.buffer
         stop_with_status(Sender, out, dev, False, _STATUS_CONFIG, str(exc))
@@ -258,9 +258,9 @@ def crash(exc, config_path, path="zeal_hold"):
     except ConfigError:
         cfg = dict(_DEFAULTS)
     debug = cfg["debug"]
-    from . import frames
+    from . import wire
 
-    sender = frames.Sender(sys.stdout.buffer, 0, device_id=device_id(config_path), debug=debug)
+    sender = wire.Sender(sys.stdout.buffer, 0, device_id=device_id(config_path), debug=debug)
     name = type(exc).__name__
     sender.status(_STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)
     delay = cfg["crash_reset_ms"]
@@ -290,8 +290,8 @@ def crash(exc, config_path, path="zeal_hold"):
         ctl = Control(sys.stdin.buffer)
     except Exception:  # no input to watch: Ctrl-C only
         pass
-    t0 = frames.ticks_ms()
-    while frames.ticks_diff(frames.ticks_ms(), t0) < delay:  # a window to connect and look
+    t0 = wire.ticks_ms()
+    while wire.ticks_diff(wire.ticks_ms(), t0) < delay:  # a window to connect and look
         if ctl is not None and ctl.poll() == 1:  # "!stop" (control.CTL_STOP)
             sender.status(_STATUS_STOPPED, b"stopped")
             if cfg["watchdog_ms"] and hasattr(machine, "WDT"):
@@ -303,6 +303,6 @@ def crash(exc, config_path, path="zeal_hold"):
             except (ImportError, OSError):
                 pass
             return True
-        frames.sleep_ms(50)
+        wire.sleep_ms(50)
     reset()
     return False

@@ -103,7 +103,7 @@ def numbers(path):
     """zealfw.profile.numbers for a table profile (zealfw.main calls it with this module
     alone in memory and frees it after): (fields, None) with (lo, hi, R + 1, 1, 1, 0, 0,
     bits, cal, fingerprint, (weights, N, [S_r])) -- n_cells - n_window = R is the
-    position's steps for zealfw.exact.init_zeal, threshold 1 unused, k_lo = exponent = 0 --
+    position's steps for zealfw.mech_setup.init_zeal, threshold 1 unused, k_lo = exponent = 0 --
     or (None, (STATUS code, message)): NO_PROFILE (1) for a missing file, else
     BAD_PROFILE (2)."""
     try:

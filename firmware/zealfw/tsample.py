@@ -38,7 +38,7 @@ class Zeal(mechanism.Zeal):
     (weights, N, [S_r]). perturb_* and sample return the cell j (k_lo = 0); low(j) = j."""
 
     def __init__(self, profile, words):
-        # the position's constants as for the grid (zealfw.exact, freed by zealfw.main
+        # the position's constants as for the grid (zealfw.mech_setup, freed by zealfw.main
         # after); the grid's _fin it also makes is replaced below
         mechanism.Zeal.__init__(self, profile, words)
         w, n, sums = profile.table

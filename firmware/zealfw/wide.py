@@ -8,7 +8,7 @@ a plain int of that size is a heap int on a 32-bit board (31-bit small ints), an
 of the division would allocate. Here it is held as two 28-bit limbs (high, low), each step's
 values stay below 2^30, and the arithmetic is the same long division, one bit at a time:
 the same floor, the same remainder, the same words read, the same report. Imported by
-zealfw.exact only for a profile that needs it (other boards never hold it); its method
+zealfw.mech_setup only for a profile that needs it (other boards never hold it); its method
 names are the ones zealfw.mechanism already has (every name is interned for good).
 """
 try:

@@ -1,6 +1,6 @@
 """A raw count's calibrated divisor in limbs, on the device: zealfw.mechanism.Zeal._raw_pos
 and the Bernoulli of its fraction for a divisor Q from 2^29 on, small ints on a 32-bit board
-(see zealfw.wide for the two-limb position divisor). Imported by zealfw.exact only for a
+(see zealfw.wide for the two-limb position divisor). Imported by zealfw.mech_setup only for a
 calibrated profile that needs it.
 """
 try:

@@ -10,7 +10,7 @@
 #
 # Heap: this module stays loaded while sampling, so it holds the per-frame code only. The
 # Sender's construction (checks, the session CRC, the HELLO made once, buffers sized once) is
-# in zealfw.framing, which zealfw.build frees before sampling; the protocol's named constants
+# in zealfw.wire_setup, which zealfw.build frees before sampling; the protocol's named constants
 # are in zealfw.reference (tests, conformance runner import it).
 # Constants here are `_NAME = const(...)`: inlined, no name kept.
 #
@@ -116,7 +116,7 @@ class Sender:
     def __init__(self, stream, bits, *, batch=64, device_id=None, fingerprint=None, boot=0,
                  nonce=None, firmware=(0, 1, 0), hello_every=16, vector=False, debug=False,
                  write_timeout_ms=250, idle=None):
-        from .framing import init_sender  # set-up code, freed before sampling
+        from .wire_setup import init_sender  # set-up code, freed before sampling
 
         init_sender(self, stream, bits, batch, device_id, fingerprint, boot, nonce, firmware,
                     hello_every, vector, debug, write_timeout_ms, idle)
