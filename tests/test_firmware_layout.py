@@ -4,8 +4,12 @@ firmware/zealfw.
 Every module is parsed (AST: imports inside functions count too, as the firmware imports its
 start-up stages and set-up modules lazily on purpose). The set-up modules take what they need
 from the sampling path's modules as arguments (zealfw.mech_setup's init_zeal, zealfw.wire_setup's
-stop_with_status), and the start-up stages get `_forget` from the package itself, so the
+stop_with_status), and the start-up stages get `forget` from the package itself, so the
 graph runs one way: main -> start stages -> set-up -> sampling path.
+
+No module reads another module's private (underscore) attribute: no `from .m import _x`, no
+`m._x`, no `obj._x` of an object of another module's class (what a module reads of an object
+other than `self` must be public, unless the module itself stores that attribute).
 """
 import ast
 import os
@@ -60,7 +64,7 @@ def test_no_import_circles_in_the_firmware():
 
 @pytest.mark.parametrize("module,source", [
     # the set-up module reaching back into the sampling path it sets up
-    ("mech_setup", "from .mechanism import _Uniform\n"),
+    ("mech_setup", "from .mechanism import Uniform\n"),
     # a stage taking a helper from the loop that imports it
     ("build", "def f():\n    from .main import run\n"),
 ])
@@ -68,3 +72,52 @@ def test_the_check_can_fail(module, source):
     graph = import_graph()
     graph[module] = graph[module] | imports_of(module, source)
     assert circles(graph)
+
+
+def _private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reads(module, source=None):
+    """Where `module` reads a private attribute of another module: an import of a private
+    name from a zealfw module (or the package), or a load of `x._a` with x not `self` and
+    `_a` neither defined nor stored by this module ("module:line what")."""
+    if source is None:
+        with open(os.path.join(PACKAGE, module + ".py"), encoding="utf-8") as fh:
+            source = fh.read()
+    tree = ast.parse(source)
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            own.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (
+                node.level == 1 or (node.module or "").split(".")[0] == "zealfw"):
+            found += ["%s:%d from %s import %s" % (module, node.lineno, node.module or ".",
+                                                   a.name)
+                      for a in node.names if _private(a.name)]
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+              and _private(node.attr) and node.attr not in own
+              and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+            found.append("%s:%d %s.%s" % (module, node.lineno, ast.unparse(node.value),
+                                          node.attr))
+    return found
+
+
+def test_no_module_reads_another_modules_private_attribute():
+    assert [f for m in MODULES for f in private_reads(m)] == []
+
+
+@pytest.mark.parametrize("module,source", [
+    ("tsample", "from . import mechanism\nu = mechanism._Uniform(3)\n"),
+    ("profile", "from .pfile import _f64\n"),
+    ("main", "def f(sender):\n    return sender._since_hello\n"),
+    ("main", "from . import _forget\n"),
+])
+def test_the_private_check_can_fail(module, source):
+    assert private_reads(module, source)

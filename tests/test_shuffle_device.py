@@ -522,7 +522,7 @@ def test_device_accepts_where_the_host_rule_runs_out_of_memory():
 COST = """
 import gc, time
 from zealfw import sgamma
-from zealfw.pfile import _f64
+from zealfw.pfile import f64 as _f64
 cases = %s
 out = []
 for c in cases:

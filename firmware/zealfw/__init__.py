@@ -14,7 +14,7 @@ constants) serves the conformance runner and tests only.
 VERSION = (0, 1, 0)
 
 
-def _forget(name):
+def forget(name):
     """Drop the module zealfw.<name>, needed only at start (start, build, profile, seed,
     exact, framing), and collect: nothing may keep a reference to anything it defines. On
     MicroPython only (CPython tests import them again).

@@ -73,9 +73,9 @@ class _Profile:
     keeps none of it), from zealfw.profile.numbers (the loader itself is freed)."""
 
 
-def _boot_key(cfg, dev):
+def boot_key(cfg, dev):
     """(key, boot counter, vector) of this boot; ValueError with one clear line. The caller
-    frees zealfw.seed (_forget("seed"))."""
+    frees zealfw.seed (forget("seed"))."""
     if cfg["vector_mode"] and cfg["vector_key"] is not None:
         import binascii
 
@@ -151,7 +151,7 @@ def make(st, p):
     float64 pattern's halves, or as (False, num, den) when it is no float64."""
     cfg, out, inp, on_repl, dev = st
     st = None
-    from . import _forget
+    from . import forget
 
     debug = cfg["debug"]
     fields, err = p
@@ -164,10 +164,10 @@ def make(st, p):
                             "bits", "cal", "fingerprint", "table"), fields):
             setattr(prof, name, v)
         try:
-            key, boot, vector = _boot_key(cfg, dev)
+            key, boot, vector = boot_key(cfg, dev)
         except ValueError as exc:
             err = (_STATUS_CONFIG, str(exc))
-        _forget("seed")
+        forget("seed")
     if err is not None:
         from .wire import Sender
         from .wire_setup import stop_with_status
@@ -188,7 +188,7 @@ def make(st, p):
                                nonce=nonce_of(key), hello_every=cfg["hello_every"],
                                vector=vector, debug=debug,
                                write_timeout_ms=cfg["write_timeout_ms"])
-        _forget("wire_setup")
+        forget("wire_setup")
         source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
         from .wire import Sender

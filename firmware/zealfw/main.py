@@ -65,7 +65,7 @@
 # Heap: this module holds the loop only. Everything done once at boot (config, profile,
 # boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
 # zealfw.start, zealfw.profile, zealfw.seed, zealfw.build, zealfw.wire_setup and zealfw.mech_setup,
-# each freed (and the heap collected, see _forget) before the next stage: the peak is what
+# each freed (and the heap collected, see forget) before the next stage: the peak is what
 # stays plus one stage, not their sum. The mechanism, the largest module of the sampling
 # path, is loaded last, when nothing of the start is left. Optional parts (each sensor kind,
 # the control-line watch) are imported only when configured. Every name in a module loaded
@@ -74,7 +74,7 @@
 # whole loop from .mpy on the unix port, smallest heap, B/report).
 import sys
 
-from . import _forget  # (the package's: the start-up stages use it too)
+from . import forget  # (the package's: the start-up stages use it too)
 
 try:
     from micropython import const
@@ -105,35 +105,35 @@ def run(config_path="zeal_config.json", out=None, inp=None):
 
     st = start.prepare(config_path, out, inp)
     del start
-    _forget("start")
+    forget("start")
     if st is None:
         return 0
     from . import profile
 
     p = profile.numbers(st[0]["profile"])
     del profile
-    _forget("profile")
+    forget("profile")
     if type(p) is int:  # a multi header (1) or a shuffle profile (2): a tuple board,
         from . import mstart  # whose start (its loader, Sender, source) is zealfw.mstart
 
         st = mstart.make(st, p)
         del mstart
-        _forget("mstart")
+        forget("mstart")
     else:
         if p is None:  # a table profile: its own loader, with the grid's freed
             from . import tprofile as profile
 
             p = profile.numbers(st[0]["profile"])
             del profile
-            _forget("tprofile")
-        _forget("pfile")  # the file grammar both loaders share
+            forget("tprofile")
+        forget("pfile")  # the file grammar both loaders share
         from . import build
 
         st = build.make(st, p)
         p = None
         del build
-        _forget("build")
-    _forget("wire_setup")  # the Sender's set-up
+        forget("build")
+    forget("wire_setup")  # the Sender's set-up
     if st is None:
         return 0
     return _loop(st)
@@ -152,10 +152,10 @@ def _loop(st):
     if Zeal is None:
         from .mechanism import Zeal
     elif type(Zeal) is tuple:  # a table profile: zealfw.tsample's Zeal (the grid's, with
-        from .tsample import Zeal  # its own _finish); else a tuple board's sampler class
+        from .tsample import Zeal  # its own finish); else a tuple board's sampler class
     mech = Zeal(prof, CounterWords(key))
     prof = key = None
-    _forget("mech_setup")
+    forget("mech_setup")
     from . import wire
     from .sources import SourceError
 
@@ -279,12 +279,7 @@ def _loop(st):
                     if wdt is not None:
                         wdt.feed()
     finally:
-        sender.flush()  # a full batch, or the short one at the end
-        # a closing HELLO after DATA that followed the last one: a collector that attached
-        # since then can still resolve the frames it kept (a "!hello" read just before
-        # "!stop" would otherwise go unanswered)
-        if sender._since_hello:
-            sender.hello()
+        sender.flush(True)  # a full batch, or the short one at the end; a closing HELLO
         if debug:
             sender.status(_STATUS_STOPPED, b"stopped", ticks=ticks, replaced=replaced,
                           clamped=mech.clamped)

@@ -28,7 +28,7 @@ Integers only (the AST float ban covers this module).
 import hashlib
 from binascii import hexlify
 
-from .pfile import (ProfileError, _check_hex, _check_string, _f64, exp_lower_bound, parse,
+from .pfile import (ProfileError, check_hex, check_string, f64, exp_lower_bound, parse,
                     read)
 
 try:
@@ -146,10 +146,10 @@ def from_doc(doc, fetch):
     for key in ("d", "k"):
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
-    _check_hex("epsilon", doc["epsilon"], 16)
-    _check_string("names", doc["names"])
-    _check_string("attrs", doc["attrs"])
-    _check_hex("fingerprint", doc["fingerprint"], 64)
+    check_hex("epsilon", doc["epsilon"], 16)
+    check_string("names", doc["names"])
+    check_string("attrs", doc["attrs"])
+    check_hex("fingerprint", doc["fingerprint"], 64)
     parts = []
     for key in sorted(doc):
         if key == "fingerprint":
@@ -163,7 +163,7 @@ def from_doc(doc, fetch):
     parts = None
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
-    ea, eb = _f64(doc["epsilon"])
+    ea, eb = f64(doc["epsilon"])
     if not 0 < ea <= _EPS_MAX * eb:
         raise ProfileError("value", "epsilon must be in (0, 20]")
     d = doc["d"]

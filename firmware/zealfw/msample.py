@@ -71,7 +71,7 @@ class Zeal:
         self._ib = ib
         us = []
         for i in range(k):
-            us.append(mechanism._Uniform(d - i))
+            us.append(mechanism.Uniform(d - i))
         self._us = us
         self._perm = bytearray(range(d))
         self.sel = bytearray(k)

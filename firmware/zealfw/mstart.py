@@ -34,7 +34,7 @@ def make(st, kind):
     zealfw.main._loop, or None after a STATUS (CONFIG / NO_PROFILE / BAD_PROFILE)."""
     cfg, out, inp, on_repl, dev = st
     st = None
-    from . import _forget
+    from . import forget
 
     debug = cfg["debug"]
     if kind == 1:
@@ -44,17 +44,17 @@ def make(st, kind):
     fields, err = numbers(cfg["profile"])
     numbers = None
     for name in ("mprofile", "sprofile", "sgamma", "profile", "tprofile", "pfile"):
-        _forget(name)
+        forget(name)
     if err is None:
-        from .build import _boot_key
+        from .build import boot_key
 
         try:
-            key, boot, vector = _boot_key(cfg, dev)
+            key, boot, vector = boot_key(cfg, dev)
         except ValueError as exc:
             err = (_STATUS_CONFIG, str(exc))
-        _boot_key = None
-        _forget("build")
-        _forget("seed")
+        boot_key = None
+        forget("build")
+        forget("seed")
     if err is not None:
         from .wire import Sender
         from .wire_setup import stop_with_status
@@ -85,7 +85,7 @@ def make(st, kind):
                         hello_every=args[7], vector=args[8], debug=args[9],
                         write_timeout_ms=args[10])
         args = None
-        _forget("wire_setup")
+        forget("wire_setup")
         from .src_tuple import Source
 
         k = spec.get("kind")

@@ -43,7 +43,7 @@ needs exp to 60 digits: a profile that differs from the host's only there is pri
 import hashlib
 from binascii import hexlify
 
-from .pfile import (ProfileError, _bit_length, _check_hex, _check_string, _f64,  # noqa: F401
+from .pfile import (ProfileError, bit_length, check_hex, check_string, f64,  # noqa: F401
                     exp_lower_bound, parse, parse_rational, rational_text, read)
 
 try:
@@ -150,13 +150,13 @@ def from_doc(doc):
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
     for key in hexes:
-        _check_hex(key, doc[key], 16)
-    _check_hex("fingerprint", doc["fingerprint"], 64)
+        check_hex(key, doc[key], 16)
+    check_hex("fingerprint", doc["fingerprint"], 64)
     canon_cal = {}
     rationals = {}
     if has_cal[0]:
         for key in cals:
-            _check_string(key, doc[key])
+            check_string(key, doc[key])
             r = parse_rational(doc[key])
             rationals[key] = r
             canon_cal[key] = rational_text(r[0], r[1])
@@ -183,9 +183,9 @@ def from_doc(doc):
     p = Profile()
     p.canonical = canonical
     p.fingerprint = digest
-    lo = _f64(doc["lo"])
-    hi = _f64(doc["hi"])
-    eps = _f64(doc["epsilon"])
+    lo = f64(doc["lo"])
+    hi = f64(doc["hi"])
+    eps = f64(doc["epsilon"])
     if not lo[0] * hi[1] < hi[0] * lo[1]:
         raise ProfileError("value", "lo must be below hi")
     if not 0 < eps[0] <= _EPS_MAX * eps[1]:
@@ -201,7 +201,7 @@ def from_doc(doc):
         raise ProfileError("value", "grid needs 2 <= N < 2^52 and 1 <= Nc < N")
     if not 0 < t < _WORD:
         raise ProfileError("value", "threshold must be in (0, 2^64)")
-    if bits != _bit_length(n):
+    if bits != bit_length(n):
         raise ProfileError("derived", "bits must be the bit length of n_cells")
     if t != threshold(n, nc, eps[0], eps[1]):
         raise ProfileError("derived", "threshold is not the certified one for epsilon")

@@ -13,7 +13,7 @@ refuses exactly the shuffle profiles the host refuses.
   4. e^(gamma (n - 1) eps_m^2 / (14 D)) >= 2/delta_m,  delta_m = delta (t = 1), delta/(2t)
 
 Rationals are (num, den) pairs, den > 0: eps, delta and eps_m the exact values of the
-profile's float64 patterns (zealfw.pfile._f64), gamma = (gamma_num, gamma_den). No
+profile's float64 patterns (zealfw.pfile.f64), gamma = (gamma_num, gamma_den). No
 logarithm, no float: e^a >= x is decided with a proven lower bound of e^a
 (`exp_at_least`), e^e - 1 bounded above by a Taylor sum and its tail (`expm1_upper`).
 

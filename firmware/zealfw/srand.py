@@ -21,7 +21,7 @@ DATA frame and frames leave only at tick starts.
 
 The randomised rounding is zealfw.mechanism.Zeal's position with steps = k (the exact long
 division of the grid, its clamping and its BERNOULLI of the fraction): this class is a
-mechanism.Zeal whose `_finish` returns base + BERNOULLI(fraction), with the per-coordinate
+mechanism.Zeal whose `finish` returns base + BERNOULLI(fraction), with the per-coordinate
 constants (_lo, _div) swapped in before each reading (made once at start by
 zealfw.mech_setup.init_zeal, one pair of tuples a coordinate). A float64 pattern (replay) or a
 float32 pattern (a callable's float) is a valid reading; NaN, an infinity, a raw count (a
@@ -63,8 +63,8 @@ class Zeal(mechanism.Zeal):
             cb += 1
         # the message's constants: (t, BERNOULLI(gamma), UNIFORM(d), UNIFORM(k + 1), k,
         # coordinate bits, message bits P)
-        self._m = (t, Bern(gn, gd), mechanism._Uniform(d),
-                   mechanism._Uniform(k + 1), k, cb, bits)
+        self._m = (t, Bern(gn, gd), mechanism.Uniform(d),
+                   mechanism.Uniform(k + 1), k, cb, bits)
         self.msgs = [0] * t  # the tick's messages, message l at index l
 
     @property
@@ -72,9 +72,9 @@ class Zeal(mechanism.Zeal):
         """Wire reports a tick: the t messages (mechanism.Zeal's is 1)."""
         return self._m[0]
 
-    def _finish(self, base, r, low, f, q):
+    def finish(self, base, r, low, f, q):
         # randomised rounding: the position's floor plus BERNOULLI of its fraction
-        return base + mechanism._bernoulli_frac(r, low, f, q, self.words)
+        return base + mechanism.bernoulli_frac(r, low, f, q, self.words)
 
     def low(self, k):
         """The t messages as one int, message l at bit l P (for the conformance runner and
@@ -113,6 +113,6 @@ class Zeal(mechanism.Zeal):
                     except mechanism.ReadingError:
                         y = -1
                 if y < 0:  # invalid: x = 1/2, x k = k/2
-                    y = self._finish(k >> 1, k & 1, 0, 0, 2)
+                    y = self.finish(k >> 1, k & 1, 0, 0, 2)
             msgs[i] = c | (y << cb)
         return self

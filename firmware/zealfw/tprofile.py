@@ -46,7 +46,7 @@ unbiasedness check.
 import hashlib
 from binascii import hexlify, unhexlify
 
-from .pfile import (ProfileError, _bit_length, _check_hex, _check_string, _f64,
+from .pfile import (ProfileError, bit_length, check_hex, check_string, f64,
                     exp_lower_bound, parse, parse_rational, rational_text, read)
 
 try:
@@ -155,10 +155,10 @@ def from_doc(doc):
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
     for key in ("lo", "hi", "epsilon"):
-        _check_hex(key, doc[key], 16)
-    _check_hex("fingerprint", doc["fingerprint"], 64)
+        check_hex(key, doc[key], 16)
+    check_hex("fingerprint", doc["fingerprint"], 64)
     for key in ("weights", "values"):
-        _check_string(key, doc[key])
+        check_string(key, doc[key])
         allowed = b"0123456789abcdef" if key == "weights" else b"0123456789+-"
         for ch in doc[key].encode():
             if ch not in allowed:
@@ -167,7 +167,7 @@ def from_doc(doc):
     cal = None
     if has_cal:
         for key in cals:
-            _check_string(key, doc[key])
+            check_string(key, doc[key])
             canon_cal[key] = parse_rational(doc[key])
         gn, gd = canon_cal["cal_gain"]
         on, od = canon_cal["cal_offset"]
@@ -205,9 +205,9 @@ def from_doc(doc):
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
 
-    lo = _f64(doc["lo"])
-    hi = _f64(doc["hi"])
-    eps = _f64(doc["epsilon"])
+    lo = f64(doc["lo"])
+    hi = f64(doc["hi"])
+    eps = f64(doc["epsilon"])
     if not lo[0] * hi[1] < hi[0] * lo[1]:
         raise ProfileError("value", "lo must be below hi")
     if not 0 < eps[0] <= _EPS_MAX * eps[1]:
@@ -254,7 +254,7 @@ def from_doc(doc):
         if not 1 <= s <= _ROW_MAX:
             raise ProfileError("value", "every row total must be in [1, 2^32]")
         sums.append(s)
-    m = _bit_length(n - 1)
+    m = bit_length(n - 1)
     if bits != (m if m > 1 else 1):
         raise ProfileError("derived", "bits must be max(1, bit_length(cells - 1))")
 
