@@ -297,14 +297,7 @@ import json
 from binascii import unhexlify
 from zealfw import tprofile, tsample
 from zealfw.words import CounterWords
-fields, err = tprofile.numbers("zeal_profile.json")
-class F:
-    pass
-f = F()
-names = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits", "cal",
-         "fingerprint", "table")
-for i in range(len(names)):
-    setattr(f, names[i], fields[i])
+f, err = tprofile.numbers("zeal_profile.json")
 words = CounterWords(unhexlify(%(key)r))
 z = tsample.Zeal(f, words)
 counts = [0] * f.table[1]

@@ -1,11 +1,13 @@
-# Boot-time work of the main loop, stage three: from zealfw.start.prepare's plain data and
-# the profile's numbers (zealfw.profile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed,
-# freed at once), the Sender (its set-up, zealfw.wire_setup, freed after), the source (only the
-# configured kind's module is imported) and the control-line watch. zealfw.main.run frees
-# this module, then makes the mechanism: its module and its set-up (zealfw.mech_setup) are the
-# largest of the sampling path, so they are loaded when nothing of the start is left.
-# Nothing make() returns is an object of a class with methods defined here (it would keep
-# this module alive).
+# Boot-time work of the main loop, stage three for a board that reads one value (a grid or a
+# table profile: its loader names this stage; zealfw.mstart is a tuple board's): from
+# zealfw.start.prepare's plain data and the loaded profile (zealfw.profile or
+# zealfw.tprofile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed, freed at
+# once), the Sender (its set-up, zealfw.wire_setup, freed after), the source (only the
+# configured kind's module is imported) and the control-line watch, set on the loop's state.
+# zealfw.main.run frees this module, then makes the sampler: its module and its set-up
+# (zealfw.mech_setup) are the largest of the sampling path, so they are loaded when nothing
+# of the start is left. Nothing make() sets is an object of a class with methods defined
+# here (it would keep this module alive).
 #
 # Order, as the wire protocol promises (tests/test_firmware_loop.py): a bad config or a bad
 # profile ends the start with a HELLO without a profile and one STATUS before the seed file
@@ -66,11 +68,6 @@ def source_from_config(spec, stream=None):
         module = __import__(mod, None, None, [fn])
         return Source(getattr(module, fn))
     raise ValueError("unknown sensor kind %r" % (kind,))
-
-
-class _Profile:
-    """The numbers of a checked profile that Zeal and the Sender read at construction (Zeal
-    keeps none of it), from zealfw.profile.numbers (the loader itself is freed)."""
 
 
 def boot_key(cfg, dev):
@@ -142,27 +139,20 @@ def f64_pattern(n, d):
     return (sign << 63) | (e << 52) | ((n << (53 - nb)) - (1 << 52))
 
 
-def make(st, p):
-    """From start's plain data st and zealfw.profile.numbers' (or tprofile.numbers') result
-    p: (cfg, prof, key,
-    sender, source, control, on_repl, replay_in, public) for zealfw.main, which makes the
-    mechanism from prof and key; or None after a STATUS CONFIG / NO_PROFILE /
-    BAD_PROFILE. public: the replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its
-    float64 pattern's halves, or as (False, num, den) when it is no float64."""
-    cfg, out, inp, on_repl, dev = st
-    st = None
+def make(b, prof, err):
+    """Stage three for a board that reads one value, from the loop's state b
+    (zealfw.start.prepare's cfg, out, inp, on_repl, dev) and the loaded profile prof
+    (zealfw.main.Profile: the numbers zealfw.profile.numbers or zealfw.tprofile.numbers
+    named, the loader itself freed) or its loader's err (STATUS code, message): sets b's key,
+    sender, source, control, replay_in and public and returns True, for zealfw.main, which
+    makes the sampler from prof and key; or False after a STATUS CONFIG / NO_PROFILE / BAD_PROFILE. public: the
+    replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its float64 pattern's halves,
+    or as (False, num, den) when it is no float64."""
+    cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
     from . import forget
 
     debug = cfg["debug"]
-    fields, err = p
-    p = None
     if err is None:
-        prof = _Profile()
-        # the order of zealfw.profile.numbers; "table" only for a table profile (a grid's
-        # _Profile keeps ten attributes: its attribute table is alive at the heap's peak)
-        for name, v in zip(("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent",
-                            "bits", "cal", "fingerprint", "table"), fields):
-            setattr(prof, name, v)
         try:
             key, boot, vector = boot_key(cfg, dev)
         except ValueError as exc:
@@ -173,7 +163,7 @@ def make(st, p):
         from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, err[0], err[1])
-        return None
+        return False
     mid_n, mid_d = midpoint(prof)
     bits = f64_pattern(mid_n, mid_d)
     public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
@@ -184,10 +174,10 @@ def make(st, p):
         from .wire_setup import nonce_of
 
         sender = wire.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
-                               fingerprint=prof.fingerprint, boot=boot,
-                               nonce=nonce_of(key), hello_every=cfg["hello_every"],
-                               vector=vector, debug=debug,
-                               write_timeout_ms=cfg["write_timeout_ms"])
+                             fingerprint=prof.fingerprint, boot=boot,
+                             nonce=nonce_of(key), hello_every=cfg["hello_every"],
+                             vector=vector, debug=debug,
+                             write_timeout_ms=cfg["write_timeout_ms"])
         forget("wire_setup")
         source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
@@ -195,7 +185,7 @@ def make(st, p):
         from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
-        return None
+        return False
     replay_in = getattr(source, "from_file", True) is False
     control = None
     if hasattr(out, "poll"):  # an MQTT board (zealfw.mqtt_out): its control topic, and
@@ -206,4 +196,10 @@ def make(st, p):
         from .control import Control
 
         control = Control(inp)
-    return cfg, prof, key, sender, source, control, on_repl, replay_in, public
+    b.key = key
+    b.sender = sender
+    b.source = source
+    b.control = control
+    b.replay_in = replay_in
+    b.public = public
+    return True

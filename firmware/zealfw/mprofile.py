@@ -87,12 +87,19 @@ def loads(text, fetch, n=None):
 
 
 def numbers(path):
-    """For zealfw.mstart: (fields, None), or (None, (STATUS code, message)): NO_PROFILE (1)
-    for a missing header, else BAD_PROFILE (2)."""
+    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: start stage
+    zealfw.mstart, sampler zealfw.msample, with fields (as load gives them), fingerprint,
+    bits (the longest report's), per = 1 report a tick, cats (per attribute: a categorical
+    attribute's number of values, read as digits only, else 0) and sender = "msample" (the
+    Sender of variable-length reports); NO_PROFILE for a missing header."""
     try:
-        return load(path), None
+        f = load(path)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
+        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
+        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("mstart", "msample", ("fields", "fingerprint", "bits", "per", "cats", "sender"),
+            (f, f[-1], f[-2], 1, [a[0] if len(a) == 2 else 0 for a in f[3]],
+             "msample")), None
 
 
 def _items(text, d, what):
@@ -130,7 +137,7 @@ def from_doc(doc, fetch):
     [attribute], longest report's bits, fingerprint); an attribute is (c, ratio_num) for
     OUE, else the 11 fields zealfw.main's samplers read (lo, hi, n_cells, n_window,
     threshold, k_lo, exponent, bits, cal, fingerprint, table) -- for a table n_cells = R + 1,
-    n_window = 1, k_lo = 0, table = (weights, N, [S_r]), as zealfw.tprofile.numbers."""
+    n_window = 1, k_lo = 0, table = (weights, N, [S_r]), as zealfw.tprofile.numbers sets them."""
     required = ("format", "epsilon", "d", "k", "names", "attrs", "fingerprint")
     if type(doc) is not dict:
         raise ProfileError("type", "a profile is a JSON object")

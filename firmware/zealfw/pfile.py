@@ -28,7 +28,6 @@ class ProfileError(ValueError):
         self.reason = reason
 
 
-
 # ---- exact helpers ---------------------------------------------------------------------------
 def _gcd(a, b):
     while b:

@@ -224,26 +224,22 @@ def from_doc(doc):
 
 # ---- the device's start ----------------------------------------------------------------------
 def numbers(path):
-    """For zealfw.main.run, which loads this module alone and frees it after: (fields, None)
-    with the checked grid profile's numbers as a plain tuple (lo, hi, n_cells, n_window,
-    threshold, k_lo, exponent, bits, cal, fingerprint), nothing that refers back to this
-    module; or (None, (STATUS code, message)): NO_PROFILE (1) for a missing file, else
-    BAD_PROFILE (2); or None for a table profile, which zealfw.main then loads with
-    zealfw.tprofile.numbers once this module is freed (the two loaders are never in memory
-    together); or 1 for a multi-attribute header, 2 for a shuffle profile (the sniff rule:
-    "zeal-multi/1", "zeal-shuffle/" (either version: zealfw.sprofile refuses a withdrawn
-    "zeal-shuffle/1" with reason format) within the first 503 bytes), which zealfw.mstart
-    loads."""
+    """For zealfw.main.run, which calls it for a grid profile (zealfw.start.sniff) with this
+    module alone loaded and frees it after. Every kind's loader returns the same: (kind,
+    None), kind = (start, sampler, names, values): the module of the start's last stage
+    (zealfw.build: a board that reads one value), the sampler's module (zealfw.mechanism,
+    whose Zeal(prof, words) the loop feeds), and the numbers the stage and the sampler read
+    as prof's attributes `names`, among them bits (a report's width) and fingerprint (both
+    in HELLO); here lo, hi, n_cells, n_window, threshold, k_lo, exponent, bits, cal,
+    fingerprint. Plain data only, nothing that refers back to this module. Or (None,
+    (STATUS code, message)): NO_PROFILE (1) for a missing file, else BAD_PROFILE (2)."""
     try:
         buf, n = read(path, _MAX_FILE + 1)
-        if buf.find(b"zeal-multi/1", 0, n) >= 0:
-            return 1
-        if buf.find(b"zeal-shuffle/", 0, n) >= 0:
-            return 2
-        if buf.find(b"zeal-table/1", 0, n) >= 0:
-            return None
         p = loads(buf, n)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
-    return (p.lo, p.hi, p.n_cells, p.n_window, p.threshold, p.k_lo, p.exponent, p.bits, p.cal,
-            p.fingerprint), None
+        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
+        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("build", "mechanism", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
+                                   "exponent", "bits", "cal", "fingerprint"),
+            (p.lo, p.hi, p.n_cells, p.n_window, p.threshold, p.k_lo, p.exponent, p.bits,
+             p.cal, p.fingerprint)), None

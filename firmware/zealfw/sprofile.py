@@ -26,7 +26,7 @@ the grid profile's (zealfw.pfile). Checks, in the host's order, with its reason 
   missing_file, io   as zealfw.profile
 Every check is the host's too, the privacy rule included: the device refuses exactly the
 files the host refuses. zealfw.sgamma is imported only here, at the end of the checks;
-zealfw.mstart frees it with this module before sampling.
+zealfw.main frees it with this module once the profile is loaded.
 Integers only (the AST float ban covers this module).
 """
 import hashlib
@@ -70,12 +70,17 @@ def loads(text, n=None):
 
 
 def numbers(path):
-    """For zealfw.mstart: (fields, None) as loads gives them, or (None, (STATUS code,
-    message)): NO_PROFILE (1) for a missing file, else BAD_PROFILE (2)."""
+    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: start stage
+    zealfw.mstart, sampler zealfw.srand, with fields (as loads gives them), fingerprint, bits
+    (one message's), per = t reports (messages) a tick, cats = None (no categorical field)
+    and sender = "wire"."""
     try:
-        return load(path), None
+        f = load(path)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
+        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
+        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("mstart", "srand", ("fields", "fingerprint", "bits", "per", "cats", "sender"),
+            (f, f[-1], f[-2], f[2], None, "wire")), None
 
 
 def from_doc(doc):

@@ -1,8 +1,12 @@
 # Boot-time work of the main loop, stage one, in a module of its own so that it is freed
 # before anything else is loaded (zealfw.main.run drops it from sys.modules): the config
-# (read and type-checked), the streams and the device id. Stage two (zealfw.build) loads the
-# profile (zealfw.profile), derives the boot key (zealfw.seed) and makes the Sender and the
-# source; the mechanism is made last, by zealfw.main, once build is freed. Also the rare
+# (read and type-checked), the streams, the device id and the one sniff of the device
+# (sniff: which kind the profile file is, as the loader that reads it). Stage two is that
+# loader (zealfw.profile, tprofile, mprofile or sprofile); stage three, the one it names
+# (zealfw.build or zealfw.mstart), derives the boot key (zealfw.seed) and makes the Sender
+# and the source; the sampler is made last, by zealfw.main, once stage three is freed. (The
+# sniff is here, not in a module of its own: loading one more module between the stages
+# left the table profile's start 5 KiB more heap in the unix port's fragmented heap.) Also the rare
 # ends, imported when they happen: the hold after a stop with a watchdog, the CRASH report
 # and the count of crashes in a row (both in the hold file). The config keys are documented
 # at the top of main.py.
@@ -10,8 +14,8 @@
 # Heap: the profile's loader is the largest start-up module; loading it while this module
 # was alive too was the start's highest peak, hence the split.
 #
-# prepare() returns plain data only: an object of a class defined here would keep this
-# module's globals, hence all of it, alive.
+# prepare() sets plain data only on the loop's state: an object of a class defined here would
+# keep this module's globals, hence all of it, alive.
 import sys
 
 try:
@@ -147,10 +151,33 @@ def _streams(cfg, dev):
     raise ConfigError("output kind must be repl, uart or mqtt")
 
 
-def prepare(config_path, out, inp):
+def sniff(path):
+    """The one sniff of the device: shared_spec/profile.md's dispatch rule, within the file's
+    first 503 bytes (one more than a grid profile can be): "zeal-multi/1" a multi-attribute
+    header (zealfw.mprofile), "zeal-shuffle/" a shuffle profile of either version
+    (zealfw.sprofile, which refuses a withdrawn "zeal-shuffle/1" with reason format),
+    "zeal-table/1" a table profile (zealfw.tprofile), else a grid profile (zealfw.profile).
+    Every loader's numbers(path) returns the same record (zealfw.profile.numbers), which
+    zealfw.main.run asks, never the kind. The loader module's name ("profile", "tprofile", "mprofile" or "sprofile") for the
+    profile file at path; "profile" for a file that cannot be read (its loader then says
+    NO_PROFILE for a missing file, BAD_PROFILE otherwise)."""
+    try:
+        with open(path, "rb") as fh:
+            buf = fh.read(503)
+    except OSError:
+        return "profile"
+    for tag, name in ((b"zeal-multi/1", "mprofile"), (b"zeal-shuffle/", "sprofile"),
+                      (b"zeal-table/1", "tprofile")):
+        if buf.find(tag) >= 0:
+            return name
+    return "profile"
+
+
+def prepare(b, config_path, out, inp):
     """Stage one of the start, before any other module is loaded: the config, the streams,
-    the device id. Returns plain data for zealfw.build.make: (cfg, out, inp, on_repl, dev),
-    or None after a STATUS CONFIG."""
+    the device id, set on the loop's state b (zealfw.main.Board) as cfg, out, inp, on_repl,
+    dev. Returns the name of the loader of the profile's kind (sniff: the one sniff), or
+    None after a STATUS CONFIG."""
     dev = device_id(config_path)
     try:
         cfg = load_config(config_path)
@@ -181,7 +208,12 @@ def prepare(config_path, out, inp):
         # text: the host's framer skips it
         out.write(b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
                   b"readings and sensor errors are sent\r\n")
-    return cfg, out, inp, on_repl, dev
+    b.cfg = cfg
+    b.out = out
+    b.inp = inp
+    b.on_repl = on_repl
+    b.dev = dev
+    return sniff(cfg["profile"])
 
 
 def hold(sender, ticks, path):

@@ -101,17 +101,20 @@ def load(path):
 
 def numbers(path):
     """zealfw.profile.numbers for a table profile (zealfw.main calls it with this module
-    alone in memory and frees it after): (fields, None) with (lo, hi, R + 1, 1, 1, 0, 0,
-    bits, cal, fingerprint, (weights, N, [S_r])) -- n_cells - n_window = R is the
-    position's steps for zealfw.mech_setup.init_zeal, threshold 1 unused, k_lo = exponent = 0 --
-    or (None, (STATUS code, message)): NO_PROFILE (1) for a missing file, else
-    BAD_PROFILE (2)."""
+    alone in memory and frees it after): the same (kind, err) -- start stage zealfw.build,
+    sampler zealfw.tsample, with the grid's names lo, hi, n_cells = R + 1, n_window = 1,
+    threshold = 1 (unused), k_lo = exponent = 0, bits, cal, fingerprint -- n_cells -
+    n_window = R is the position's steps for zealfw.mech_setup.init_zeal -- and table =
+    (weights, N, [S_r])."""
     try:
         p = load(path)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
-    return (p.lo, p.hi, p.anchors + 1, 1, 1, 0, 0, p.bits, p.cal, p.fingerprint,
-            (p.weights, p.n_cells, p.sums)), None
+        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
+        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("build", "tsample", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
+                                 "exponent", "bits", "cal", "fingerprint", "table"),
+            (p.lo, p.hi, p.anchors + 1, 1, 1, 0, 0, p.bits, p.cal, p.fingerprint,
+             (p.weights, p.n_cells, p.sums))), None
 
 
 def loads(text, n=None):
