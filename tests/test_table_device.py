@@ -297,7 +297,12 @@ import json
 from binascii import unhexlify
 from zealfw import tprofile, tsample
 from zealfw.words import CounterWords
-f, err = tprofile.numbers("zeal_profile.json")
+kind, err = tprofile.numbers("zeal_profile.json")
+class F:
+    pass
+f = F()
+for i in range(len(kind[2])):
+    setattr(f, kind[2][i], kind[3][i])
 words = CounterWords(unhexlify(%(key)r))
 z = tsample.Zeal(f, words)
 counts = [0] * f.table[1]

@@ -29,6 +29,7 @@ shuffle profile has no calibration) or a bad field is invalid.
 """
 from . import mechanism
 from .bern import Bern
+from .wire import Sender  # noqa: F401  a shuffle board's Sender (zealfw.mstart asks here)
 
 
 class _F:
