@@ -68,8 +68,9 @@
 # zealfw.mstart), zealfw.wire_setup and zealfw.mech_setup, each freed (and the heap
 # collected, see forget) before the next stage: the peak is what stays plus one stage, not
 # their sum. The stages hand over one named object, Board; the loop copies what the tick
-# reads into locals (faster than attributes) and drops it. The mechanism, the largest module of the sampling
-# path, is loaded last, when nothing of the start is left. Optional parts (each sensor kind,
+# reads into locals (faster than attributes) and drops it. The sampler (the mechanism, the
+# largest module of the sampling path, with the kind's own) is loaded last, when nothing of
+# the start is left. Optional parts (each sensor kind,
 # the control-line watch) are imported only when configured. Every name in a module loaded
 # from .mpy (globals, attributes, parameters, short strings) is interned for good, even
 # after the module is freed: names are few and shared. Figures: tools/bench_heap.py (the
@@ -114,9 +115,10 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
     # The start in stages, each module freed before the next is imported (so the peak heap
     # is what stays plus the largest stage, not their sum): zealfw.start (config, streams,
-    # the one sniff: which loader reads the profile), the kind's loader (the
-    # largest), the start's last stage the loader names (zealfw.build or zealfw.mstart: boot
-    # key, Sender, source), then the loop makes the sampler the loader names.
+    # the one sniff: which loader reads the profile), the kind's loader (the largest), the
+    # start's last stage the loader names (zealfw.build or zealfw.mstart: boot key, Sender,
+    # source), then the loop makes the sampler the loader names. No kind is asked here: the
+    # loader's record names the modules (tests/test_firmware_layout.py).
     b = Board()
     from . import start
 
@@ -163,6 +165,7 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     forget("mech_setup")
     from . import wire
     from .sources import SourceError
+
     wdt = None
     if cfg["watchdog_ms"]:
         import machine
