@@ -1,5 +1,5 @@
 # Boot-time work of the main loop, stage three for a board that reads one value (a grid or a
-# table profile: its loader names this stage; zealfw.mstart is a tuple board's): from
+# table profile: zealfw.start.sniff names this stage; zealfw.mstart is a tuple board's): from
 # zealfw.start.prepare's plain data and the loaded profile (zealfw.profile or
 # zealfw.tprofile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed, freed at
 # once), the Sender (its set-up, zealfw.wire_setup, freed after), the source (only the

@@ -100,7 +100,7 @@ _STATUS_STOPPED = const(4)
 class Board:
     """The main loop's state, one object filled by the start's stages in turn and read by
     the loop (in run): zealfw.start.prepare sets cfg, out, inp, on_repl, dev; the start's
-    last stage (zealfw.build or zealfw.mstart, as the profile's kind names it) sets key,
+    last stage (zealfw.build or zealfw.mstart, as the sniff names it) sets key,
     sender, source, control, replay_in, public."""
 
 
@@ -116,28 +116,31 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     # The start in stages, each module freed before the next is imported (so the peak heap
     # is what stays plus the largest stage, not their sum): zealfw.start (config, streams,
     # the one sniff: which loader reads the profile), the kind's loader (the largest), the
-    # start's last stage the loader names (zealfw.build or zealfw.mstart: boot key, Sender,
+    # start's last stage the sniff names (zealfw.build or zealfw.mstart: boot key, Sender,
     # source), then the loop makes the sampler the loader names. No kind is asked here: the
-    # loader's record names the modules (tests/test_firmware_layout.py).
+    # sniff and the loader's record name the modules (tests/test_firmware_layout.py).
     b = Board()
     from . import start
 
-    name = start.prepare(b, config_path, out, inp)  # the profile's loader (start.sniff)
+    kind = start.prepare(b, config_path, out, inp)  # (loader, stage): start.sniff's
     del start
     forget("start")
-    if not name:  # a STATUS CONFIG was sent
+    if not kind:  # a STATUS CONFIG was sent
         return 0
+    name, stage = kind
     loader = __import__("zealfw." + name, None, None, ("numbers",))
     kind, err = loader.numbers(b.cfg["profile"])
     loader = None
     for name in (name, "profile", "tprofile", "sgamma", "pfile"):  # the loader and its own
         forget(name)
-    name, sampler, names, values = kind
+    sampler, names, values = kind
     kind = None
     prof = Profile()
     for i in range(len(names)):
         setattr(prof, names[i], values[i])
     names = values = None
+    prof.sampler = sampler  # (zealfw.mstart takes the board's Sender from its module)
+    name = stage
     stage = __import__("zealfw." + name, None, None, ("make",))
     ok = stage.make(b, prof, err)
     stage = None

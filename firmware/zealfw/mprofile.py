@@ -87,19 +87,19 @@ def loads(text, fetch, n=None):
 
 
 def numbers(path):
-    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: start stage
-    zealfw.mstart, sampler zealfw.msample, with fields (as load gives them), fingerprint,
-    bits (the longest report's), per = 1 report a tick, cats (per attribute: a categorical
-    attribute's number of values, read as digits only, else 0) and sender = "msample" (the
-    Sender of variable-length reports); NO_PROFILE for a missing header."""
+    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: sampler
+    zealfw.msample, with fields (as load gives them), fingerprint,
+    bits (the longest report's), reports = 1 a tick and cats (per attribute: a categorical
+    attribute's number of values, read as digits only, else 0); the sampler's module holds
+    the board's Sender (of variable-length reports). NO_PROFILE for a missing header. (Every
+    string here is interned when the module is loaded, by the conformance runner too: the
+    names are ones the firmware has anyway.)"""
     try:
         f = load(path)
     except ProfileError as exc:
-        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
-        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
-    return ("mstart", "msample", ("fields", "fingerprint", "bits", "per", "cats", "sender"),
-            (f, f[-1], f[-2], 1, [a[0] if len(a) == 2 else 0 for a in f[3]],
-             "msample")), None
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("msample", ("fields", "fingerprint", "bits", "reports", "cats"),
+            (f, f[-1], f[-2], 1, [a[0] if len(a) == 2 else 0 for a in f[3]])), None
 
 
 def _items(text, d, what):

@@ -2,10 +2,11 @@
 # counterpart): a multi-attribute header "zeal-multi/1" (loaded by zealfw.mprofile, the
 # sampler zealfw.msample) or a shuffle profile "zeal-shuffle/2" (zealfw.sprofile with its
 # privacy rule zealfw.sgamma, the randomiser zealfw.srand), as zealfw.start.sniff found it;
-# the loader names this stage. zealfw.main.run calls make() once the loader is
+# the sniff names this stage. zealfw.main.run calls make() once the loader is
 # freed, frees this module after, and runs the one loop (zealfw.main.run), which builds
 # the sampler the loader names and hands it the tuple source's readings. What differs
-# between the two kinds here is asked of the profile (per, cats, sender), never of the kind.
+# between the two kinds here is asked of the profile (reports, cats, sampler), never of
+# the kind.
 #
 # A shuffle board sends t reports a tick (its t messages, bits = P each: HELLO announces P);
 # its Sender's batch is the config's rounded down to a multiple of t, at least t, so a
@@ -27,9 +28,10 @@ _STATUS_CONFIG = const(5)
 def make(b, prof, err):
     """zealfw.build.make for a board that reads a tuple: sets b's key, sender, source,
     control, replay_in and public and returns True, or False after a STATUS (CONFIG /
-    NO_PROFILE / BAD_PROFILE). prof: zealfw.main.Profile with zealfw.mprofile's or zealfw.sprofile's numbers (fields,
-    fingerprint, bits, per: reports a tick, cats: what the tuple source reads as digits
-    only, sender: the Sender's module), or err (STATUS code, message) from its loader."""
+    NO_PROFILE / BAD_PROFILE). prof: zealfw.main.Profile with zealfw.mprofile's or
+    zealfw.sprofile's numbers (fields, fingerprint, bits, reports a tick, cats: what the
+    tuple source reads as digits only) and sampler, the sampler's module, which holds the
+    board's Sender; or err (STATUS code, message) from its loader."""
     cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
     from . import forget
 
@@ -56,10 +58,12 @@ def make(b, prof, err):
         from .wire_setup import nonce_of
 
         # a tick's reports in one frame: a multiple of per (a shuffle profile's t), at least per
-        per = prof.per
+        per = prof.reports
         batch = cfg["batch"]
         batch = per if batch < per else batch - batch % per
-        Sender = __import__("zealfw." + prof.sender, None, None, ("Sender",)).Sender
+        # the board's Sender, from the sampler's module (loaded now: the loop's import of
+        # it then finds it)
+        Sender = __import__("zealfw." + prof.sampler, None, None, ("Sender",)).Sender
         args = (out, prof.bits, batch, dev, prof.fingerprint, boot, nonce_of(key),
                 cfg["hello_every"], vector, debug, cfg["write_timeout_ms"])
         sender = Sender(args[0], args[1], batch=args[2], device_id=args[3],

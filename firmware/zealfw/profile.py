@@ -226,20 +226,21 @@ def from_doc(doc):
 def numbers(path):
     """For zealfw.main.run, which calls it for a grid profile (zealfw.start.sniff) with this
     module alone loaded and frees it after. Every kind's loader returns the same: (kind,
-    None), kind = (start, sampler, names, values): the module of the start's last stage
-    (zealfw.build: a board that reads one value), the sampler's module (zealfw.mechanism,
-    whose Zeal(prof, words) the loop feeds), and the numbers the stage and the sampler read
-    as prof's attributes `names`, among them bits (a report's width) and fingerprint (both
-    in HELLO); here lo, hi, n_cells, n_window, threshold, k_lo, exponent, bits, cal,
-    fingerprint. Plain data only, nothing that refers back to this module. Or (None,
-    (STATUS code, message)): NO_PROFILE (1) for a missing file, else BAD_PROFILE (2)."""
+    None), kind = (sampler, names, values): the sampler's module (here zealfw.mechanism,
+    whose Zeal(prof, words) the loop feeds), and the numbers the start's last stage and the
+    sampler read as prof's attributes `names`, among them bits (a report's width) and
+    fingerprint (both in HELLO); here lo, hi, n_cells, n_window, threshold, k_lo, exponent,
+    bits, cal, fingerprint. Plain data only, nothing that refers back to this module. Or
+    ((None, (), ()), (STATUS code, message)): NO_PROFILE (1) for a missing file, else
+    BAD_PROFILE (2). (The start's last stage is named by the sniff, zealfw.start.sniff: a
+    string here would be interned whenever this module is loaded, by the conformance runner
+    too, whose multi suite on the emulated board has no name to spare.)"""
     try:
         buf, n = read(path, _MAX_FILE + 1)
         p = loads(buf, n)
     except ProfileError as exc:
-        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
-        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
-    return ("build", "mechanism", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
-                                   "exponent", "bits", "cal", "fingerprint"),
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("mechanism", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
+                          "exponent", "bits", "cal", "fingerprint"),
             (p.lo, p.hi, p.n_cells, p.n_window, p.threshold, p.k_lo, p.exponent, p.bits,
              p.cal, p.fingerprint)), None

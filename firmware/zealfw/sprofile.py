@@ -70,19 +70,18 @@ def loads(text, n=None):
 
 
 def numbers(path):
-    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: start stage
-    zealfw.mstart, sampler zealfw.srand, with fields (as loads gives them), fingerprint, bits
-    (one message's), per = t reports (messages) a tick, cats = None (no categorical field)
-    and sender = "srand" (its Sender is zealfw.wire's: zealfw.mstart imports the randomiser
-    with it, at the stage, as the old start did: imported later, in the loop, it left the
-    costliest privacy check's start short of heap)."""
+    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: sampler
+    zealfw.srand, with fields (as loads gives them), fingerprint, bits
+    (one message's), reports = t (messages) a tick and cats = None (no categorical field);
+    the sampler's module holds the board's Sender (zealfw.wire's: zealfw.mstart imports the
+    randomiser with it, at the stage; imported later, in the loop, it left the costliest
+    privacy check's start short of heap)."""
     try:
         f = load(path)
     except ProfileError as exc:
-        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
-        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
-    return ("mstart", "srand", ("fields", "fingerprint", "bits", "per", "cats", "sender"),
-            (f, f[-1], f[-2], f[2], None, "srand")), None
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("srand", ("fields", "fingerprint", "bits", "reports", "cats"),
+            (f, f[-1], f[-2], f[2], None)), None
 
 
 def from_doc(doc):

@@ -158,26 +158,29 @@ def sniff(path):
     (zealfw.sprofile, which refuses a withdrawn "zeal-shuffle/1" with reason format),
     "zeal-table/1" a table profile (zealfw.tprofile), else a grid profile (zealfw.profile).
     Every loader's numbers(path) returns the same record (zealfw.profile.numbers), which
-    zealfw.main.run asks, never the kind. The loader module's name ("profile", "tprofile", "mprofile" or "sprofile") for the
-    profile file at path; "profile" for a file that cannot be read (its loader then says
+    zealfw.main.run asks, never the kind. Returns (loader, stage) for the profile file at
+    path: the loader module's name ("profile", "tprofile", "mprofile" or "sprofile") and
+    the start's last stage ("build" for a board that reads one value, "mstart" for one
+    that reads a tuple); the grid's for a file that cannot be read (its loader then says
     NO_PROFILE for a missing file, BAD_PROFILE otherwise)."""
     try:
         with open(path, "rb") as fh:
             buf = fh.read(503)
     except OSError:
-        return "profile"
-    for tag, name in ((b"zeal-multi/1", "mprofile"), (b"zeal-shuffle/", "sprofile"),
-                      (b"zeal-table/1", "tprofile")):
+        return "profile", "build"
+    for tag, kind in ((b"zeal-multi/1", ("mprofile", "mstart")),
+                      (b"zeal-shuffle/", ("sprofile", "mstart")),
+                      (b"zeal-table/1", ("tprofile", "build"))):
         if buf.find(tag) >= 0:
-            return name
-    return "profile"
+            return kind
+    return "profile", "build"
 
 
 def prepare(b, config_path, out, inp):
     """Stage one of the start, before any other module is loaded: the config, the streams,
     the device id, set on the loop's state b (zealfw.main.Board) as cfg, out, inp, on_repl,
-    dev. Returns the name of the loader of the profile's kind (sniff: the one sniff), or
-    None after a STATUS CONFIG."""
+    dev. Returns the names of the profile kind's loader and last start stage (sniff: the
+    one sniff), or None after a STATUS CONFIG."""
     dev = device_id(config_path)
     try:
         cfg = load_config(config_path)

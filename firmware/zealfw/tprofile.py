@@ -101,18 +101,17 @@ def load(path):
 
 def numbers(path):
     """zealfw.profile.numbers for a table profile (zealfw.main calls it with this module
-    alone in memory and frees it after): the same (kind, err) -- start stage zealfw.build,
-    sampler zealfw.tsample, with the grid's names lo, hi, n_cells = R + 1, n_window = 1,
+    alone in memory and frees it after): the same (kind, err) -- sampler zealfw.tsample,
+    with the grid's names lo, hi, n_cells = R + 1, n_window = 1,
     threshold = 1 (unused), k_lo = exponent = 0, bits, cal, fingerprint -- n_cells -
     n_window = R is the position's steps for zealfw.mech_setup.init_zeal -- and table =
     (weights, N, [S_r])."""
     try:
         p = load(path)
     except ProfileError as exc:
-        # (zealfw.build, the start stage of a kind that failed, sends its STATUS)
-        return ("build", None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
-    return ("build", "tsample", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
-                                 "exponent", "bits", "cal", "fingerprint", "table"),
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("tsample", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
+                        "exponent", "bits", "cal", "fingerprint", "table"),
             (p.lo, p.hi, p.anchors + 1, 1, 1, 0, 0, p.bits, p.cal, p.fingerprint,
              (p.weights, p.n_cells, p.sums))), None
 
