@@ -301,8 +301,8 @@ kind, err = tprofile.numbers("zeal_profile.json")
 class F:
     pass
 f = F()
-for i in range(len(kind[2])):
-    setattr(f, kind[2][i], kind[3][i])
+for i in range(len(kind[1])):
+    setattr(f, kind[1][i], kind[2][i])
 words = CounterWords(unhexlify(%(key)r))
 z = tsample.Zeal(f, words)
 counts = [0] * f.table[1]
