@@ -62,7 +62,7 @@ def _dynamic_zealfw(arg):
 def named_modules():
     """Every zealfw module some string literal of the package names ("build", "tsample", ...):
     what an __import__("zealfw." + name) may import (the start's stages and the samplers are
-    named by each kind's loader, the loaders by zealfw.start.sniff). Over-approximated on purpose:
+    named by each kind's loader, the loaders by zealfw.start.prepare's sniff). Over-approximated on purpose:
     a module that imports by name counts as importing all of them."""
     names = set()
     for m in MODULES:
@@ -78,7 +78,7 @@ def import_graph():
 
 
 def test_the_start_imports_its_stages_by_name():
-    # main.run imports the loader start.sniff names and the stage and sampler the loader
+    # main.run imports the loader start.prepare's sniff names and the stage and sampler the loader
     # names: the graph counts them (else a circle through them would go unseen)
     assert {"build", "mstart", "profile", "tprofile", "mprofile", "sprofile", "mechanism",
             "tsample", "msample", "srand"} <= imports_of("main")

@@ -1,5 +1,5 @@
 # Boot-time work of the main loop, stage three for a board that reads one value (a grid or a
-# table profile: zealfw.start.sniff names this stage; zealfw.mstart is a tuple board's): from
+# table profile: the sniff (zealfw.start.prepare) names this stage; zealfw.mstart is a tuple board's): from
 # zealfw.start.prepare's plain data and the loaded profile (zealfw.profile or
 # zealfw.tprofile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed, freed at
 # once), the Sender (its set-up, zealfw.wire_setup, freed after), the source (only the
@@ -139,15 +139,17 @@ def f64_pattern(n, d):
     return (sign << 63) | (e << 52) | ((n << (53 - nb)) - (1 << 52))
 
 
-def make(b, prof, err):
+def make(b, p, st):
     """Stage three for a board that reads one value, from the loop's state b
-    (zealfw.start.prepare's cfg, out, inp, on_repl, dev) and the loaded profile prof
+    (zealfw.start.prepare's cfg, out, inp, repl, dev) and the loaded profile p
     (zealfw.main.Profile: the numbers zealfw.profile.numbers or zealfw.tprofile.numbers
-    named, the loader itself freed) or its loader's err (STATUS code, message): sets b's key,
-    sender, source, control, replay_in and public and returns True, for zealfw.main, which
-    makes the sampler from prof and key; or False after a STATUS CONFIG / NO_PROFILE / BAD_PROFILE. public: the
+    named, the loader itself freed) or its loader's st (STATUS code, message): sets b's key,
+    sender, source, control, replay_in and midpoint and returns True, for zealfw.main, which
+    makes the sampler from p and key; or False after a STATUS CONFIG / NO_PROFILE /
+    BAD_PROFILE. midpoint: the
     replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its float64 pattern's halves,
     or as (False, num, den) when it is no float64."""
+    prof, err = p, st  # (short parameter names: each is interned for good)
     cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
     from . import forget
 
@@ -201,5 +203,5 @@ def make(b, prof, err):
     b.source = source
     b.control = control
     b.replay_in = replay_in
-    b.public = public
+    b.midpoint = public
     return True

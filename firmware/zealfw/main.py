@@ -99,9 +99,10 @@ _STATUS_STOPPED = const(4)
 
 class Board:
     """The main loop's state, one object filled by the start's stages in turn and read by
-    the loop (in run): zealfw.start.prepare sets cfg, out, inp, on_repl, dev; the start's
+    the loop (in run): zealfw.start.prepare sets cfg, out, inp, repl, dev; the start's
     last stage (zealfw.build or zealfw.mstart, as the sniff names it) sets key,
-    sender, source, control, replay_in, public."""
+    sender, source, control, replay_in, midpoint (the public value, (lo + hi)/2). Attribute
+    names the firmware interns anyway where it can: every name is kept for good."""
 
 
 class Profile:
@@ -122,7 +123,7 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     b = Board()
     from . import start
 
-    kind = start.prepare(b, config_path, out, inp)  # (loader, stage): start.sniff's
+    kind = start.prepare(b, config_path, out, inp)  # (loader, stage): the sniff's
     del start
     forget("start")
     if not kind:  # a STATUS CONFIG was sent
@@ -131,7 +132,7 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     loader = __import__("zealfw." + name, None, None, ("numbers",))
     kind, err = loader.numbers(b.cfg["profile"])
     loader = None
-    for name in (name, "profile", "tprofile", "sgamma", "pfile"):  # the loader and its own
+    for name in (name, "profile", "tprofile", "pfile"):  # the loader and what it imported
         forget(name)
     sampler, names, values = kind
     kind = None
@@ -153,8 +154,8 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     # alive while the sampler is made (the start's peak). What the ticks read is copied into
     # locals (faster than attributes) and the Board dropped.
     cfg, sender, source, control = b.cfg, b.sender, b.source, b.control
-    on_repl, replay_in, key = b.on_repl, b.replay_in, b.key
-    pub_f64, pub_a, pub_b = b.public
+    on_repl, replay_in, key = b.repl, b.replay_in, b.key
+    pub_f64, pub_a, pub_b = b.midpoint
     b = None
     # The sampler last, once the start's stages are freed: its module (zealfw.mechanism, the
     # largest of the sampling path, or the kind's own on top of it) and its set-up

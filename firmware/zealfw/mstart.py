@@ -1,7 +1,7 @@
 # The start's last stage for a board whose profile reads a tuple (zealfw.build's
 # counterpart): a multi-attribute header "zeal-multi/1" (loaded by zealfw.mprofile, the
 # sampler zealfw.msample) or a shuffle profile "zeal-shuffle/2" (zealfw.sprofile with its
-# privacy rule zealfw.sgamma, the randomiser zealfw.srand), as zealfw.start.sniff found it;
+# privacy rule zealfw.sgamma, the randomiser zealfw.srand), as the sniff (zealfw.start.prepare) found it;
 # the sniff names this stage. zealfw.main.run calls make() once the loader is
 # freed, frees this module after, and runs the one loop (zealfw.main.run), which builds
 # the sampler the loader names and hands it the tuple source's readings. What differs
@@ -25,13 +25,14 @@ except ImportError:  # CPython, for the host-side tests
 _STATUS_CONFIG = const(5)
 
 
-def make(b, prof, err):
+def make(b, p, st):
     """zealfw.build.make for a board that reads a tuple: sets b's key, sender, source,
-    control, replay_in and public and returns True, or False after a STATUS (CONFIG /
-    NO_PROFILE / BAD_PROFILE). prof: zealfw.main.Profile with zealfw.mprofile's or
+    control, replay_in and midpoint and returns True, or False after a STATUS (CONFIG /
+    NO_PROFILE / BAD_PROFILE). p: zealfw.main.Profile with zealfw.mprofile's or
     zealfw.sprofile's numbers (fields, fingerprint, bits, reports a tick, cats: what the
     tuple source reads as digits only) and sampler, the sampler's module, which holds the
-    board's Sender; or err (STATUS code, message) from its loader."""
+    board's Sender; or st (STATUS code, message) from its loader."""
+    prof, err = p, st  # (short parameter names: each is interned for good)
     cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
     from . import forget
 
@@ -117,5 +118,5 @@ def make(b, prof, err):
     b.source = source
     b.control = control
     b.replay_in = replay_in
-    b.public = (False, None, None)
+    b.midpoint = (False, None, None)
     return True

@@ -224,15 +224,15 @@ def from_doc(doc):
 
 # ---- the device's start ----------------------------------------------------------------------
 def numbers(path):
-    """For zealfw.main.run, which calls it for a grid profile (zealfw.start.sniff) with this
-    module alone loaded and frees it after. Every kind's loader returns the same: (kind,
+    """For zealfw.main.run, which calls it for a grid profile (the sniff in
+    zealfw.start.prepare) with this module alone loaded and frees it after. Every kind's loader returns the same: (kind,
     None), kind = (sampler, names, values): the sampler's module (here zealfw.mechanism,
     whose Zeal(prof, words) the loop feeds), and the numbers the start's last stage and the
     sampler read as prof's attributes `names`, among them bits (a report's width) and
     fingerprint (both in HELLO); here lo, hi, n_cells, n_window, threshold, k_lo, exponent,
     bits, cal, fingerprint. Plain data only, nothing that refers back to this module. Or
     ((None, (), ()), (STATUS code, message)): NO_PROFILE (1) for a missing file, else
-    BAD_PROFILE (2). (The start's last stage is named by the sniff, zealfw.start.sniff: a
+    BAD_PROFILE (2). (The start's last stage is named by the sniff in zealfw.start.prepare: a
     string here would be interned whenever this module is loaded, by the conformance runner
     too, whose multi suite on the emulated board has no name to spare.)"""
     try:

@@ -151,35 +151,10 @@ def _streams(cfg, dev):
     raise ConfigError("output kind must be repl, uart or mqtt")
 
 
-def sniff(path):
-    """The one sniff of the device: shared_spec/profile.md's dispatch rule, within the file's
-    first 503 bytes (one more than a grid profile can be): "zeal-multi/1" a multi-attribute
-    header (zealfw.mprofile), "zeal-shuffle/" a shuffle profile of either version
-    (zealfw.sprofile, which refuses a withdrawn "zeal-shuffle/1" with reason format),
-    "zeal-table/1" a table profile (zealfw.tprofile), else a grid profile (zealfw.profile).
-    Every loader's numbers(path) returns the same record (zealfw.profile.numbers), which
-    zealfw.main.run asks, never the kind. Returns (loader, stage) for the profile file at
-    path: the loader module's name ("profile", "tprofile", "mprofile" or "sprofile") and
-    the start's last stage ("build" for a board that reads one value, "mstart" for one
-    that reads a tuple); the grid's for a file that cannot be read (its loader then says
-    NO_PROFILE for a missing file, BAD_PROFILE otherwise)."""
-    try:
-        with open(path, "rb") as fh:
-            buf = fh.read(503)
-    except OSError:
-        return "profile", "build"
-    for tag, kind in ((b"zeal-multi/1", ("mprofile", "mstart")),
-                      (b"zeal-shuffle/", ("sprofile", "mstart")),
-                      (b"zeal-table/1", ("tprofile", "build"))):
-        if buf.find(tag) >= 0:
-            return kind
-    return "profile", "build"
-
-
 def prepare(b, config_path, out, inp):
     """Stage one of the start, before any other module is loaded: the config, the streams,
-    the device id, set on the loop's state b (zealfw.main.Board) as cfg, out, inp, on_repl,
-    dev. Returns the names of the profile kind's loader and last start stage (sniff: the
+    the device id, set on the loop's state b (zealfw.main.Board) as cfg, out, inp, repl (the
+    frames share the REPL's stream), dev. Returns the names of the profile kind's loader and last start stage (sniff: the
     one sniff), or None after a STATUS CONFIG."""
     dev = device_id(config_path)
     try:
@@ -214,9 +189,30 @@ def prepare(b, config_path, out, inp):
     b.cfg = cfg
     b.out = out
     b.inp = inp
-    b.on_repl = on_repl
+    b.repl = on_repl
     b.dev = dev
-    return sniff(cfg["profile"])
+    # The one sniff of the device: shared_spec/profile.md's dispatch rule, within the file's
+    # first 503 bytes (one more than a grid profile can be): "zeal-multi/1" a
+    # multi-attribute header (zealfw.mprofile), "zeal-shuffle/" a shuffle profile of either
+    # version (zealfw.sprofile, which refuses a withdrawn "zeal-shuffle/1" with reason
+    # format), "zeal-table/1" a table profile (zealfw.tprofile), else a grid profile
+    # (zealfw.profile). Every loader's numbers(path) returns the same record
+    # (zealfw.profile.numbers), which zealfw.main.run asks, never the kind. The result:
+    # (loader, stage), the loader's module and the start's last stage ("build" for a board
+    # that reads one value, "mstart" for one that reads a tuple); the grid's for a file that
+    # cannot be read (its loader then says NO_PROFILE for a missing file, BAD_PROFILE
+    # otherwise). Here, not a function or module of its own: every name is interned for good.
+    try:
+        with open(cfg["profile"], "rb") as fh:
+            buf = fh.read(503)
+    except OSError:
+        return "profile", "build"
+    for tag, kind in ((b"zeal-multi/1", ("mprofile", "mstart")),
+                      (b"zeal-shuffle/", ("sprofile", "mstart")),
+                      (b"zeal-table/1", ("tprofile", "build"))):
+        if buf.find(tag) >= 0:
+            return kind
+    return "profile", "build"
 
 
 def hold(sender, ticks, path):

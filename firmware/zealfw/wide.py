@@ -34,11 +34,12 @@ class Wide:
         self.hi = 0  # the last remainder's limbs
         self.lo = 0
 
-    def divide(self, p, y, n, c, steps):
+    def divide(self, p, y, n, c, k):
         """Zeal.divide (its docstring has the argument) for this divisor, one bit of y a
-        step: the report for pos = y n 2^c / q, clamped at the sampler p's steps (its _steps,
-        passed by p: no module reads another's private attributes; the
+        step: the report for pos = y n 2^c / q, clamped at the sampler p's steps k (its
+        _steps, passed by p: no module reads another's private attributes; the
         method names are the ones Zeal already has: every name is interned for good)."""
+        steps = k
         qh, ql = self.c
         rh = 0
         rl = 0

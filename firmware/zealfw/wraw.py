@@ -69,7 +69,8 @@ class WideRaw:
             r[i] = v
         return 1
 
-    def raw_pos(self, p, raw, ai, bi, ni, steps):
+    def raw_pos(self, p, raw, ai, bi, ni, k):
+        steps = k  # the sampler's steps (short parameter names: interned for good)
         _, af, bf, nf = self.c
         if raw >= 0:
             m = raw
