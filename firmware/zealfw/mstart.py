@@ -36,6 +36,7 @@ def make(b, p, st):
     cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
     from . import forget
 
+    forget("sgamma")  # a shuffle profile's privacy rule (zealfw.sprofile's)
     debug = cfg["debug"]
     if err is None:
         from .build import boot_key

@@ -18,7 +18,7 @@ logarithm, no float: e^a >= x is decided with a proven lower bound of e^a
 (`exp_at_least`), e^e - 1 bounded above by a Taylor sum and its tail (`expm1_upper`).
 
 Cost: run once, while the profile is loaded (zealfw.sprofile imports this module at the end
-of its checks and frees it once the rule has answered). Step 2 runs before 3 and 4 and
+of its checks; zealfw.mstart frees it before the Sender is made). Step 2 runs before 3 and 4 and
 bounds eps_m below (eps_m > 27 D / 2^63), so the powers in steps 3-4 stay within a few
 thousand bits. Two places differ from the host's code, never in the answer: 2^m >= x is
 decided without forming x_den 2^m once m reaches the bit length of x_num (m can reach 2^58);

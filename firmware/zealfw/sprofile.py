@@ -26,7 +26,7 @@ the grid profile's (zealfw.pfile). Checks, in the host's order, with its reason 
   missing_file, io   as zealfw.profile
 Every check is the host's too, the privacy rule included: the device refuses exactly the
 files the host refuses. zealfw.sgamma is imported only here, at the end of the checks;
-this module frees it once the rule has answered.
+zealfw.mstart frees it before the Sender is made.
 Integers only (the AST float ban covers this module).
 """
 import hashlib
@@ -184,10 +184,6 @@ def from_doc(doc):
     from .sgamma import refusal
 
     why = refusal(eps, delta, e_m, n, d, k, t, (gn, gd))
-    refusal = None
-    from . import forget
-
-    forget("sgamma")  # its big-int rule is done: freed before the start goes on
     if why is not None:
         raise ProfileError("privacy", "shuffle profile: " + why)
     return d, k, t, gn, gd, ranges, bits, digest
