@@ -32,7 +32,7 @@ FIRMWARE = os.path.join(ROOT, "firmware")
 if FIRMWARE not in sys.path:
     sys.path.insert(0, FIRMWARE)
 
-from zealfw import frames, reference  # noqa: E402
+from zealfw import reference, wire  # noqa: E402
 from zealfw import main as fw_main  # noqa: E402
 
 VECTOR = {"vector_mode": True, "vector_key": KEY.hex()}
@@ -68,7 +68,7 @@ class Stalling:
 def test_a_stalled_stream_drops_and_counts_frames_and_feeds_the_watchdog(nothing):
     fed = []
     out = Stalling(nothing)
-    s = frames.Sender(out, 4, batch=2, fingerprint=HAND.fingerprint, hello_every=0,
+    s = wire.Sender(out, 4, batch=2, fingerprint=HAND.fingerprint, hello_every=0,
                       write_timeout_ms=30, idle=lambda: fed.append(1))
     s.hello()
     for v in (1, 2, 3, 4):
@@ -91,7 +91,7 @@ def test_a_stalled_stream_drops_and_counts_frames_and_feeds_the_watchdog(nothing
 
 def test_a_cut_frame_is_followed_by_a_resync_delimiter():
     out = Stalling()
-    s = frames.Sender(out, 4, batch=2, fingerprint=HAND.fingerprint, hello_every=0,
+    s = wire.Sender(out, 4, batch=2, fingerprint=HAND.fingerprint, hello_every=0,
                       write_timeout_ms=10)
     s.hello()
     s.add(1)
@@ -130,7 +130,7 @@ def test_a_trickling_stream_loses_nothing():
             return 1
 
     out = Trickle()
-    s = frames.Sender(out, 4, batch=8, fingerprint=HAND.fingerprint, hello_every=2)
+    s = wire.Sender(out, 4, batch=8, fingerprint=HAND.fingerprint, hello_every=2)
     s.hello()
     for v in range(40):
         s.add(v & 15)

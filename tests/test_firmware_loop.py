@@ -393,7 +393,7 @@ def test_unexpected_error_is_reported_as_crash(mp_port, tmp_path, debug, message
     done = subprocess.run(
         [locate_micropython(), "-c", "import zealfw.main as m\n"
          "def broken(*a):\n    raise RuntimeError('injected fault')\n"
-         "m._loop = broken\nm.boot()"],
+         "m.run = broken\nm.boot()"],
         cwd=tmp_path, input=b"", capture_output=True, timeout=60,
         env=dict(os.environ, MICROPYPATH=FIRMWARE))
     assert done.returncode != 0                       # the unix port has no reset: it exits

@@ -34,7 +34,7 @@ from conftest import ROOT
 FIRMWARE = os.path.join(ROOT, "firmware")
 PKG = os.path.join(FIRMWARE, "zealfw")
 # every module holding reading or profile arithmetic (the float ban applies to each)
-PERTURBATION_PATH = ("mechanism.py", "exact.py", "reference.py", "words.py", "seed.py", "profile.py",
+PERTURBATION_PATH = ("mechanism.py", "mech_setup.py", "reference.py", "words.py", "seed.py", "profile.py",
                      "src_replay.py", "build.py", "pfile.py", "tprofile.py", "tsample.py",
                      "callwords.py", "mprofile.py", "msample.py", "sprofile.py", "sgamma.py",
                      "srand.py", "mstart.py")
@@ -430,14 +430,14 @@ for name in ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent",
 del profile, q
 sys.modules.pop("zealfw.profile", None)  # the loader is not needed after loading
 gc.collect()
-from zealfw import mechanism, words, exact
+from zealfw import mechanism, words, mech_setup
 w = words.CounterWords(unhexlify(_KEY_))
 gc.collect()
 z = mechanism.Zeal(p, w)
-del exact
-sys.modules.pop("zealfw.exact", None)  # the mechanism's set-up, as zealfw.main frees it
+del mech_setup
+sys.modules.pop("zealfw.mech_setup", None)  # the mechanism's set-up, as zealfw.main frees it
 import zealfw
-del zealfw.exact
+del zealfw.mech_setup
 gc.collect()
 buf = bytearray(4 * _N_)
 with open("inputs.f32", "rb") as f:

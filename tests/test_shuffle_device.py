@@ -522,7 +522,7 @@ def test_device_accepts_where_the_host_rule_runs_out_of_memory():
 COST = """
 import gc, time
 from zealfw import sgamma
-from zealfw.pfile import _f64
+from zealfw.pfile import f64 as _f64
 cases = %s
 out = []
 for c in cases:
@@ -778,10 +778,12 @@ def test_shuffle_board_needs_a_tuple_source(mp_port, tmp_path):
 # allocates nothing; hashlib took 224 B per four words): 1.3 B measured (Aarhus, t = 1) and
 # 44 (d = 4, t = 3).
 SHUFFLE_HEAP_K = 49
-# Since issue 20 (the firmware without import circles) it fits at 71, 74, 78-84, 86, 87, 89 on
-# the PyPI port and 71, 76-78, 81, 84-87, 89 on the float32 build (79 and 80 fail there):
-# 84, where both fit with a neighbour on each (the board's loops improved: tools/bench_heap.py)
-WORST_HEAP_K = 84
+# The smallest heap the unix-64 port needs here is fragmentation-noisy (not monotone): after
+# issue 20's single loader interface it fits at 77, 87, 88, 92, 94, 95 KiB on the PyPI port and
+# at every size from 72 on the float32 build (tools/bench_heap.py judges by the emulated board,
+# where this profile's start needs 54 KiB, 4 fewer than before): 88, where both fit with a
+# neighbour that fits too
+WORST_HEAP_K = 88
 LOOP_PER_REPORT = 64
 
 

@@ -298,14 +298,12 @@ import json
 from binascii import unhexlify
 from zealfw import tprofile, tsample
 from zealfw.words import CounterWords
-fields, err = tprofile.numbers("zeal_profile.json")
+kind, err = tprofile.numbers("zeal_profile.json")
 class F:
     pass
 f = F()
-names = ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent", "bits", "cal",
-         "fingerprint", "table")
-for i in range(len(names)):
-    setattr(f, names[i], fields[i])
+for i in range(len(kind[1])):
+    setattr(f, kind[1][i], kind[2][i])
 words = CounterWords(unhexlify(%(key)r))
 z = tsample.Zeal(f, words)
 counts = [0] * f.table[1]
@@ -472,7 +470,7 @@ def test_main_loop_refuses_a_broken_table(mp_port, tmp_path, designer_4bit):
 # build (the loop's free heap on the emulated 32-bit board: 31-32 KiB).
 # Per report, with the generator's SHA-256 as native code (zealfw/sha256_viper.py): 10 B
 # measured from float32 readings, 118 from float64 ones (their parse); 170-250 with hashlib.
-# Issue 20 (the firmware without import circles: zealfw.exact takes the sampling helpers as
+# Issue 20 (the firmware without import circles: zealfw.mech_setup takes the sampling helpers as
 # arguments) moved the PyPI port's edge to 41 (41-53 all fit; the float32 build's stays 44),
 # while the emulated board's free heap for this loop stays 31 KiB.
 TABLE_HEAP_K = {"pypi": 41, "f32": 44}

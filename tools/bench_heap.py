@@ -132,10 +132,10 @@ else:
 """
 
 MODULES = ("zealfw", "zealfw.main", "zealfw.start", "zealfw.pfile", "zealfw.profile",
-           "zealfw.tprofile", "zealfw.seed", "zealfw.mechanism", "zealfw.exact",
+           "zealfw.tprofile", "zealfw.seed", "zealfw.mechanism", "zealfw.mech_setup",
            "zealfw.tsample", "zealfw.words", "zealfw.sources", "zealfw.src_replay",
-           "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.frames",
-           "zealfw.framing", "zealfw.build", "zealfw.mstart", "zealfw.mprofile",
+           "zealfw.src_adc", "zealfw.src_callable", "zealfw.control", "zealfw.wire",
+           "zealfw.wire_setup", "zealfw.build", "zealfw.mstart", "zealfw.mprofile",
            "zealfw.msample", "zealfw.bern", "zealfw.wide", "zealfw.wraw", "zealfw.sprofile", "zealfw.sgamma", "zealfw.srand",
            "zealfw.src_tuple")
 

@@ -7,8 +7,9 @@
 # Lines and reports arrive, and a sample's outputs leave, one at a time (runner.py's
 # streaming): a case never holds its lines or its outputs in memory together.
 from binascii import hexlify, unhexlify
+from io import BytesIO
 
-from zealfw import mprofile
+from zealfw import forget, mprofile
 from zealfw import msample
 from zealfw import profile
 from zealfw.src_tuple import Source
@@ -19,11 +20,6 @@ from runner import Text as _Text
 
 class _Fields:
     pass
-
-
-class _Null:
-    def write(self, buf):
-        return len(buf)
 
 
 class _LineStream:
@@ -61,10 +57,16 @@ def _load(request):
     def fetch(i):
         t = attrs.get(str(i))
         return None if t is None else t.encode()
-    if header.find(b"zeal-multi/1", 0, 503) >= 0:
-        return mprofile.loads(header, fetch)
-    profile.loads(header)
-    return None
+    try:
+        if header.find(b"zeal-multi/1", 0, 503) >= 0:
+            return mprofile.loads(header, fetch)
+        profile.loads(header)
+        return None
+    finally:
+        # the table loader (imported for a table attribute) is not needed once the profile
+        # is loaded: freed, as the device frees its loaders, so that the next request line
+        # finds the heap the sampler left (the d = 16 cases' lines are up to 7 KB)
+        forget("tprofile")
 
 
 def _widths(fields):
@@ -109,7 +111,7 @@ def handle(request):
     f.fields = fields
     if request["kind"] == "payload":
         reports = request["reports"]
-        s = msample.Sender(_Null(), bits, batch=255, fingerprint=fp)
+        s = msample.Sender(BytesIO(), bits, batch=255, fingerprint=fp)
         z = _Fields()
         z._ib = ib
         z._w = _widths(fields)

@@ -3,7 +3,7 @@
 # A request is a case of shared_spec/vectors/shuffle.json as zeal.board.conformance_shuffle
 # builds it: kind "profile" with the exact file text, or kind "randomise" with the profile's
 # file text, reading tuples (float64 patterns as 16 hex digits) and a generator key or an
-# explicit word list. The file is read by the device's sniff rule (zealfw.profile.numbers:
+# explicit word list. The file is read by the device's sniff rule (zealfw.start.prepare's sniff:
 # "zeal-shuffle/" within the first 503 bytes -> zealfw.sprofile, its every check including
 # the privacy rule zealfw.sgamma; else the grid/table loader); the randomiser is
 # zealfw.srand.Zeal fed through a tuple source's fields, as zealfw.main's loop feeds it, and

@@ -2,7 +2,7 @@
 #
 # A request is a case of shared_spec/vectors/wire.json with target "both" (the runner may
 # pass the whole case; only "op" and "fields" are read). Devices only encode: decode cases
-# (target "host") are answered (False, "host only"). Bytes come from zealfw.frames.Sender
+# (target "host") are answered (False, "host only"). Bytes come from zealfw.wire.Sender
 # writing into an io.BytesIO, exactly as it writes to a UART. Bad fields make the Sender
 # raise ValueError; that is the expected "refused" answer of the encode-invalid cases.
 # DATA's CRC is seeded by the session (device id, fingerprint, boot, nonce: protocol 2): every
@@ -14,7 +14,7 @@
 import binascii
 import io
 
-from zealfw import frames, reference
+from zealfw import reference, wire
 
 
 def _hex(data):
@@ -32,7 +32,7 @@ def _sender(out, f, bits, batch, hello_every=0):
     dev = f.get("device_id")
     nonce = f.get("nonce")
     flags = _flags(f)
-    return frames.Sender(out, bits, batch=batch,
+    return wire.Sender(out, bits, batch=batch,
                          device_id=binascii.unhexlify(dev) if dev else None,
                          fingerprint=f.get("fingerprint"), boot=f.get("boot", 0),
                          nonce=binascii.unhexlify(nonce) if nonce else None,

@@ -2,16 +2,16 @@
 BERNOULLI): the shuffle profile's gamma (zealfw.srand) and the OUE bits' probabilities
 (zealfw.msample). Off the grid's sampling path, so the grid's boards never load it.
 """
-from .mechanism import _bernoulli_frac
+from .mechanism import bernoulli_frac
 
 
 class Bern:
     """BERNOULLI(num/den) for a fraction fixed at start (0 <= num < den: a shuffle profile's
     gamma, an OUE bit's probabilities): the same words and the same bit as
-    `_bernoulli_frac(num, 0, 0, den, words)`, whose base-256 digits (long division of
+    `bernoulli_frac(num, 0, 0, den, words)`, whose base-256 digits (long division of
     num/den) are made here once, 16 of them (two words'), so a draw compares bytes only,
     however large den is (an OUE bit's den is above 2^32: a heap int on a 32-bit board).
-    After two equal words (probability 2^-128) _bernoulli_frac goes on from the remainder;
+    After two equal words (probability 2^-128) bernoulli_frac goes on from the remainder;
     an expansion that ended within them (remainder 0 at a word's end) means U >= F: 0, as
     there."""
 
@@ -43,4 +43,4 @@ class Bern:
                 j += 1
             if end0 if j == 8 else end1:
                 return 0
-        return _bernoulli_frac(r, 0, 0, q, words)
+        return bernoulli_frac(r, 0, 0, q, words)

@@ -1,11 +1,13 @@
-# Boot-time work of the main loop, stage three: from zealfw.start.prepare's plain data and
-# the profile's numbers (zealfw.profile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed,
-# freed at once), the Sender (its set-up, zealfw.framing, freed after), the source (only the
-# configured kind's module is imported) and the control-line watch. zealfw.main.run frees
-# this module, then makes the mechanism: its module and its set-up (zealfw.exact) are the
-# largest of the sampling path, so they are loaded when nothing of the start is left.
-# Nothing make() returns is an object of a class with methods defined here (it would keep
-# this module alive).
+# Boot-time work of the main loop, stage three for a board that reads one value (a grid or a
+# table profile: the sniff (zealfw.start.prepare) names this stage; zealfw.mstart is a tuple board's): from
+# zealfw.start.prepare's plain data and the loaded profile (zealfw.profile or
+# zealfw.tprofile, loaded alone and freed by zealfw.main), the boot key (zealfw.seed, freed at
+# once), the Sender (its set-up, zealfw.wire_setup, freed after), the source (only the
+# configured kind's module is imported) and the control-line watch, set on the loop's state.
+# zealfw.main.run frees this module, then makes the sampler: its module and its set-up
+# (zealfw.mech_setup) are the largest of the sampling path, so they are loaded when nothing
+# of the start is left. Nothing make() sets is an object of a class with methods defined
+# here (it would keep this module alive).
 #
 # Order, as the wire protocol promises (tests/test_firmware_loop.py): a bad config or a bad
 # profile ends the start with a HELLO without a profile and one STATUS before the seed file
@@ -20,7 +22,7 @@ except ImportError:  # CPython, for the host-side tests
 
 
 _RP2040_TEMP = const(4)        # RP2040's ADC channel of the internal temperature sensor
-_STATUS_NO_PROFILE = const(1)  # = frames.STATUS_* (named in zealfw.reference)
+_STATUS_NO_PROFILE = const(1)  # = wire.STATUS_* (named in zealfw.reference)
 _STATUS_BAD_PROFILE = const(2)
 _STATUS_CONFIG = const(5)
 
@@ -68,14 +70,9 @@ def source_from_config(spec, stream=None):
     raise ValueError("unknown sensor kind %r" % (kind,))
 
 
-class _Profile:
-    """The numbers of a checked profile that Zeal and the Sender read at construction (Zeal
-    keeps none of it), from zealfw.profile.numbers (the loader itself is freed)."""
-
-
-def _boot_key(cfg, dev):
+def boot_key(cfg, dev):
     """(key, boot counter, vector) of this boot; ValueError with one clear line. The caller
-    frees zealfw.seed (_forget("seed"))."""
+    frees zealfw.seed (forget("seed"))."""
     if cfg["vector_mode"] and cfg["vector_key"] is not None:
         import binascii
 
@@ -142,60 +139,55 @@ def f64_pattern(n, d):
     return (sign << 63) | (e << 52) | ((n << (53 - nb)) - (1 << 52))
 
 
-def make(st, p):
-    """From start's plain data st and zealfw.profile.numbers' (or tprofile.numbers') result
-    p: (cfg, prof, key,
-    sender, source, control, on_repl, replay_in, public) for zealfw.main, which makes the
-    mechanism from prof and key; or None after a STATUS CONFIG / NO_PROFILE /
-    BAD_PROFILE. public: the replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its
-    float64 pattern's halves, or as (False, num, den) when it is no float64."""
-    cfg, out, inp, on_repl, dev = st
-    st = None
-    from . import _forget
+def make(b, p, st):
+    """Stage three for a board that reads one value, from the loop's state b
+    (zealfw.start.prepare's cfg, out, inp, repl, dev) and the loaded profile p
+    (zealfw.main.Profile: the numbers zealfw.profile.numbers or zealfw.tprofile.numbers
+    named, the loader itself freed) or its loader's st (STATUS code, message): sets b's key,
+    sender, source, control, replay_in and midpoint and returns True, for zealfw.main, which
+    makes the sampler from p and key; or False after a STATUS CONFIG / NO_PROFILE /
+    BAD_PROFILE. midpoint: the
+    replaced readings' value (lo + hi)/2 as (True, hi32, lo32), its float64 pattern's halves,
+    or as (False, num, den) when it is no float64."""
+    prof, err = p, st  # (short parameter names: each is interned for good)
+    cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
+    from . import forget
 
     debug = cfg["debug"]
-    fields, err = p
-    p = None
     if err is None:
-        prof = _Profile()
-        # the order of zealfw.profile.numbers; "table" only for a table profile (a grid's
-        # _Profile keeps ten attributes: its attribute table is alive at the heap's peak)
-        for name, v in zip(("lo", "hi", "n_cells", "n_window", "threshold", "k_lo", "exponent",
-                            "bits", "cal", "fingerprint", "table"), fields):
-            setattr(prof, name, v)
         try:
-            key, boot, vector = _boot_key(cfg, dev)
+            key, boot, vector = boot_key(cfg, dev)
         except ValueError as exc:
             err = (_STATUS_CONFIG, str(exc))
-        _forget("seed")
+        forget("seed")
     if err is not None:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, err[0], err[1])
-        return None
+        return False
     mid_n, mid_d = midpoint(prof)
     bits = f64_pattern(mid_n, mid_d)
     public = (False, mid_n, mid_d) if bits is None else (True, bits >> 32, bits & 0xFFFFFFFF)
     try:
         # One set-up module at a time, each freed before the next is loaded: the Sender's
-        # (zealfw.framing), then the source's own module.
-        from . import frames
-        from .framing import nonce_of
+        # (zealfw.wire_setup), then the source's own module.
+        from . import wire
+        from .wire_setup import nonce_of
 
-        sender = frames.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
-                               fingerprint=prof.fingerprint, boot=boot,
-                               nonce=nonce_of(key), hello_every=cfg["hello_every"],
-                               vector=vector, debug=debug,
-                               write_timeout_ms=cfg["write_timeout_ms"])
-        _forget("framing")
+        sender = wire.Sender(out, prof.bits, batch=cfg["batch"], device_id=dev,
+                             fingerprint=prof.fingerprint, boot=boot,
+                             nonce=nonce_of(key), hello_every=cfg["hello_every"],
+                             vector=vector, debug=debug,
+                             write_timeout_ms=cfg["write_timeout_ms"])
+        forget("wire_setup")
         source = source_from_config(cfg["sensor"], inp)
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
-        return None
+        return False
     replay_in = getattr(source, "from_file", True) is False
     control = None
     if hasattr(out, "poll"):  # an MQTT board (zealfw.mqtt_out): its control topic, and
@@ -206,4 +198,10 @@ def make(st, p):
         from .control import Control
 
         control = Control(inp)
-    return cfg, prof, key, sender, source, control, on_repl, replay_in, public
+    b.key = key
+    b.sender = sender
+    b.source = source
+    b.control = control
+    b.replay_in = replay_in
+    b.midpoint = public
+    return True

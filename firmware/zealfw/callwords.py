@@ -1,6 +1,6 @@
 """A plain callable returning u64 words, seen as the word cursor zealfw.mechanism reads
 (advance()/block): crafted word lists and bound .next methods drive the same code as
-zealfw.words.CounterWords. For the conformance runner and tests; imported by zealfw.exact
+zealfw.words.CounterWords. For the conformance runner and tests; imported by zealfw.mech_setup
 only when such a source is given (never by the sampling loop, which keeps it out of the
 heap at start)."""
 import struct

@@ -62,19 +62,21 @@
 # sources hand over an int and set .kind (a float64 as two 32-bit halves), the perturbation
 # methods are bound once, and the Sender packs into buffers it made at start.
 #
-# Heap: this module holds the loop only. Everything done once at boot (config, profile,
-# boot key, building the source, Sender and mechanism; the hold, the CRASH report) lives in
-# zealfw.start, zealfw.profile, zealfw.seed, zealfw.build, zealfw.framing and zealfw.exact,
-# each freed (and the heap collected, see _forget) before the next stage: the peak is what
-# stays plus one stage, not their sum. The mechanism, the largest module of the sampling
-# path, is loaded last, when nothing of the start is left. Optional parts (each sensor kind,
+# Heap: this module holds the loop only. Everything done once at boot (config, the sniff,
+# profile, boot key, building the source, Sender and sampler; the hold, the CRASH report)
+# lives in zealfw.start (with the sniff), the kind's loader, zealfw.seed, zealfw.build (or
+# zealfw.mstart), zealfw.wire_setup and zealfw.mech_setup, each freed (and the heap
+# collected, see forget) before the next stage: the peak is what stays plus one stage, not
+# their sum. The stages hand over one named object, Board; the loop copies what the tick
+# reads into locals (faster than attributes) and drops it. The sampler (the mechanism, the
+# largest module of the sampling path, with the kind's own) is loaded last, when nothing of
+# the start is left. Optional parts (each sensor kind,
 # the control-line watch) are imported only when configured. Every name in a module loaded
 # from .mpy (globals, attributes, parameters, short strings) is interned for good, even
 # after the module is freed: names are few and shared. Figures: tools/bench_heap.py (the
 # whole loop from .mpy on the unix port, smallest heap, B/report).
-import sys
 
-from . import _forget  # (the package's: the start-up stages use it too)
+from . import forget  # (the package's: the start-up stages use it too)
 
 try:
     from micropython import const
@@ -90,73 +92,82 @@ _CTL_HELLO = const(2)
 _SLEEP_SLICE = const(500)      # sleep in slices so the watchdog keeps being fed
 _KIND_F32 = const(1)           # = sources.KIND_F32 / KIND_F64
 _KIND_F64 = const(2)
-_STATUS_OK = const(0)          # = frames.STATUS_* (named in zealfw.framing, freed)
+_STATUS_OK = const(0)          # = wire.STATUS_* (named in zealfw.wire_setup, freed)
 _STATUS_SENSOR = const(3)
 _STATUS_STOPPED = const(4)
+
+
+class Board:
+    """The main loop's state, one object filled by the start's stages in turn and read by
+    the loop (in run): zealfw.start.prepare sets cfg, out, inp, repl, dev; the start's
+    last stage (zealfw.build or zealfw.mstart, as the sniff names it) sets key,
+    sender, source, control, replay_in, midpoint (the public value, (lo + hi)/2). Attribute
+    names the firmware interns anyway where it can: every name is kept for good."""
+
+
+class Profile:
+    """The loaded profile: the numbers its kind's loader named (every loader's numbers(path)
+    returns the same record, zealfw.profile.numbers), among them bits (a report's width)
+    and fingerprint (both in HELLO), made here once the loader is freed (an object made
+    while the loader's module is in memory lies above it and splits the free heap)."""
 
 
 def run(config_path="zeal_config.json", out=None, inp=None):
     """Stream until stopped. Returns the number of reports (sampling ticks) made."""
     # The start in stages, each module freed before the next is imported (so the peak heap
-    # is what stays plus the largest stage, not their sum): zealfw.start (config, streams),
-    # zealfw.profile (the largest; for a table profile zealfw.tprofile after it), zealfw.build
-    # (boot key, Sender, source), then _loop makes the mechanism.
+    # is what stays plus the largest stage, not their sum): zealfw.start (config, streams,
+    # the one sniff: which loader reads the profile), the kind's loader (the largest), the
+    # start's last stage the sniff names (zealfw.build or zealfw.mstart: boot key, Sender,
+    # source), then the loop makes the sampler the loader names. No kind is asked here: the
+    # sniff and the loader's record name the modules (tests/test_firmware_layout.py).
+    b = Board()
     from . import start
 
-    st = start.prepare(config_path, out, inp)
+    kind = start.prepare(b, config_path, out, inp)  # (loader, stage): the sniff's
     del start
-    _forget("start")
-    if st is None:
+    forget("start")
+    if not kind:  # a STATUS CONFIG was sent
         return 0
-    from . import profile
-
-    p = profile.numbers(st[0]["profile"])
-    del profile
-    _forget("profile")
-    if type(p) is int:  # a multi header (1) or a shuffle profile (2): a tuple board,
-        from . import mstart  # whose start (its loader, Sender, source) is zealfw.mstart
-
-        st = mstart.make(st, p)
-        del mstart
-        _forget("mstart")
-    else:
-        if p is None:  # a table profile: its own loader, with the grid's freed
-            from . import tprofile as profile
-
-            p = profile.numbers(st[0]["profile"])
-            del profile
-            _forget("tprofile")
-        _forget("pfile")  # the file grammar both loaders share
-        from . import build
-
-        st = build.make(st, p)
-        p = None
-        del build
-        _forget("build")
-    _forget("framing")  # the Sender's set-up
-    if st is None:
+    name, stage = kind
+    loader = __import__("zealfw." + name, None, None, ("numbers",))
+    kind, err = loader.numbers(b.cfg["profile"])
+    loader = None
+    for name in (name, "profile", "tprofile", "pfile"):  # the loader and what it imported
+        forget(name)
+    sampler, names, values = kind
+    kind = None
+    prof = Profile()
+    for i in range(len(names)):
+        setattr(prof, names[i], values[i])
+    names = values = None
+    prof.sampler = sampler  # (zealfw.mstart takes the board's Sender from its module)
+    name = stage
+    stage = __import__("zealfw." + name, None, None, ("make",))
+    ok = stage.make(b, prof, err)
+    stage = None
+    forget(name)
+    forget("wire_setup")  # the Sender's set-up
+    if not ok:
         return 0
-    return _loop(st)
-
-
-def _loop(st):
-    # one tuple argument: parameter names are kept (interned) in .mpy, local names are not
-    cfg, prof, key, sender, source, control, on_repl, replay_in, public = st
-    st = None
-    # The mechanism last, once zealfw.build is freed: zealfw.mechanism is the largest module
-    # of the sampling path, and its set-up (zealfw.exact, freed after) the last one loaded.
+    # ---- the loop -------------------------------------------------------------------------
+    # In run itself, not a function of its own: the caller's frame would keep the Board
+    # alive while the sampler is made (the start's peak). What the ticks read is copied into
+    # locals (faster than attributes) and the Board dropped.
+    cfg, sender, source, control = b.cfg, b.sender, b.source, b.control
+    on_repl, replay_in, key = b.repl, b.replay_in, b.key
+    pub_f64, pub_a, pub_b = b.midpoint
+    b = None
+    # The sampler last, once the start's stages are freed: its module (zealfw.mechanism, the
+    # largest of the sampling path, or the kind's own on top of it) and its set-up
+    # (zealfw.mech_setup, freed after) are the last ones loaded.
     from .mechanism import ReadingError
     from .words import CounterWords
 
-    Zeal = getattr(prof, "table", None)
-    if Zeal is None:
-        from .mechanism import Zeal
-    elif type(Zeal) is tuple:  # a table profile: zealfw.tsample's Zeal (the grid's, with
-        from .tsample import Zeal  # its own _finish); else a tuple board's sampler class
-    mech = Zeal(prof, CounterWords(key))
+    mech = __import__("zealfw." + sampler, None, None, ("Zeal",)).Zeal(
+        prof, CounterWords(key))
     prof = key = None
-    _forget("exact")
-    from . import frames
+    forget("mech_setup")
+    from . import wire
     from .sources import SourceError
 
     wdt = None
@@ -166,7 +177,7 @@ def _loop(st):
         wdt = machine.WDT(timeout=cfg["watchdog_ms"])
         sender.idle = wdt.feed  # bound once: a stalled write keeps the watchdog fed
     if on_repl and cfg["start_delay_ms"]:
-        frames.sleep_ms(cfg["start_delay_ms"])  # a window for Ctrl-C before it is disabled
+        wire.sleep_ms(cfg["start_delay_ms"])  # a window for Ctrl-C before it is disabled
     kbd = None
     if on_repl:
         import micropython
@@ -175,14 +186,12 @@ def _loop(st):
         kbd.kbd_intr(-1)
     debug = cfg["debug"]
     p_raw, p_f32, p_f64 = mech.perturb_raw, mech.perturb_f32, mech.perturb_f64
-    pub_f64, pub_a, pub_b = public
     # reports a tick: 1, or a shuffle profile's t messages, which the sampler keeps in its
     # list .msgs (one int of t messages could pass 2^30: a heap int on a 32-bit board);
     # zealfw.mstart made the batch a multiple of t, so a tick's reports share one DATA
     # frame and frames still leave only at tick starts
     per = mech.reports
-    msgs = mech.msgs if per > 1 else None
-    ticks_ms, ticks_diff, sleep_ms = frames.ticks_ms, frames.ticks_diff, frames.sleep_ms
+    ticks_ms, ticks_diff, sleep_ms = wire.ticks_ms, wire.ticks_diff, wire.sleep_ms
     period, status_every, limit = cfg["period_ms"], cfg["status_every"], cfg["max_reports"]
     cfg = None           # the config's dict is not needed while sampling: free it
     ticks = 0            # sampling ticks = reports made (public)
@@ -255,9 +264,10 @@ def _loop(st):
                     k = p_f64(pub_a, pub_b)
                 else:
                     k = mech.perturb(pub_a, pub_b)
-            if msgs is None:
+            if per == 1:
                 full = sender.add(mech.low(k))
             else:
+                msgs = mech.msgs
                 for i in range(per):  # the tick's messages, message 0 first
                     full = sender.add(msgs[i])
             ticks += 1
@@ -279,12 +289,7 @@ def _loop(st):
                     if wdt is not None:
                         wdt.feed()
     finally:
-        sender.flush()  # a full batch, or the short one at the end
-        # a closing HELLO after DATA that followed the last one: a collector that attached
-        # since then can still resolve the frames it kept (a "!hello" read just before
-        # "!stop" would otherwise go unanswered)
-        if sender._since_hello:
-            sender.hello()
+        sender.flush(True)  # a full batch, or the short one at the end; a closing HELLO
         if debug:
             sender.status(_STATUS_STOPPED, b"stopped", ticks=ticks, replaced=replaced,
                           clamped=mech.clamped)

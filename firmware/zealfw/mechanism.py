@@ -15,7 +15,7 @@ packing a float32 into 4 bytes is exact, and from there on no float exists. (Nev
 reading through a Python float on a 32-bit-float board and then ask for float64: the value
 would already have lost its low bits.)
 
-Word consumption is part of the contract and matches host/zeal/mechanism/scalar.py bit for bit:
+Word consumption is part of the contract and matches host/zeal/mechanism/grid/scalar.py bit for bit:
 one word for the stochastic rounding (more only after a tie), one for the branch, one for the
 uniform (more only after a rejection). Readings are rejected (ReadingError) before any word
 is drawn.
@@ -51,9 +51,9 @@ _F32_EXP_MAX = const(0xFF)
 _F32_BIAS = const(150)      # 127 + 23
 _M32 = const(0xFFFFFFFF)
 _CHUNK = const(8)           # long division: bits brought down per step (with divisor < 2^22)
-_BIG_Q = const(22)          # from 2^22 on, _bernoulli_frac divides one bit at a time
-_BYTE_N = const(1 << 22)    # _Uniform's byte path: every value below 256 n <= 2^30
-_RAW_Q = const(61)          # a raw count's divisor below 2^61: small ints only (_raw_pos)
+_BIG_Q = const(22)          # from 2^22 on, bernoulli_frac divides one bit at a time
+_BYTE_N = const(1 << 22)    # Uniform's byte path: every value below 256 n <= 2^30
+_RAW_Q = const(61)          # a raw count's divisor below 2^61: small ints only (raw_pos)
 
 
 class ReadingError(ValueError):
@@ -64,7 +64,7 @@ class ReadingError(ValueError):
         self.reason = reason
 
 
-def _below(b, o, c):
+def below(b, o, c):
     """[word at b[o:o+8] < the constant whose 8 little-endian bytes are c].
 
     Exact: two 64-bit numbers compare as their base-256 digit strings do, most significant
@@ -83,13 +83,13 @@ def _below(b, o, c):
     return False
 
 
-class _Uniform:
+class Uniform:
     """UNIFORM(n) of mechanism.md on a word cursor: u = w // d, d = 2^64 // n, accepted when
     u < n; the same u and the same words as `uniform_below`, with no 64-bit integer formed.
 
     n < 2^22 (every window of a grid profile up to 22 bits, a table row of small weights),
     on a 32-bit board too, whose small ints have 31 bits: accept iff w < n d (u =
-    floor(w/d) < n <=> w < n d), compared byte by byte with n d's bytes (`_below`). Then
+    floor(w/d) < n <=> w < n d), compared byte by byte with n d's bytes (`below`). Then
     v = floor(w n / 2^64) is carried up w's bytes, least significant first (c = (c + b_i n)
     >> 8; every value below 256 n <= 2^30); the bytes shifted out are those of L = w n mod
     2^64. u is v or v + 1 (w/d >= w n / 2^64 as n d <= 2^64, and w/d - w n/2^64 =
@@ -125,7 +125,7 @@ class _Uniform:
             while True:
                 o = words.advance()
                 b = words.block
-                if lim is not None and not _below(b, o, lim):
+                if lim is not None and not below(b, o, lim):
                     continue  # w >= n d: rejected
                 # schoolbook long division of w's digits wh, wl >> 16, wl & 0xFFFF by d
                 # (d <= 2^42): every partial remainder is < d, so each dividend r 2^16 +
@@ -141,7 +141,7 @@ class _Uniform:
         while True:
             o = words.advance()
             b = words.block
-            if lim is not None and not _below(b, o, lim):
+            if lim is not None and not below(b, o, lim):
                 continue  # w >= n d: rejected
             c = 0
             i = o
@@ -157,7 +157,7 @@ class _Uniform:
             return c >> 8
 
 
-def _bernoulli_frac(r, low, f, q, words):
+def bernoulli_frac(r, low, f, q, words):
     """BERNOULLI for the fraction F = (low + r/q) / 2^f (0 <= r < q, 0 <= low < 2^f): 1
     exactly when U = 0.w1 w2 ... (base 2^64) is below F; the same words as `bernoulli`
     reads for the same fraction.
@@ -178,8 +178,8 @@ def _bernoulli_frac(r, low, f, q, words):
     anyway: 8 bits a step again while r 2^8 < 2^62 (q < 2^54, small on 64 bits), one bit a
     step beyond (values below 2 q, small on 64 bits while q < 2^61).
     """
-    if type(q) is not int:  # a zealfw.wide._Wide divisor, which holds the remainder
-        return q._bernoulli_frac(low, f, words)
+    if type(q) is not int:  # a zealfw.wide.Wide divisor, which holds the remainder
+        return q.bernoulli_frac(low, f, words)
     big = (q >> _BIG_Q and not q >> 29) or q >> 54
     while True:
         o = words.advance()
@@ -249,24 +249,24 @@ class Zeal:
     reports = 1  # wire reports a sampling tick (zealfw.main's loop; srand.Zeal: t)
 
     def __init__(self, profile, words):
-        # the per-profile constants above are made by zealfw.exact.init_zeal: set-up code,
+        # the per-profile constants above are made by zealfw.mech_setup.init_zeal: set-up code,
         # not needed while sampling (zealfw.build frees that module)
-        from .exact import init_zeal
+        from .mech_setup import init_zeal
 
-        init_zeal(self, profile, words, _Uniform, _bits_of, _log2)
+        init_zeal(self, profile, words, Uniform, _bits_of, _log2)
 
-    def _finish(self, base, r, low, f, q):
+    def finish(self, base, r, low, f, q):
         """The report from the position's floor `base` and fraction (low + r/q) / 2^f."""
         words = self.words
-        jl = base + _bernoulli_frac(r, low, f, q, words)
+        jl = base + bernoulli_frac(r, low, f, q, words)
         o = words.advance()
         tb, win, out, nc = self._fin
-        if _below(words.block, o, tb):   # next() < T: the window
+        if below(words.block, o, tb):   # next() < T: the window
             return jl + win.draw(words)
         u = out.draw(words)
         return u if u < jl else u + nc
 
-    def _divide(self, y, n, q, c, s1, s0):
+    def divide(self, y, n, q, c, s1, s0):
         """The report for pos = y n 2^c / q (y, n, q > 0), clamped at steps.
 
         Long division of y n by q over y's binary digits: with V the value of y's digits
@@ -277,7 +277,7 @@ class Zeal:
         y n / q = B + r/q. For c >= 0, c zero bits are brought down the same way (g = 0,
         s0 at a time): pos = B + r/q, and B only grows, so once it exceeds steps with bits
         left, pos > steps. For c < 0, pos = (B + r/q) / 2^-c: floor B >> -c, fraction
-        (B's low -c bits + r/q) / 2^-c, which _bernoulli_frac reads.
+        (B's low -c bits + r/q) / 2^-c, which bernoulli_frac reads.
         """
         base = 0
         r = 0
@@ -311,8 +311,8 @@ class Zeal:
         if base >= steps:  # x >= hi: pos = steps
             if base > steps or r or low:
                 self.clamped += 1
-            return self._finish(steps, 0, 0, 0, 1)
-        return self._finish(base, r, low, f, q)
+            return self.finish(steps, 0, 0, 0, 1)
+        return self.finish(base, r, low, f, q)
 
     def _dyadic(self, f, e):
         # reading f 2^e; lo = lon 2^-la: x - lo = y 2^m0
@@ -323,11 +323,11 @@ class Zeal:
         if y <= 0:  # x <= lo: pos = 0
             if y:
                 self.clamped += 1
-            return self._finish(0, 0, 0, 0, 1)
+            return self.finish(0, 0, 0, 0, 1)
         kn, kd, ke, s1, s0, wide = self._div  # pos = (x - lo) Kn 2^ke / Kd
         if wide is not None:  # Kd in limbs (zealfw.wide): small ints on 32 bits
-            return wide._divide(self, y, kn, m0 + ke)
-        return self._divide(y, kn, kd, m0 + ke, s1, s0)
+            return wide.divide(self, y, kn, m0 + ke, self._steps)
+        return self.divide(y, kn, kd, m0 + ke, s1, s0)
 
     def sample(self, n, d):
         """One report as the offset j = k - k_lo in [0, N), for the reading n/d (d > 0)."""
@@ -340,10 +340,10 @@ class Zeal:
         if y <= 0:
             if y:
                 self.clamped += 1
-            return self._finish(0, 0, 0, 0, 1)
+            return self.finish(0, 0, 0, 0, 1)
         # (a divisor this large is a heap int anyway: one step each, fewest operations)
         kn, kd, ke, _, _, _ = self._div
-        return self._divide(y, kn, d * lod * kd, ke, 64, 64)
+        return self.divide(y, kn, d * lod * kd, ke, 64, 64)
 
     def perturb(self, n, d):
         """One report as the mantissa integer k (x* = 2^E (1 + k 2^-52))."""
@@ -410,9 +410,9 @@ class Zeal:
             raise ReadingError("calibration", "raw readings need cal_gain and cal_offset")
         if type(raw) is not int:
             raise ReadingError("type", "raw reading must be an int")
-        return self._k_lo + self._raw_pos(raw)
+        return self._k_lo + self.raw_pos(raw)
 
-    def _raw_pos(self, raw):
+    def raw_pos(self, raw):
         """The report offset for a raw count, from the per-profile reduced constants.
 
         pos = (x - lo) steps / (hi - lo) with x = (c0 + c1 raw) / cd is, over the common
@@ -429,16 +429,16 @@ class Zeal:
         value stays below 2 Q: with Q < 2^61 (_RAW_Q) no heap int is made for counts whose
         ai + bi m fits (a clamped count far outside the range may allocate); a larger Q
         gives the same numbers with heap ints. Clamping and the Bernoulli on the fraction
-        are those of _divide and _dyadic for the same position.
+        are those of divide and _dyadic for the same position.
         """
         q, ai, af, bi, bf, ni, nf, wide = self._raw
         if wide is not None:  # Q in limbs (zealfw.wraw): small ints on 32 bits
             if wide is True:  # the first raw count: make them (once)
-                from .wraw import _WideRaw
+                from .wraw import WideRaw
 
-                wide = _WideRaw(q, af, bf, nf)
+                wide = WideRaw(q, af, bf, nf)
                 self._raw = (q, ai, af, bi, bf, ni, nf, wide)
-            return wide._raw_pos(self, raw)
+            return wide.raw_pos(self, raw, ai, bi, ni, self._steps)
         if raw >= 0:
             m = raw
         else:
@@ -470,13 +470,13 @@ class Zeal:
         if base < 0 or (base == 0 and r == 0):  # x <= lo: pos = 0
             if base < 0:
                 self.clamped += 1
-            return self._finish(0, 0, 0, 0, 1)
+            return self.finish(0, 0, 0, 0, 1)
         steps = self._steps
         if base >= steps:  # x >= hi: pos = steps
             if base > steps or r:
                 self.clamped += 1
-            return self._finish(steps, 0, 0, 0, 1)
-        return self._finish(base, r, 0, 0, q)
+            return self.finish(steps, 0, 0, 0, 1)
+        return self.finish(base, r, 0, 0, q)
 
     def to_bits(self, k):
         """The report's float64 bit pattern."""

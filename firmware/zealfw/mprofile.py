@@ -1,5 +1,5 @@
 """Load and check a multi-attribute header, "zeal-multi/1", and its attribute files on the
-device (shared_spec/multi.md; host: host/zeal/mechanism/multi_profile.py, same checks, same
+device (shared_spec/multi.md; host: host/zeal/mechanism/multi/profile.py, same checks, same
 order, same reason codes).
 
 The header is a flat profile file (zealfw.pfile's grammar) with format, epsilon, d, k,
@@ -28,7 +28,7 @@ Integers only (the AST float ban covers this module).
 import hashlib
 from binascii import hexlify
 
-from .pfile import (ProfileError, _check_hex, _check_string, _f64, exp_lower_bound, parse,
+from .pfile import (ProfileError, check_hex, check_string, f64, exp_lower_bound, parse,
                     read)
 
 try:
@@ -87,12 +87,19 @@ def loads(text, fetch, n=None):
 
 
 def numbers(path):
-    """For zealfw.mstart: (fields, None), or (None, (STATUS code, message)): NO_PROFILE (1)
-    for a missing header, else BAD_PROFILE (2)."""
+    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: sampler
+    zealfw.msample, with fields (as load gives them), fingerprint,
+    bits (the longest report's), reports = 1 a tick and cats (per attribute: a categorical
+    attribute's number of values, read as digits only, else 0); the sampler's module holds
+    the board's Sender (of variable-length reports). NO_PROFILE for a missing header. (Every
+    string here is interned when the module is loaded, by the conformance runner too: the
+    names are ones the firmware has anyway.)"""
     try:
-        return load(path), None
+        f = load(path)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("msample", ("fields", "fingerprint", "bits", "reports", "cats"),
+            (f, f[-1], f[-2], 1, [a[0] if len(a) == 2 else 0 for a in f[3]])), None
 
 
 def _items(text, d, what):
@@ -130,7 +137,7 @@ def from_doc(doc, fetch):
     [attribute], longest report's bits, fingerprint); an attribute is (c, ratio_num) for
     OUE, else the 11 fields zealfw.main's samplers read (lo, hi, n_cells, n_window,
     threshold, k_lo, exponent, bits, cal, fingerprint, table) -- for a table n_cells = R + 1,
-    n_window = 1, k_lo = 0, table = (weights, N, [S_r]), as zealfw.tprofile.numbers."""
+    n_window = 1, k_lo = 0, table = (weights, N, [S_r]), as zealfw.tprofile.numbers sets them."""
     required = ("format", "epsilon", "d", "k", "names", "attrs", "fingerprint")
     if type(doc) is not dict:
         raise ProfileError("type", "a profile is a JSON object")
@@ -146,10 +153,10 @@ def from_doc(doc, fetch):
     for key in ("d", "k"):
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
-    _check_hex("epsilon", doc["epsilon"], 16)
-    _check_string("names", doc["names"])
-    _check_string("attrs", doc["attrs"])
-    _check_hex("fingerprint", doc["fingerprint"], 64)
+    check_hex("epsilon", doc["epsilon"], 16)
+    check_string("names", doc["names"])
+    check_string("attrs", doc["attrs"])
+    check_hex("fingerprint", doc["fingerprint"], 64)
     parts = []
     for key in sorted(doc):
         if key == "fingerprint":
@@ -163,7 +170,7 @@ def from_doc(doc, fetch):
     parts = None
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
-    ea, eb = _f64(doc["epsilon"])
+    ea, eb = f64(doc["epsilon"])
     if not 0 < ea <= _EPS_MAX * eb:
         raise ProfileError("value", "epsilon must be in (0, 20]")
     d = doc["d"]

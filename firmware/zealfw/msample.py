@@ -1,6 +1,6 @@
 """The multi-attribute sampler on the device (shared_spec/multi.md, the report's word
 contract): integers only, word for word the host reference
-(host/zeal/mechanism/multi_profile.py, MultiSampler), and the Sender of its
+(host/zeal/mechanism/multi/profile.py, MultiSampler), and the Sender of its
 variable-length reports.
 
     perm = [0..d-1]; for i in 0..k-1: r = i + UNIFORM(d - i); swap perm[i], perm[r]
@@ -18,7 +18,7 @@ y_j in the attribute's bits (c for OUE), appended least significant bit first as
 single-attribute packer appends an m-bit report. HELLO announces bits = 0; a DATA frame
 holds at most min(batch, 13264 // longest report) reports (MAX_BODY).
 """
-from . import frames, mechanism
+from . import wire, mechanism
 from .bern import Bern
 
 _ONE = 1 << 32
@@ -71,7 +71,7 @@ class Zeal:
         self._ib = ib
         us = []
         for i in range(k):
-            us.append(mechanism._Uniform(d - i))
+            us.append(mechanism.Uniform(d - i))
         self._us = us
         self._perm = bytearray(range(d))
         self.sel = bytearray(k)
@@ -153,8 +153,8 @@ class Zeal:
     perturb_f64 = perturb
 
 
-class Sender(frames.Sender):
-    """frames.Sender for variable-length reports: `bits` is the longest report's (it sizes
+class Sender(wire.Sender):
+    """wire.Sender for variable-length reports: `bits` is the longest report's (it sizes
     the buffers and caps the batch at 13264 // bits, MAX_BODY); HELLO says bits = 0;
     add(sampler) packs the sampler's report."""
 
@@ -163,9 +163,9 @@ class Sender(frames.Sender):
         if batch * bits > 13264:
             batch = 13264 // bits
             kw["batch"] = batch
-        frames.Sender.__init__(self, stream, 1, **kw)
+        wire.Sender.__init__(self, stream, 1, **kw)
         self._hello[37] = 0  # bits = 0: the decoder splits reports with the profile
-        from .framing import max_encoded_length
+        from .wire_setup import max_encoded_length
 
         body = 4 + (batch * bits + 7) // 8
         self._body = bytearray(body + 4)
@@ -188,7 +188,7 @@ class Sender(frames.Sender):
 
     def _put(self, low, m):
         # append the m-bit value low at the bit position, least significant bit first, as
-        # frames.Sender.add appends a report (whole bytes written fresh: no clearing)
+        # wire.Sender.add appends a report (whole bytes written fresh: no clearing)
         if not m:
             return
         b = self._body

@@ -1,12 +1,12 @@
-# The start of a board whose profile reads a tuple (zealfw.build's counterpart): a
-# multi-attribute header "zeal-multi/1" (kind 1: zealfw.mprofile, the sampler
-# zealfw.msample) or a shuffle profile "zeal-shuffle/2" (kind 2: zealfw.sprofile with its
-# privacy rule zealfw.sgamma, the randomiser zealfw.srand), as zealfw.profile.numbers' sniff
-# found it ("zeal-shuffle/" of either version; sprofile refuses a withdrawn
-# "zeal-shuffle/1"). zealfw.main.run calls make() with this module alone loaded after the
-# start's first stage, frees it after, and runs the one loop (zealfw.main._loop) with what
-# it returns: the loop builds the sampler from prof.table (the sampler's class) and hands it
-# the tuple source's readings.
+# The start's last stage for a board whose profile reads a tuple (zealfw.build's
+# counterpart): a multi-attribute header "zeal-multi/1" (loaded by zealfw.mprofile, the
+# sampler zealfw.msample) or a shuffle profile "zeal-shuffle/2" (zealfw.sprofile with its
+# privacy rule zealfw.sgamma, the randomiser zealfw.srand), as the sniff (zealfw.start.prepare) found it;
+# the sniff names this stage. zealfw.main.run calls make() once the loader is
+# freed, frees this module after, and runs the one loop (zealfw.main.run), which builds
+# the sampler the loader names and hands it the tuple source's readings. What differs
+# between the two kinds here is asked of the profile (reports, cats, sampler), never of
+# the kind.
 #
 # A shuffle board sends t reports a tick (its t messages, bits = P each: HELLO announces P);
 # its Sender's batch is the config's rounded down to a multiple of t, at least t, so a
@@ -25,74 +25,60 @@ except ImportError:  # CPython, for the host-side tests
 _STATUS_CONFIG = const(5)
 
 
-class _Profile:
-    """fields: the loader's numbers; table: the sampler's class; fingerprint."""
+def make(b, p, st):
+    """zealfw.build.make for a board that reads a tuple: sets b's key, sender, source,
+    control, replay_in and midpoint and returns True, or False after a STATUS (CONFIG /
+    NO_PROFILE / BAD_PROFILE). p: zealfw.main.Profile with zealfw.mprofile's or
+    zealfw.sprofile's numbers (fields, fingerprint, bits, reports a tick, cats: what the
+    tuple source reads as digits only) and sampler, the sampler's module, which holds the
+    board's Sender; or st (STATUS code, message) from its loader."""
+    prof, err = p, st  # (short parameter names: each is interned for good)
+    cfg, out, inp, dev = b.cfg, b.out, b.inp, b.dev
+    from . import forget
 
-
-def make(st, kind):
-    """(cfg, prof, key, sender, source, control, on_repl, replay_in, public) for
-    zealfw.main._loop, or None after a STATUS (CONFIG / NO_PROFILE / BAD_PROFILE)."""
-    cfg, out, inp, on_repl, dev = st
-    st = None
-    from . import _forget
-
+    forget("sgamma")  # a shuffle profile's privacy rule (zealfw.sprofile's)
     debug = cfg["debug"]
-    if kind == 1:
-        from .mprofile import numbers
-    else:
-        from .sprofile import numbers
-    fields, err = numbers(cfg["profile"])
-    numbers = None
-    for name in ("mprofile", "sprofile", "sgamma", "profile", "tprofile", "pfile"):
-        _forget(name)
     if err is None:
-        from .build import _boot_key
+        from .build import boot_key
 
         try:
-            key, boot, vector = _boot_key(cfg, dev)
+            key, boot, vector = boot_key(cfg, dev)
         except ValueError as exc:
             err = (_STATUS_CONFIG, str(exc))
-        _boot_key = None
-        _forget("build")
-        _forget("seed")
+        boot_key = None
+        forget("build")
+        forget("seed")
     if err is not None:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, err[0], err[1])
-        return None
-    prof = _Profile()
-    prof.fields = fields
-    prof.fingerprint = fields[-1]
+        return False
+    fields = prof.fields
     spec = cfg["sensor"]
     try:
-        from .framing import nonce_of
+        from .wire_setup import nonce_of
 
+        # a tick's reports in one frame: a multiple of per (a shuffle profile's t), at least per
+        per = prof.reports
         batch = cfg["batch"]
-        if kind == 1:
-            from .msample import Sender, Zeal
-        else:
-            from .frames import Sender
-            from .srand import Zeal
-
-            t = fields[2]  # a tick's t reports in one frame: a multiple of t, at least t
-            batch = t if batch < t else batch - batch % t
-        args = (out, fields[-2], batch, dev, prof.fingerprint, boot, nonce_of(key),
+        batch = per if batch < per else batch - batch % per
+        # the board's Sender, from the sampler's module (loaded now: the loop's import of
+        # it then finds it)
+        Sender = __import__("zealfw." + prof.sampler, None, None, ("Sender",)).Sender
+        args = (out, prof.bits, batch, dev, prof.fingerprint, boot, nonce_of(key),
                 cfg["hello_every"], vector, debug, cfg["write_timeout_ms"])
-        prof.table = Zeal
         sender = Sender(args[0], args[1], batch=args[2], device_id=args[3],
                         fingerprint=args[4], boot=args[5], nonce=args[6],
                         hello_every=args[7], vector=args[8], debug=args[9],
                         write_timeout_ms=args[10])
-        args = None
-        _forget("framing")
+        args = Sender = None
+        forget("wire_setup")
         from .src_tuple import Source
 
         k = spec.get("kind")
         d = fields[0]
-        cats = None
-        if kind == 1:  # a categorical field is read as digits only
-            cats = [a[0] if len(a) == 2 else 0 for a in fields[3]]
+        cats = prof.cats
         if k == "callable":
             mod, fn = spec.get("module"), spec.get("function")
             if not isinstance(mod, str) or not isinstance(fn, str):
@@ -113,8 +99,8 @@ def make(st, kind):
             raise ValueError("a profile of several readings needs a callable or replay "
                              "sensor, not %r" % (k,))
     except (ValueError, KeyError, TypeError, ImportError, AttributeError, OSError) as exc:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         stop_with_status(Sender, out, dev, debug, _STATUS_CONFIG, str(exc))
         return None
@@ -128,4 +114,10 @@ def make(st, kind):
         from .control import Control
 
         control = Control(inp)
-    return cfg, prof, key, sender, source, control, on_repl, replay_in, (False, None, None)
+    b.key = key
+    b.sender = sender
+    b.source = source
+    b.control = control
+    b.replay_in = replay_in
+    b.midpoint = (False, None, None)
+    return True

@@ -28,7 +28,6 @@ class ProfileError(ValueError):
         self.reason = reason
 
 
-
 # ---- exact helpers ---------------------------------------------------------------------------
 def _gcd(a, b):
     while b:
@@ -36,7 +35,7 @@ def _gcd(a, b):
     return a
 
 
-def _bit_length(n):
+def bit_length(n):
     # int.bit_length is missing on the unix port
     m = 0
     while n >> m:
@@ -44,7 +43,7 @@ def _bit_length(n):
     return m
 
 
-def _f64(text):
+def f64(text):
     """The exact value of a canonical "0x" + 16 hex digit float64 pattern as a reduced
     (num, den), den a power of two; ProfileError("value") for NaN and infinities. (The
     decode of zealfw.mechanism, repeated here so that loading a profile does not import the
@@ -267,7 +266,7 @@ def parse(buf, n):
     return doc
 
 
-def _check_string(key, value):
+def check_string(key, value):
     if type(value) is not str:
         raise ProfileError("type", "%s must be a string" % key)
     safe = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-./"
@@ -276,10 +275,10 @@ def _check_string(key, value):
             raise ProfileError("type", "%s has a character outside [A-Za-z0-9+-./]" % key)
 
 
-def _check_hex(key, value, n):
+def check_hex(key, value, n):
     # n = 16: a float64 pattern "0x" + 16 digits; n = 64: the fingerprint, no prefix
     prefix = "0x" if n == 16 else ""
-    _check_string(key, value)
+    check_string(key, value)
     body = value[len(prefix):] if value.startswith(prefix) else None
     if body is None or len(body) != n:
         raise ProfileError("type", "%s must be %s and %d lowercase hex digits"

@@ -12,7 +12,7 @@ except ImportError:  # CPython: the conformance runner also runs there
 
 from .mechanism import ReadingError
 
-# ---- wire protocol 2 (shared_spec/wire_format.md), as zealfw.frames/framing inline them ----
+# ---- wire protocol 2 (shared_spec/wire_format.md), as zealfw.wire/wire_setup inline them ----
 FLAG_VECTOR = const(0x10)
 FLAG_DEBUG = const(0x20)
 MAX_BODY = const(1662)  # DATA header (4) + ceil(255 reports * 52 bits / 8)
@@ -98,7 +98,7 @@ def bernoulli(num, den, words):
     Compares U = 0.w1 w2 w3 ... (base 2^64) with num/den digit by digit; always reads at
     least one word, even when num == 0. A tie on a word (probability 2^-64) reads the next
     one, so the result is 1 exactly when U < num/den, whose probability is num/den. Zeal
-    uses `_bernoulli_frac`, the same comparison in base 2^8.
+    uses `bernoulli_frac`, the same comparison in base 2^8.
     """
     rem = num
     while True:
@@ -116,7 +116,7 @@ def uniform_below(n, words):
     """Uniform integer in [0, n), 1 <= n <= 2^64, by rejection (mechanism.md UNIFORM).
 
     d = 2^64 // n; a word w gives u = w // d, accepted when u < n: each u < n has exactly d
-    preimage words, so the accepted u is exactly uniform. Zeal uses `_Uniform`, which
+    preimage words, so the accepted u is exactly uniform. Zeal uses `Uniform`, which
     computes the same u from the word's halves.
     """
     d = _WORD // n

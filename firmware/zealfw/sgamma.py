@@ -1,5 +1,5 @@
 """The shuffle profile's privacy rule on the device (shared_spec/shuffle.md, "The privacy
-rule"; check #11, reason "privacy"): the twin of host/zeal/mechanism/shuffle_rule.py, the
+rule"; check #11, reason "privacy"): the twin of host/zeal/mechanism/shuffle/rule.py, the
 same steps in the same order, the same integers and the same reason texts, so that a device
 refuses exactly the shuffle profiles the host refuses.
 
@@ -13,12 +13,12 @@ refuses exactly the shuffle profiles the host refuses.
   4. e^(gamma (n - 1) eps_m^2 / (14 D)) >= 2/delta_m,  delta_m = delta (t = 1), delta/(2t)
 
 Rationals are (num, den) pairs, den > 0: eps, delta and eps_m the exact values of the
-profile's float64 patterns (zealfw.pfile._f64), gamma = (gamma_num, gamma_den). No
+profile's float64 patterns (zealfw.pfile.f64), gamma = (gamma_num, gamma_den). No
 logarithm, no float: e^a >= x is decided with a proven lower bound of e^a
 (`exp_at_least`), e^e - 1 bounded above by a Taylor sum and its tail (`expm1_upper`).
 
 Cost: run once, while the profile is loaded (zealfw.sprofile imports this module at the end
-of its checks; zealfw.mstart frees both before sampling). Step 2 runs before 3 and 4 and
+of its checks; zealfw.mstart frees it before the Sender is made). Step 2 runs before 3 and 4 and
 bounds eps_m below (eps_m > 27 D / 2^63), so the powers in steps 3-4 stay within a few
 thousand bits. Two places differ from the host's code, never in the answer: 2^m >= x is
 decided without forming x_den 2^m once m reaches the bit length of x_num (m can reach 2^58);

@@ -1,5 +1,5 @@
 """Load and check a shuffle profile, "zeal-shuffle/2", on the device (shared_spec/shuffle.md,
-the profile section; host: host/zeal/mechanism/shuffle_profile.py, `device_checks`).
+the profile section; host: host/zeal/mechanism/shuffle/profile.py, `device_checks`).
 
 The file grammar, the character set, the float64 hex patterns and the fingerprint rule are
 the grid profile's (zealfw.pfile). Checks, in the host's order, with its reason codes:
@@ -26,13 +26,13 @@ the grid profile's (zealfw.pfile). Checks, in the host's order, with its reason 
   missing_file, io   as zealfw.profile
 Every check is the host's too, the privacy rule included: the device refuses exactly the
 files the host refuses. zealfw.sgamma is imported only here, at the end of the checks;
-zealfw.mstart frees it with this module before sampling.
+zealfw.mstart frees it before the Sender is made.
 Integers only (the AST float ban covers this module).
 """
 import hashlib
 from binascii import hexlify
 
-from .pfile import ProfileError, _bit_length, _check_hex, _check_string, _f64, parse, read
+from .pfile import ProfileError, bit_length, check_hex, check_string, f64, parse, read
 
 try:
     from micropython import const
@@ -70,12 +70,18 @@ def loads(text, n=None):
 
 
 def numbers(path):
-    """For zealfw.mstart: (fields, None) as loads gives them, or (None, (STATUS code,
-    message)): NO_PROFILE (1) for a missing file, else BAD_PROFILE (2)."""
+    """For zealfw.main.run, the same (kind, err) as zealfw.profile.numbers: sampler
+    zealfw.srand, with fields (as loads gives them), fingerprint, bits
+    (one message's), reports = t (messages) a tick and cats = None (no categorical field);
+    the sampler's module holds the board's Sender (zealfw.wire's: zealfw.mstart imports the
+    randomiser with it, at the stage; imported later, in the loop, it left the costliest
+    privacy check's start short of heap)."""
     try:
-        return load(path), None
+        f = load(path)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("srand", ("fields", "fingerprint", "bits", "reports", "cats"),
+            (f, f[-1], f[-2], f[2], None)), None
 
 
 def from_doc(doc):
@@ -100,12 +106,12 @@ def from_doc(doc):
     for key in ints:
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
-    _check_hex("epsilon", doc["epsilon"], 16)
-    _check_hex("delta", doc["delta"], 16)
-    _check_hex("message_epsilon", doc["message_epsilon"], 16)
-    _check_hex("fingerprint", doc["fingerprint"], 64)
+    check_hex("epsilon", doc["epsilon"], 16)
+    check_hex("delta", doc["delta"], 16)
+    check_hex("message_epsilon", doc["message_epsilon"], 16)
+    check_hex("fingerprint", doc["fingerprint"], 64)
     text = doc["ranges"]
-    _check_string("ranges", text)
+    check_string("ranges", text)
     for ch in text.encode():
         if ch not in b"0123456789abcdefx.":
             raise ProfileError("type", "ranges holds only 0x patterns joined by '.'")
@@ -128,13 +134,13 @@ def from_doc(doc):
     digest = hexlify(h.digest()).decode()
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
-    eps = _f64(doc["epsilon"])
+    eps = f64(doc["epsilon"])
     if not 0 < eps[0] < _EPS_MAX * eps[1]:
         raise ProfileError("value", "epsilon must be in (0, 6)")
-    delta = _f64(doc["delta"])
+    delta = f64(doc["delta"])
     if not 0 < delta[0] < delta[1]:
         raise ProfileError("value", "delta must be in (0, 1)")
-    e_m = _f64(doc["message_epsilon"])
+    e_m = f64(doc["message_epsilon"])
     if not 0 < e_m[0] <= e_m[1]:
         raise ProfileError("value", "message_epsilon must be in (0, 1]")
     d = doc["d"]
@@ -163,7 +169,7 @@ def from_doc(doc):
         if (text[o:o + 2] != "0x" or (i and text[o - 1] != ".")
                 or text.find("x", o + 2, o + 18) >= 0 or text.find(".", o, o + 18) >= 0):
             raise ProfileError("value", "ranges must hold 2d patterns '0x' + 16 hex digits")
-        v = _f64(text[o:o + 18])  # "value" for NaN and infinities
+        v = f64(text[o:o + 18])  # "value" for NaN and infinities
         if lo is None:
             lo = v
         else:
@@ -171,7 +177,7 @@ def from_doc(doc):
                 raise ProfileError("value", "every range needs lo < hi")
             ranges.append((lo, v))
             lo = None
-    bits = _bit_length(d - 1) + _bit_length(k)  # one message: a coordinate and a level
+    bits = bit_length(d - 1) + bit_length(k)  # one message: a coordinate and a level
     if bits > _BITS_MAX:
         raise ProfileError("derived", "a message needs more than 52 bits")
     doc = text = None  # the rule's big ints need the room more than the parsed file

@@ -1,6 +1,6 @@
 """The shuffle-mode randomiser on the device (shared_spec/shuffle.md, "Word contract"):
-integers only, word for word the host reference (host/zeal/mechanism/shuffle.py `randomise`
-with the reading mapping of shuffle_profile.py).
+integers only, word for word the host reference (host/zeal/mechanism/shuffle/mechanism.py `randomise`
+with the reading mapping of mechanism/shuffle/profile.py).
 
 A reading sends t messages, each one (coordinate, level) pair of P = ceil(log2 d) +
 ceil(log2(k + 1)) bits, drawn independently, message by message, for the reading tuple a
@@ -21,14 +21,15 @@ DATA frame and frames leave only at tick starts.
 
 The randomised rounding is zealfw.mechanism.Zeal's position with steps = k (the exact long
 division of the grid, its clamping and its BERNOULLI of the fraction): this class is a
-mechanism.Zeal whose `_finish` returns base + BERNOULLI(fraction), with the per-coordinate
+mechanism.Zeal whose `finish` returns base + BERNOULLI(fraction), with the per-coordinate
 constants (_lo, _div) swapped in before each reading (made once at start by
-zealfw.exact.init_zeal, one pair of tuples a coordinate). A float64 pattern (replay) or a
+zealfw.mech_setup.init_zeal, one pair of tuples a coordinate). A float64 pattern (replay) or a
 float32 pattern (a callable's float) is a valid reading; NaN, an infinity, a raw count (a
 shuffle profile has no calibration) or a bad field is invalid.
 """
 from . import mechanism
 from .bern import Bern
+from .wire import Sender  # noqa: F401  a shuffle board's Sender (zealfw.mstart asks here)
 
 
 class _F:
@@ -55,7 +56,7 @@ class Zeal(mechanism.Zeal):
         for lo, hi in ranges:
             f.lo = lo
             f.hi = hi
-            mechanism.Zeal.__init__(self, f, words)  # the grid's set-up (zealfw.exact)
+            mechanism.Zeal.__init__(self, f, words)  # the grid's set-up (zealfw.mech_setup)
             consts.append((self._lo, self._div))
         self._c = consts
         cb = 0
@@ -63,8 +64,8 @@ class Zeal(mechanism.Zeal):
             cb += 1
         # the message's constants: (t, BERNOULLI(gamma), UNIFORM(d), UNIFORM(k + 1), k,
         # coordinate bits, message bits P)
-        self._m = (t, Bern(gn, gd), mechanism._Uniform(d),
-                   mechanism._Uniform(k + 1), k, cb, bits)
+        self._m = (t, Bern(gn, gd), mechanism.Uniform(d),
+                   mechanism.Uniform(k + 1), k, cb, bits)
         self.msgs = [0] * t  # the tick's messages, message l at index l
 
     @property
@@ -72,9 +73,9 @@ class Zeal(mechanism.Zeal):
         """Wire reports a tick: the t messages (mechanism.Zeal's is 1)."""
         return self._m[0]
 
-    def _finish(self, base, r, low, f, q):
+    def finish(self, base, r, low, f, q):
         # randomised rounding: the position's floor plus BERNOULLI of its fraction
-        return base + mechanism._bernoulli_frac(r, low, f, q, self.words)
+        return base + mechanism.bernoulli_frac(r, low, f, q, self.words)
 
     def low(self, k):
         """The t messages as one int, message l at bit l P (for the conformance runner and
@@ -113,6 +114,6 @@ class Zeal(mechanism.Zeal):
                     except mechanism.ReadingError:
                         y = -1
                 if y < 0:  # invalid: x = 1/2, x k = k/2
-                    y = self._finish(k >> 1, k & 1, 0, 0, 2)
+                    y = self.finish(k >> 1, k & 1, 0, 0, 2)
             msgs[i] = c | (y << cb)
         return self

@@ -1,8 +1,12 @@
 # Boot-time work of the main loop, stage one, in a module of its own so that it is freed
 # before anything else is loaded (zealfw.main.run drops it from sys.modules): the config
-# (read and type-checked), the streams and the device id. Stage two (zealfw.build) loads the
-# profile (zealfw.profile), derives the boot key (zealfw.seed) and makes the Sender and the
-# source; the mechanism is made last, by zealfw.main, once build is freed. Also the rare
+# (read and type-checked), the streams, the device id and the one sniff of the device
+# (sniff: which kind the profile file is, as the loader that reads it). Stage two is that
+# loader (zealfw.profile, tprofile, mprofile or sprofile); stage three, the one it names
+# (zealfw.build or zealfw.mstart), derives the boot key (zealfw.seed) and makes the Sender
+# and the source; the sampler is made last, by zealfw.main, once stage three is freed. (The
+# sniff is here, not in a module of its own: loading one more module between the stages
+# left the table profile's start 5 KiB more heap in the unix port's fragmented heap.) Also the rare
 # ends, imported when they happen: the hold after a stop with a watchdog, the CRASH report
 # and the count of crashes in a row (both in the hold file). The config keys are documented
 # at the top of main.py.
@@ -10,8 +14,8 @@
 # Heap: the profile's loader is the largest start-up module; loading it while this module
 # was alive too was the start's highest peak, hence the split.
 #
-# prepare() returns plain data only: an object of a class defined here would keep this
-# module's globals, hence all of it, alive.
+# prepare() sets plain data only on the loop's state: an object of a class defined here would
+# keep this module's globals, hence all of it, alive.
 import sys
 
 try:
@@ -39,7 +43,7 @@ _DEFAULTS = {
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "write_timeout_ms", "start_delay_ms", "crash_reset_ms")
 _INT_MAX = const(0x3FFFFFFF)  # a small int on every port; ~12 days of milliseconds
-_STATUS_STOPPED = const(4)      # = frames.STATUS_* (frames is not imported in stage one)
+_STATUS_STOPPED = const(4)      # = wire.STATUS_* (wire is not imported in stage one)
 _STATUS_CONFIG = const(5)
 _STATUS_CRASH = const(6)
 _STATUS_HELD = const(7)
@@ -147,10 +151,11 @@ def _streams(cfg, dev):
     raise ConfigError("output kind must be repl, uart or mqtt")
 
 
-def prepare(config_path, out, inp):
+def prepare(b, config_path, out, inp):
     """Stage one of the start, before any other module is loaded: the config, the streams,
-    the device id. Returns plain data for zealfw.build.make: (cfg, out, inp, on_repl, dev),
-    or None after a STATUS CONFIG."""
+    the device id, set on the loop's state b (zealfw.main.Board) as cfg, out, inp, repl (the
+    frames share the REPL's stream), dev. Returns the names of the profile kind's loader and last start stage (sniff: the
+    one sniff), or None after a STATUS CONFIG."""
     dev = device_id(config_path)
     try:
         cfg = load_config(config_path)
@@ -171,8 +176,8 @@ def prepare(config_path, out, inp):
         else:
             on_repl = False
     except (ConfigError, KeyError, AttributeError, ValueError, TypeError) as exc:
-        from .frames import Sender
-        from .framing import stop_with_status
+        from .wire import Sender
+        from .wire_setup import stop_with_status
 
         out = out if out is not None else sys.stdout.buffer
         stop_with_status(Sender, out, dev, False, _STATUS_CONFIG, str(exc))
@@ -181,7 +186,33 @@ def prepare(config_path, out, inp):
         # text: the host's framer skips it
         out.write(b"zeal: DEBUG build - NOT PRIVATE: counters of replaced and clamped "
                   b"readings and sensor errors are sent\r\n")
-    return cfg, out, inp, on_repl, dev
+    b.cfg = cfg
+    b.out = out
+    b.inp = inp
+    b.repl = on_repl
+    b.dev = dev
+    # The one sniff of the device: shared_spec/profile.md's dispatch rule, within the file's
+    # first 503 bytes (one more than a grid profile can be): "zeal-multi/1" a
+    # multi-attribute header (zealfw.mprofile), "zeal-shuffle/" a shuffle profile of either
+    # version (zealfw.sprofile, which refuses a withdrawn "zeal-shuffle/1" with reason
+    # format), "zeal-table/1" a table profile (zealfw.tprofile), else a grid profile
+    # (zealfw.profile). Every loader's numbers(path) returns the same record
+    # (zealfw.profile.numbers), which zealfw.main.run asks, never the kind. The result:
+    # (loader, stage), the loader's module and the start's last stage ("build" for a board
+    # that reads one value, "mstart" for one that reads a tuple); the grid's for a file that
+    # cannot be read (its loader then says NO_PROFILE for a missing file, BAD_PROFILE
+    # otherwise). Here, not a function or module of its own: every name is interned for good.
+    try:
+        with open(cfg["profile"], "rb") as fh:
+            buf = fh.read(503)
+    except OSError:
+        return "profile", "build"
+    for tag, kind in ((b"zeal-multi/1", ("mprofile", "mstart")),
+                      (b"zeal-shuffle/", ("sprofile", "mstart")),
+                      (b"zeal-table/1", ("tprofile", "build"))):
+        if buf.find(tag) >= 0:
+            return kind
+    return "profile", "build"
 
 
 def hold(sender, ticks, path):
@@ -258,9 +289,9 @@ def crash(exc, config_path, path="zeal_hold"):
     except ConfigError:
         cfg = dict(_DEFAULTS)
     debug = cfg["debug"]
-    from . import frames
+    from . import wire
 
-    sender = frames.Sender(sys.stdout.buffer, 0, device_id=device_id(config_path), debug=debug)
+    sender = wire.Sender(sys.stdout.buffer, 0, device_id=device_id(config_path), debug=debug)
     name = type(exc).__name__
     sender.status(_STATUS_CRASH, "%s: %s" % (name, exc) if debug else name)
     delay = cfg["crash_reset_ms"]
@@ -290,8 +321,8 @@ def crash(exc, config_path, path="zeal_hold"):
         ctl = Control(sys.stdin.buffer)
     except Exception:  # no input to watch: Ctrl-C only
         pass
-    t0 = frames.ticks_ms()
-    while frames.ticks_diff(frames.ticks_ms(), t0) < delay:  # a window to connect and look
+    t0 = wire.ticks_ms()
+    while wire.ticks_diff(wire.ticks_ms(), t0) < delay:  # a window to connect and look
         if ctl is not None and ctl.poll() == 1:  # "!stop" (control.CTL_STOP)
             sender.status(_STATUS_STOPPED, b"stopped")
             if cfg["watchdog_ms"] and hasattr(machine, "WDT"):
@@ -303,6 +334,6 @@ def crash(exc, config_path, path="zeal_hold"):
             except (ImportError, OSError):
                 pass
             return True
-        frames.sleep_ms(50)
+        wire.sleep_ms(50)
     reset()
     return False

@@ -4,7 +4,7 @@ A table profile holds R+1 anchor rows over [lo, hi] and N output cells with inte
 W[r][j] (zealfw.tsample samples it). The file grammar, the string character set, the float64
 hex patterns, the calibration rationals and the fingerprint rule are those of the grid
 profile: this module reuses zealfw.profile's parser and helpers (imported, not copied) and
-the host (host/zeal/mechanism/table_profile.py) makes the same checks in the same order with
+the host (host/zeal/mechanism/table/profile.py) makes the same checks in the same order with
 the same reason codes (the shared pieces live in zealfw.pfile, so that zealfw.main can load
 a table without the grid's checks in memory):
   size         the file is longer than _MAX_TABLE_FILE (4317) bytes, the longest table the
@@ -46,7 +46,7 @@ unbiasedness check.
 import hashlib
 from binascii import hexlify, unhexlify
 
-from .pfile import (ProfileError, _bit_length, _check_hex, _check_string, _f64,
+from .pfile import (ProfileError, bit_length, check_hex, check_string, f64,
                     exp_lower_bound, parse, parse_rational, rational_text, read)
 
 try:
@@ -101,17 +101,19 @@ def load(path):
 
 def numbers(path):
     """zealfw.profile.numbers for a table profile (zealfw.main calls it with this module
-    alone in memory and frees it after): (fields, None) with (lo, hi, R + 1, 1, 1, 0, 0,
-    bits, cal, fingerprint, (weights, N, [S_r])) -- n_cells - n_window = R is the
-    position's steps for zealfw.exact.init_zeal, threshold 1 unused, k_lo = exponent = 0 --
-    or (None, (STATUS code, message)): NO_PROFILE (1) for a missing file, else
-    BAD_PROFILE (2)."""
+    alone in memory and frees it after): the same (kind, err) -- sampler zealfw.tsample,
+    with the grid's names lo, hi, n_cells = R + 1, n_window = 1,
+    threshold = 1 (unused), k_lo = exponent = 0, bits, cal, fingerprint -- n_cells -
+    n_window = R is the position's steps for zealfw.mech_setup.init_zeal -- and table =
+    (weights, N, [S_r])."""
     try:
         p = load(path)
     except ProfileError as exc:
-        return None, (1 if exc.reason == "missing_file" else 2, str(exc))
-    return (p.lo, p.hi, p.anchors + 1, 1, 1, 0, 0, p.bits, p.cal, p.fingerprint,
-            (p.weights, p.n_cells, p.sums)), None
+        return (None, (), ()), (1 if exc.reason == "missing_file" else 2, str(exc))
+    return ("tsample", ("lo", "hi", "n_cells", "n_window", "threshold", "k_lo",
+                        "exponent", "bits", "cal", "fingerprint", "table"),
+            (p.lo, p.hi, p.anchors + 1, 1, 1, 0, 0, p.bits, p.cal, p.fingerprint,
+             (p.weights, p.n_cells, p.sums))), None
 
 
 def loads(text, n=None):
@@ -155,10 +157,10 @@ def from_doc(doc):
         if type(doc[key]) is not int:
             raise ProfileError("type", "%s must be an integer" % key)
     for key in ("lo", "hi", "epsilon"):
-        _check_hex(key, doc[key], 16)
-    _check_hex("fingerprint", doc["fingerprint"], 64)
+        check_hex(key, doc[key], 16)
+    check_hex("fingerprint", doc["fingerprint"], 64)
     for key in ("weights", "values"):
-        _check_string(key, doc[key])
+        check_string(key, doc[key])
         allowed = b"0123456789abcdef" if key == "weights" else b"0123456789+-"
         for ch in doc[key].encode():
             if ch not in allowed:
@@ -167,7 +169,7 @@ def from_doc(doc):
     cal = None
     if has_cal:
         for key in cals:
-            _check_string(key, doc[key])
+            check_string(key, doc[key])
             canon_cal[key] = parse_rational(doc[key])
         gn, gd = canon_cal["cal_gain"]
         on, od = canon_cal["cal_offset"]
@@ -205,9 +207,9 @@ def from_doc(doc):
     if digest != doc["fingerprint"]:
         raise ProfileError("fingerprint", "profile fingerprint does not match its contents")
 
-    lo = _f64(doc["lo"])
-    hi = _f64(doc["hi"])
-    eps = _f64(doc["epsilon"])
+    lo = f64(doc["lo"])
+    hi = f64(doc["hi"])
+    eps = f64(doc["epsilon"])
     if not lo[0] * hi[1] < hi[0] * lo[1]:
         raise ProfileError("value", "lo must be below hi")
     if not 0 < eps[0] <= _EPS_MAX * eps[1]:
@@ -254,7 +256,7 @@ def from_doc(doc):
         if not 1 <= s <= _ROW_MAX:
             raise ProfileError("value", "every row total must be in [1, 2^32]")
         sums.append(s)
-    m = _bit_length(n - 1)
+    m = bit_length(n - 1)
     if bits != (m if m > 1 else 1):
         raise ProfileError("derived", "bits must be max(1, bit_length(cells - 1))")
 

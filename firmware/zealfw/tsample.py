@@ -1,13 +1,13 @@
 """The table sampler on the device (shared_spec/mechanism.md, the table mechanism): integers
-only, word for word the host reference (host/zeal/mechanism/table_sampler.py).
+only, word for word the host reference (host/zeal/mechanism/table/sampler.py).
 
 A reading x is placed at pos = (x - lo) R / (hi - lo), clamped to [0, R]; the row is
 r = floor(pos) + BERNOULLI(frac(pos)); the cell is the smallest j with
 W[r][0] + ... + W[r][j] > u, u = UNIFORM(S_r). The report is j (m bits on the wire, no
 offset; no branch word). The position, the clamping, the stochastic rounding and every
 reading kind (float64/float32 patterns, raw counts with calibration, exact rationals) are
-zealfw.mechanism.Zeal's with steps = R, reused by subclassing: only `_finish` (what follows
-the position) differs. UNIFORM is mechanism's _Uniform: one instance whose constants are
+zealfw.mechanism.Zeal's with steps = R, reused by subclassing: only `finish` (what follows
+the position) differs. UNIFORM is mechanism's Uniform: one instance whose constants are
 replaced by row r's before each draw.
 
 Heap: the weights stay one bytes object (4 big-endian bytes per weight, read in place); the
@@ -38,14 +38,14 @@ class Zeal(mechanism.Zeal):
     (weights, N, [S_r]). perturb_* and sample return the cell j (k_lo = 0); low(j) = j."""
 
     def __init__(self, profile, words):
-        # the position's constants as for the grid (zealfw.exact, freed by zealfw.main
+        # the position's constants as for the grid (zealfw.mech_setup, freed by zealfw.main
         # after); the grid's _fin it also makes is replaced below
         mechanism.Zeal.__init__(self, profile, words)
         w, n, sums = profile.table
-        # per row the constants of _Uniform(S_r), one tuple a row (small blocks: a long
+        # per row the constants of Uniform(S_r), one tuple a row (small blocks: a long
         # list would need one large contiguous block)
         # a sum from 2^22 to 2^36 (the designer's tables: near 2^32) is drawn in limbs by
-        # _WideUniform (its constants: 4 of them; _Uniform's: 2 or 3), the cells'
+        # _WideUniform (its constants: 4 of them; Uniform's: 2 or 3), the cells'
         # sums compared in limbs
         rows = []
         u = wu = None
@@ -54,16 +54,16 @@ class Zeal(mechanism.Zeal):
                 wu = _WideUniform(s)
                 rows.append(wu.c)
             else:
-                u = mechanism._Uniform(s)
+                u = mechanism.Uniform(s)
                 rows.append(u.c)
-        self._fin = (w, n, rows, u, wu)  # _finish's: weights, N, the rows, the UNIFORMs
+        self._fin = (w, n, rows, u, wu)  # finish's: weights, N, the rows, the UNIFORMs
 
-    def _finish(self, base, r, low, f, q):
+    def finish(self, base, r, low, f, q):
         """The cell from the position's floor `base` and fraction (low + r/q) / 2^f."""
         words = self.words
-        row = base + mechanism._bernoulli_frac(r, low, f, q, words)
+        row = base + mechanism.bernoulli_frac(r, low, f, q, words)
         w, n, rows, u, wu = self._fin
-        # UNIFORM(S_row): the row's constants into the one _Uniform or _WideUniform (no
+        # UNIFORM(S_row): the row's constants into the one Uniform or _WideUniform (no
         # allocation: the attribute exists)
         c = rows[row]
         o = (row * n) << 2
@@ -103,7 +103,7 @@ class _WideUniform:
     a heap int on a 32-bit board). Accepting compares w's bytes with n d's; then w is divided
     by d (d < 2^42: limbs dh < 2^14, dl) one bit at a time, most significant first, the
     remainder below d in limbs (r < 2^42 before the subtraction: rh < 2^15).
-    `c` holds the row's constants (n, lim, dh, dl), swapped in per row by Zeal._finish."""
+    `c` holds the row's constants (n, lim, dh, dl), swapped in per row by Zeal.finish."""
 
     def __init__(self, n):
         d = (1 << 64) // n
@@ -117,7 +117,7 @@ class _WideUniform:
         while True:
             o = words.advance()
             b = words.block
-            if lim is not None and not mechanism._below(b, o, lim):
+            if lim is not None and not mechanism.below(b, o, lim):
                 continue  # w >= n d: rejected
             rh = 0
             rl = 0

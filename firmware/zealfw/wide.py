@@ -1,5 +1,5 @@
-"""Wide divisors on the device: the position's long division (zealfw.mechanism.Zeal._divide)
-and the Bernoulli of its fraction (_bernoulli_frac) for a divisor Kd from 2^29 to 2^56, in
+"""Wide divisors on the device: the position's long division (zealfw.mechanism.Zeal.divide)
+and the Bernoulli of its fraction (bernoulli_frac) for a divisor Kd from 2^29 to 2^56, in
 28-bit limbs, small ints on a 32-bit board.
 
 A profile whose bounds are not short dyadic numbers (hi = 83.9 is exactly
@@ -8,7 +8,7 @@ a plain int of that size is a heap int on a 32-bit board (31-bit small ints), an
 of the division would allocate. Here it is held as two 28-bit limbs (high, low), each step's
 values stay below 2^30, and the arithmetic is the same long division, one bit at a time:
 the same floor, the same remainder, the same words read, the same report. Imported by
-zealfw.exact only for a profile that needs it (other boards never hold it); its method
+zealfw.mech_setup only for a profile that needs it (other boards never hold it); its method
 names are the ones zealfw.mechanism already has (every name is interned for good).
 """
 try:
@@ -22,10 +22,10 @@ _M = const((1 << 28) - 1)
 _ONE = const(1 << 28)
 
 
-class _Wide:
+class Wide:
     """A divisor q with 2^29 <= q < 2^56, as limbs (qh, ql) = self.c, q = qh 2^28 + ql
     (qh < 2^28), and the remainder (self.hi, self.lo) of the last division, which
-    `_bernoulli_frac` reads. With r < q before a step, r' = 2 r + g n < 2 q + n < 3 q for
+    `bernoulli_frac` reads. With r < q before a step, r' = 2 r + g n < 2 q + n < 3 q for
     n < 2^28 <= q: its low limb is below 2^29 + 2^28 and its high one at most 2 qh + 1,
     both below 2^30, and at most two subtractions bring r' below q again."""
 
@@ -34,10 +34,12 @@ class _Wide:
         self.hi = 0  # the last remainder's limbs
         self.lo = 0
 
-    def _divide(self, p, y, n, c):
-        """Zeal._divide (its docstring has the argument) for this divisor, one bit of y a
-        step: the report for pos = y n 2^c / q, clamped at the sampler p's steps (the
+    def divide(self, p, y, n, c, k):
+        """Zeal.divide (its docstring has the argument) for this divisor, one bit of y a
+        step: the report for pos = y n 2^c / q, clamped at the sampler p's steps k (its
+        _steps, passed by p: no module reads another's private attributes; the
         method names are the ones Zeal already has: every name is interned for good)."""
+        steps = k
         qh, ql = self.c
         rh = 0
         rl = 0
@@ -58,7 +60,6 @@ class _Wide:
                     rl += _ONE
                     rh -= 1
                 base += 1
-        steps = p._steps
         low = 0
         f = 0
         if c < 0:
@@ -84,13 +85,13 @@ class _Wide:
         if base >= steps:  # x >= hi: pos = steps
             if base > steps or rh or rl or low:
                 p.clamped += 1
-            return p._finish(steps, 0, 0, 0, 1)
+            return p.finish(steps, 0, 0, 0, 1)
         self.hi = rh
         self.lo = rl
-        return p._finish(base, 0, low, f, self)
+        return p.finish(base, 0, low, f, self)
 
-    def _bernoulli_frac(self, low, f, words):
-        """_bernoulli_frac for the fraction (low + r/q) / 2^f, r the last
+    def bernoulli_frac(self, low, f, words):
+        """bernoulli_frac for the fraction (low + r/q) / 2^f, r the last
         division's remainder: the digits of r/q made one bit at a time in limbs."""
         qh, ql = self.c
         rh = self.hi

@@ -1,6 +1,6 @@
-"""A raw count's calibrated divisor in limbs, on the device: zealfw.mechanism.Zeal._raw_pos
+"""A raw count's calibrated divisor in limbs, on the device: zealfw.mechanism.Zeal.raw_pos
 and the Bernoulli of its fraction for a divisor Q from 2^29 on, small ints on a 32-bit board
-(see zealfw.wide for the two-limb position divisor). Imported by zealfw.exact only for a
+(see zealfw.wide for the two-limb position divisor). Imported by zealfw.mech_setup only for a
 calibrated profile that needs it.
 """
 try:
@@ -14,9 +14,9 @@ _M = const((1 << 28) - 1)
 _ONE = const(1 << 28)
 
 
-class _WideRaw:
-    """Zeal._raw_pos for a Q from 2^29 on (its docstring has the argument), the remainders in
-    limbs: the same floor t, the same remainder r, then _bernoulli_frac of r/Q, the digits
+class WideRaw:
+    """Zeal.raw_pos for a Q from 2^29 on (its docstring has the argument), the remainders in
+    limbs: the same floor t, the same remainder r, then bernoulli_frac of r/Q, the digits
     made one bit at a time (r = 2 r; the bit is r >= Q, then r -= Q).
 
     A raw count's position pos = (A + B raw) / Q has Q = cd b, the calibration's denominator
@@ -69,8 +69,8 @@ class _WideRaw:
             r[i] = v
         return 1
 
-    def _raw_pos(self, p, raw):
-        _, ai, _, bi, _, ni, _, _ = p._raw
+    def raw_pos(self, p, raw, ai, bi, ni, k):
+        steps = k  # the sampler's steps (short parameter names: interned for good)
         _, af, bf, nf = self.c
         if raw >= 0:
             m = raw
@@ -99,15 +99,14 @@ class _WideRaw:
         if base < 0 or (base == 0 and zero):  # x <= lo: pos = 0
             if base < 0:
                 p.clamped += 1
-            return p._finish(0, 0, 0, 0, 1)
-        steps = p._steps
+            return p.finish(0, 0, 0, 0, 1)
         if base >= steps:  # x >= hi: pos = steps
             if base > steps or not zero:
                 p.clamped += 1
-            return p._finish(steps, 0, 0, 0, 1)
-        return p._finish(base, 0, 0, 0, self)
+            return p.finish(steps, 0, 0, 0, 1)
+        return p.finish(base, 0, 0, 0, self)
 
-    def _bernoulli_frac(self, low, f, words):
+    def bernoulli_frac(self, low, f, words):
         # low = 0, f = 0 here: a raw count's fraction is r/Q alone
         r = self.hi
         while True:

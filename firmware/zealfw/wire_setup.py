@@ -1,10 +1,10 @@
 # The Sender's set-up, off the sampling path (protocol 2, shared_spec/wire_format.md): the
 # id/fingerprint/nonce helpers, the Sender's construction (argument checks, the session
 # CRC, the HELLO made once, buffers sized once) and the start's error end (a HELLO without
-# a profile and one STATUS). zealfw.frames keeps only what runs while
+# a profile and one STATUS). zealfw.wire keeps only what runs while
 # sampling; zealfw.build frees this module before sampling. The protocol's named constants
 # (STATUS_*, FLAG_*, MAX_BODY, FIRMWARE), which only tests and the conformance runner read,
-# are in zealfw.reference: zealfw.frames forwards every name it does not define there.
+# are in zealfw.reference.
 #
 # Runs unchanged under CPython (the tests do) and the MicroPython unix port. No asserts: bad
 # arguments raise ValueError.
@@ -82,7 +82,7 @@ def fingerprint8(fp):
 
 def stop_with_status(Sender, out, dev, debug, code, message):
     """A HELLO without a profile, then STATUS `code` with `message`: how the start ends when
-    the board can send no data (CONFIG, NO_PROFILE, BAD_PROFILE). Sender: zealfw.frames's,
+    the board can send no data (CONFIG, NO_PROFILE, BAD_PROFILE). Sender: zealfw.wire's,
     given by the caller (this set-up module imports nothing of the sampling path's)."""
     sender = Sender(out, 0, device_id=dev, debug=debug)
     sender.hello()
@@ -99,7 +99,7 @@ def _int_in(name, v, lo, hi):
 
 def init_sender(s, stream, bits, batch, device_id, fingerprint, boot, nonce, firmware,
                 hello_every, vector, debug, write_timeout_ms, idle):
-    """Sender.__init__ (see zealfw.frames.Sender): checks, the HELLO made once, buffers."""
+    """Sender.__init__ (see zealfw.wire.Sender): checks, the HELLO made once, buffers."""
     s.stream = stream
     s.bits = _int_in("bits", bits, 0, _MAX_BITS)
     s.batch = _int_in("batch", batch, 1, _MAX_COUNT)

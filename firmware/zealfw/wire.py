@@ -10,7 +10,7 @@
 #
 # Heap: this module stays loaded while sampling, so it holds the per-frame code only. The
 # Sender's construction (checks, the session CRC, the HELLO made once, buffers sized once) is
-# in zealfw.framing, which zealfw.build frees before sampling; the protocol's named constants
+# in zealfw.wire_setup, which zealfw.build frees before sampling; the protocol's named constants
 # are in zealfw.reference (tests, conformance runner import it).
 # Constants here are `_NAME = const(...)`: inlined, no name kept.
 #
@@ -116,7 +116,7 @@ class Sender:
     def __init__(self, stream, bits, *, batch=64, device_id=None, fingerprint=None, boot=0,
                  nonce=None, firmware=(0, 1, 0), hello_every=16, vector=False, debug=False,
                  write_timeout_ms=250, idle=None):
-        from .framing import init_sender  # set-up code, freed before sampling
+        from .wire_setup import init_sender  # set-up code, freed before sampling
 
         init_sender(self, stream, bits, batch, device_id, fingerprint, boot, nonce, firmware,
                     hello_every, vector, debug, write_timeout_ms, idle)
@@ -222,12 +222,17 @@ class Sender:
         """Pack a mantissa k (only its low m bits travel)."""
         return self.add(k & self._mask)
 
-    def flush(self):
+    def flush(self, end=False):
         """Send the packed reports (a short batch if fewer than `batch`) as one DATA frame,
         then a HELLO if hello_every DATA frames went out since the last. True if a DATA frame
-        was made (written, or dropped by a stalled stream: its sequence number is used)."""
+        was made (written, or dropped by a stalled stream: its sequence number is used).
+        end: the stream's last flush, followed by a closing HELLO if DATA went out since
+        the last HELLO (a collector that attached since then can still resolve the frames
+        it kept: a "!hello" read just before "!stop" would otherwise go unanswered)."""
         count = self._count
         if not count:
+            if end and self._since_hello:
+                self.hello()
             return False
         b = self._body
         struct.pack_into("<BHB", b, 0, _TYPE_DATA | self.flags, self.seq & 0xFFFF, count)
@@ -237,6 +242,6 @@ class Sender:
         self._count = 0
         self._bitpos = 0
         self._since_hello += 1
-        if self.hello_every and self._since_hello >= self.hello_every:
+        if end or self.hello_every and self._since_hello >= self.hello_every:
             self.hello()
         return True

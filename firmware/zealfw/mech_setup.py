@@ -20,7 +20,7 @@ def _gcd(a, b):
 
 
 
-def init_zeal(self, profile, words, _Uniform, _bits_of, _log2):
+def init_zeal(self, profile, words, Uniform, _bits_of, _log2):
     """Zeal.__init__ (see zealfw.mechanism.Zeal): the per-profile constants. The sampling
     helpers come from zealfw.mechanism, the caller: this set-up module imports nothing of
     the sampling path, which imports it."""
@@ -65,23 +65,23 @@ def init_zeal(self, profile, words, _Uniform, _bits_of, _log2):
     # a Kd from 2^29 to 2^56 with Kn < 2^28: the division in 28-bit limbs (zealfw.wide)
     wide = None
     if kd >> 29 and not kd >> 56 and not kn >> 28:
-        from .wide import _Wide
+        from .wide import Wide
 
-        wide = _Wide(kd)
+        wide = Wide(kd)
     self._div = (kn, kd, e, s1 if s1 > 0 else 1, s0 if s0 > 0 else 1, wide)
-    # _finish's: T as 8 little-endian bytes, UNIFORM(Nc), UNIFORM(N - Nc), Nc
-    self._fin = (struct.pack("<Q", profile.threshold), _Uniform(profile.n_window),
-                 _Uniform(steps), profile.n_window)
+    # finish's: T as 8 little-endian bytes, UNIFORM(Nc), UNIFORM(N - Nc), Nc
+    self._fin = (struct.pack("<Q", profile.threshold), Uniform(profile.n_window),
+                 Uniform(steps), profile.n_window)
     self._k_lo = profile.k_lo
     self._high = (profile.exponent + 1023) << _MANT_BITS
     self._mask = (1 << profile.bits) - 1
     self._cal = cal = profile.cal
     if cal is not None:
-        # raw counts (see _raw_pos): pos = (A + B raw) / Q, reduced, with
+        # raw counts (see raw_pos): pos = (A + B raw) / Q, reduced, with
         # A = (c0 lod - lon cd) steps hid, B = c1 lod steps hid, Q = cd b; then
         # A = ai Q + af and +-B = bi Q + bf (0 <= af, bf < Q) for raw >= 0 / raw < 0, as
         # _raw = (Q, ai, af, bi, bf for raw >= 0, bi, bf for raw < 0, the limbs: None, True
-        # or their zealfw.wraw._WideRaw)
+        # or their zealfw.wraw.WideRaw)
         c0, c1, cd = cal
         ra = (c0 * lod - lon * cd) * steps * hid
         rb = c1 * lod * steps * hid
