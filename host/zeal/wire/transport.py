@@ -44,6 +44,8 @@ def missing_port(url: str) -> str:
 
 
 def _known_scheme(scheme: str) -> bool:
+    # pyserial's URL handlers are plugins by design: a scheme is known when one of
+    # serial.protocol_handler_packages has a module protocol_<scheme>, found by name
     import importlib
 
     if not scheme.isidentifier():
