@@ -1,6 +1,7 @@
-"""A throw-away Mosquitto for the tests: loopback only, a free port, a password file and an ACL
-made in a temp dir (the same rules as deploy/mosquitto/: a device may publish only under its
-own topic), stopped at teardown.
+"""A throw-away Mosquitto for the tests, the product's (zeal.demo.broker.ThrowAwayBroker)
+extended: loopback only, a free port, a password file and an ACL made in a temp dir (the same
+rules as deploy/mosquitto/: a device may publish only under its own topic), stopped at
+teardown.
 
 `Broker(tmp_path, users={"name": "password", ...}, collectors=("collector",))` writes the
 files; `start()` runs `mosquitto -c FILE` and waits until the port answers; `stop()` ends it
@@ -21,25 +22,13 @@ to install it (CI installs it in .ci/run; under CI=true tests/conftest.py fails 
 import os
 import pwd
 import shutil
-import socket
 import subprocess
-import time
 
 import pytest
 
+from zeal.demo.broker import ThrowAwayBroker, find_mosquitto as find, free_port
+
 INSTALL = "apt-get install mosquitto (Debian/Ubuntu), brew install mosquitto (macOS)"
-
-
-def find(name: str):
-    """A Mosquitto binary on PATH or in the sbin folders Debian puts it in."""
-    found = shutil.which(name)
-    if found:
-        return found
-    for folder in ("/usr/sbin", "/usr/local/sbin", "/opt/homebrew/sbin"):
-        path = os.path.join(folder, name)
-        if os.access(path, os.X_OK):
-            return path
-    return None
 
 
 def need_mosquitto() -> str:
@@ -48,12 +37,6 @@ def need_mosquitto() -> str:
         pytest.skip("MQTT tests need the Mosquitto broker, which is not installed: %s"
                     % INSTALL)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _openssl(*argv) -> None:
@@ -108,17 +91,17 @@ def acl_text(collectors) -> str:
     return "\n".join(lines)
 
 
-class Broker:
+class Broker(ThrowAwayBroker):
+    """The product's throw-away broker (zeal.demo.broker) with users, an ACL, TLS and
+    persistence: its config_lines and ports."""
+
     def __init__(self, folder, users=None, collectors=("collector",), port=None, tls=False):
-        self.binary = need_mosquitto()
-        self.folder = str(folder)
-        os.makedirs(self.folder, exist_ok=True)
-        self.port = port or free_port()
+        need_mosquitto()
+        super().__init__(folder, port or free_port())
         self.users = dict(users or {})
         for c in collectors:
             self.users.setdefault(c, "pw-" + c)
         self.collectors = tuple(collectors)
-        self.proc = None
         self.log = os.path.join(self.folder, "mosquitto.log")
         self.tls_port = self.ca_file = None
         if tls:
@@ -137,32 +120,36 @@ class Broker:
             f.writelines("%s:%s\n" % kv for kv in self.users.items())
         subprocess.run([find("mosquitto_passwd"), "-U", pw], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        acl = os.path.join(self.folder, "acl")
-        with open(acl, "w") as f:
+        self._passwd = pw
+        self._acl = os.path.join(self.folder, "acl")
+        with open(self._acl, "w") as f:
             f.write(acl_text(self.collectors))
-        self.conf = os.path.join(self.folder, "mosquitto.conf")
+
+    def config_lines(self) -> list:
         # the TLS listener (per_listener_settings false: the same users and ACL as the plain one)
         tls = ["listener %d 127.0.0.1" % self.tls_port, "cafile %s" % self.ca_file,
                "certfile %s" % self._cert, "keyfile %s" % self._key] if self.tls_port else []
-        with open(self.conf, "w") as f:
-            f.write("\n".join([
-                "per_listener_settings false",
-                # started as root, mosquitto drops to this user: stay the owner of the files
-                "user %s" % pwd.getpwuid(os.getuid()).pw_name,
-                "listener %d 127.0.0.1" % self.port,
-                "allow_anonymous false",
-                "password_file %s" % pw] + tls + [
-                "acl_file %s" % acl,
-                "persistence true",
-                "persistence_location %s/" % self.folder,
-                "autosave_interval 1",
-                # a collector may hold many unacknowledged messages (it acknowledges after its
-                # commit) and may be away for a while: never drop queued messages in a test
-                "max_queued_messages 0",
-                "max_inflight_messages 0",
-                "log_dest file %s" % self.log,
-                "log_type error", "log_type warning", "log_type notice",
-                "log_type information", "connection_messages true", ""]))
+        return [
+            "per_listener_settings false",
+            # started as root, mosquitto drops to this user: stay the owner of the files
+            "user %s" % pwd.getpwuid(os.getuid()).pw_name,
+            "listener %d 127.0.0.1" % self.port,
+            "allow_anonymous false",
+            "password_file %s" % self._passwd] + tls + [
+            "acl_file %s" % self._acl,
+            "persistence true",
+            "persistence_location %s/" % self.folder,
+            "autosave_interval 1",
+            # a collector may hold many unacknowledged messages (it acknowledges after its
+            # commit) and may be away for a while: never drop queued messages in a test
+            "max_queued_messages 0",
+            "max_inflight_messages 0",
+            "log_dest file %s" % self.log,
+            "log_type error", "log_type warning", "log_type notice",
+            "log_type information", "connection_messages true"]
+
+    def ports(self) -> list:
+        return [p for p in (self.port, self.tls_port) if p]
 
     def url(self, user=None, password=None, tls=False) -> str:
         """The URL a client of `user` connects with: mqtt://, or mqtts:// to the TLS
@@ -174,49 +161,12 @@ class Broker:
             return "mqtts://%s:%s@127.0.0.1:%d" % (user, password, self.tls_port)
         return "mqtt://%s:%s@127.0.0.1:%d" % (user, password, self.port)
 
-    def start(self, timeout: float = 10.0) -> "Broker":
-        self.proc = subprocess.Popen([self.binary, "-c", self.conf],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("mosquitto exited at start: %s %s" % (
-                    self.proc.stderr.read().decode(errors="replace"), self.read_log()))
-            try:
-                for port in (self.port, self.tls_port):
-                    if port:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        raise RuntimeError("mosquitto did not open port %d in %g s" % (self.port, timeout))
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stderr.close()
-        self.proc = None
-
     def read_log(self) -> str:
         try:
             with open(self.log, errors="replace") as f:
                 return f.read()
         except OSError:
             return ""
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 # ---- boards: captured frames replayed by publishers ---------------------------------------------

@@ -9,9 +9,6 @@ temporary SQLite file) -> the analysis. run_mqtt_demo's document is run_demo's l
 line says how to install it when it is missing).
 """
 import os
-import shutil
-import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -20,73 +17,10 @@ from ..analysis import datasets
 from ..analysis.analyze import analyze
 from ..collect.virtual import VirtualDevice
 from ..errors import ZealError
+from .broker import ThrowAwayBroker
 from .common import aarhus_rows, board_slices, printer
 from .serial import TIMEOUT, build_profile, explain, format_demo
-MQTT_INSTALL = ("zeal demo --mqtt needs the Mosquitto broker: apt-get install mosquitto "
-                "(Debian/Ubuntu) or brew install mosquitto (macOS)")
 GROUP = "zeal-demo"
-
-
-def find_mosquitto():
-    found = shutil.which("mosquitto")
-    if found:
-        return found
-    for folder in ("/usr/sbin", "/usr/local/sbin", "/opt/homebrew/sbin"):
-        path = os.path.join(folder, "mosquitto")
-        if os.access(path, os.X_OK):
-            return path
-    return None
-
-
-class ThrowAwayBroker:
-    """mosquitto on 127.0.0.1, a free port, anonymous, no persistence, in `folder`."""
-
-    def __init__(self, folder):
-        self.binary = find_mosquitto()
-        if self.binary is None:
-            raise ZealError(MQTT_INSTALL)
-        self.folder = folder
-        self.proc = None
-        self.port = None
-
-    def start(self, timeout=10.0):
-        for _ in range(5):  # a port taken between the probe and mosquitto's bind: next one
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                self.port = s.getsockname()[1]
-            conf = os.path.join(self.folder, "mosquitto.conf")
-            with open(conf, "w") as fh:
-                fh.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                         "max_queued_messages 0\n" % self.port)
-                if os.getuid() == 0:
-                    import pwd
-
-                    fh.write("user %s\n" % pwd.getpwuid(os.getuid()).pw_name)
-            self.proc = subprocess.Popen([self.binary, "-c", conf], stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                    return self
-                except OSError:
-                    time.sleep(0.02)
-            self.stop()
-        raise ZealError("mosquitto did not start on a loopback port")
-
-    @property
-    def url(self):
-        return "mqtt://127.0.0.1:%d" % self.port
-
-    def stop(self):
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
 
 
 def _collector(url, db, prof, vector, index, ready, box):
