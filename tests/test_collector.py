@@ -110,7 +110,7 @@ def run_stream(tmp_path, stream, *, keep_vector=False, profiles=(PROF,)):
 
 def store_port(store):
     """The one port a test's collector read."""
-    return store.db.execute("SELECT port FROM links").fetchone()[0]
+    return store._engine.db.execute("SELECT port FROM links").fetchone()[0]
 
 
 def test_events_reboot_gap_rejects_status(tmp_path):
@@ -140,7 +140,7 @@ def test_events_reboot_gap_rejects_status(tmp_path):
         assert sum(n for (_, k, r), n in ev.items() if k == "reject") == sum(ref.rejected.values())
         assert ev[(None, "connect", "")] == 1
         assert store.link_bytes() == len(stream) == progress.bytes
-        closed = store.db.execute("SELECT COUNT(*) FROM links WHERE closed IS NULL").fetchone()
+        closed = store._engine.db.execute("SELECT COUNT(*) FROM links WHERE closed IS NULL").fetchone()
         assert closed[0] == 0
         assert sorted((r[1], r[2]) for r in store.frames()) == [(1, 0), (1, 1), (1, 4), (1, 6),
                                                                 (2, 0), (2, 1)]
@@ -205,7 +205,7 @@ def test_unplugged_port_is_retried(tmp_path):
         assert ev[(DEV, "connect", "")] == 1 and ev[(None, "connect", "")] == 1
         assert sum(n for (_, k, _), n in ev.items() if k == "disconnect") == 1
         assert [r[2] for r in store.frames()] == [0, 1, 3, 5]
-        assert store.db.execute("SELECT COUNT(*) FROM links WHERE closed IS NULL "
+        assert store._engine.db.execute("SELECT COUNT(*) FROM links WHERE closed IS NULL "
                                 "OR bytes = 0").fetchone()[0] == 0
 
 

@@ -91,8 +91,8 @@ def test_many_device_ids_keep_the_device_cache_at_the_cap(tmp_path, monkeypatch)
     t.start()
     pr = col.run(duration=120)
     t.join()
-    stored = {bytes(r[0]) for r in store.db.execute("SELECT device_id FROM devices")}
-    dropped = store.db.execute("SELECT count FROM events WHERE kind = 'devices_dropped'"
+    stored = {bytes(r[0]) for r in store._engine.db.execute("SELECT device_id FROM devices")}
+    dropped = store._engine.db.execute("SELECT count FROM events WHERE kind = 'devices_dropped'"
                                ).fetchone()[0]
     store.close()
     assert ports[0].next == IDS and pr.frames == CAP == len(stored)

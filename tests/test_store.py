@@ -52,8 +52,8 @@ def store(request, db):
 
 
 def test_new_database_has_the_schema_version_and_wal(store, db):
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._engine.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert store._engine.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.meta() == {"schema": SCHEMA_VERSION, "path": db, "frames": 0, "reports": 0,
                             "devices": 0, "events": 0, "unresolved": 0, "profiles": 1,
                             "links": 0, "bytes": 0}

@@ -207,7 +207,7 @@ def test_schema_1_is_migrated_in_place_keeping_every_row(db):
             (0, PROF.fingerprint, 1, wire.pack_reports([2], 4), 102.0, None, 0)]
         assert ro.unresolved("loop://") == []
     with Store(db) as st:
-        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert st._engine.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
         m = st.meta()
         assert (m["schema"], m["frames"], m["events"], m["bytes"]) == (2, 3, 1, 77)
         rows = st.frames()
@@ -336,16 +336,16 @@ def test_event_rows_are_capped_and_what_is_dropped_counted(store):
 # ---- item 9a: a full disk ---------------------------------------------------------------------
 def test_a_full_disk_is_reported_as_such(store):
     assert store.write(frames=[record(DEV_A, 1, NONCE_1, 0, (1,))]) == 1
-    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
-    store.db.execute("PRAGMA max_page_count = %d" % (pages + 2))   # the disk fills up
+    pages = store._engine.db.execute("PRAGMA page_count").fetchone()[0]
+    store._engine.db.execute("PRAGMA max_page_count = %d" % (pages + 2))   # the disk fills up
     big = [FrameRecord(**dict(record(DEV_B, 1, NONCE_1, s, (1,)).__dict__,
                               payload=bytes(3000))) for s in range(1, 20)]
     with pytest.raises(StoreError) as info:
         store.write(frames=big, events=[EventRecord("gap", device_id=DEV_B)])
     assert str(info.value).startswith("database %s: disk full" % store.path)
     assert "rollback" not in str(info.value)
-    assert not store.db.in_transaction
-    store.db.execute("PRAGMA max_page_count = 1073741823")        # space again
+    assert not store._engine.db.in_transaction
+    store._engine.db.execute("PRAGMA max_page_count = 1073741823")        # space again
     assert store.meta()["frames"] == 1 and store.meta()["devices"] == 1
     assert store.write(frames=big[:2], events=[EventRecord("gap", device_id=DEV_B)]) == 2
     assert store.event_counts() == {(DEV_B, "gap", ""): 1}

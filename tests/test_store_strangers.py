@@ -18,7 +18,7 @@ import pytest
 
 from zeal import wire
 from zeal.cli import main as cli_main
-from zeal.collect import store as S
+from zeal.collect.store import sqlite_schema as SQ
 from zeal.collect.store import EventRecord, FrameRecord, Store, StoreError, open_existing, \
     open_store
 from zeal.collect.virtual import Pty
@@ -80,7 +80,7 @@ HOSTILE = {
     "dropped index": ("events_by_key", ["DROP INDEX events_by_key"]),
     "CHECK constraint": ("frames", [
         "ALTER TABLE frames RENAME TO old_frames",
-        S._FRAMES.format(name="frames").replace("count       INTEGER NOT NULL,",
+        SQ.FRAMES.format(name="frames").replace("count       INTEGER NOT NULL,",
                                                 "count INTEGER NOT NULL CHECK (count < 5),"),
         "INSERT INTO frames SELECT * FROM old_frames", "DROP TABLE old_frames",
         "CREATE INDEX frames_by_profile ON frames (fingerprint, vector)"]),

@@ -17,13 +17,12 @@ Rows are `Store.frames()` tuples: (device_id, boot, seq, fingerprint, count, pay
 nonce, debug); ROW_DEVICE ... ROW_DEBUG index them.
 """
 import math
-import sqlite3
 from operator import itemgetter
 from typing import Dict, Sequence
 
 import numpy as np
 
-from ..collect.store import Store, StoreError, wrap_sql_error
+from ..collect.store import Store, StoreError
 from .. import wire
 from ..errors import ReportError
 from ..mechanism import kinds
@@ -287,16 +286,13 @@ class Loaded:
     def __init__(self, store: Store, include_vector: bool, one_reading: bool = False):
         """one_reading: only the frames of profiles whose report is of one reading (grid,
         table: zeal.mechanism.kinds, `fields` None); the others have their own analyses."""
-        try:
-            self.profiles = store.profiles()
-            rows = store.frames(vector=False)
-            if include_vector:
-                rows = rows + store.frames(vector=True)
-            self.events = store.event_counts()
-            self.statuses = [e for e in store.events() if e["kind"] == "status"]
-            self.link_bytes = store.link_bytes()
-        except sqlite3.Error as exc:
-            raise wrap_sql_error(exc, store.path) from None
+        self.profiles = store.profiles()
+        rows = store.frames(vector=False)
+        if include_vector:
+            rows = rows + store.frames(vector=True)
+        self.events = store.event_counts()
+        self.statuses = [e for e in store.events() if e["kind"] == "status"]
+        self.link_bytes = store.link_bytes()
         by_fp: Dict[str, list] = {}
         for r in rows:
             by_fp.setdefault(r[ROW_FP], []).append(r)
