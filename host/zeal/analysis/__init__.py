@@ -24,8 +24,8 @@ package):
 - `compress/`: codecs for stored reports (`codecs()`, `get(name)`: greedygd, zstd, lz4, bz2,
   lzma, pcodec, packed, rans), the exact entropy bound (`entropy_bits_per_report`), GreedyGD
   with direct analytics, the versioned archive and `zeal compress`;
-- `reproduce`: `zeal reproduce`, the paper's figures and report, float sampler beside the
-  exact mechanism;
+- `reproduce/`: `zeal reproduce`, the paper's figures and report, float sampler beside the
+  exact mechanism (data, experiments, reachability, figures, report, run);
 - `multi_cli`: `zeal profile --attributes` (a multi-attribute profile and its figures);
 - `profile_report`: `zeal profile`'s figures of a window-grid or table profile.
 The demos are zeal.demo's.
