@@ -135,7 +135,7 @@ def plot_cr_tr(results, path):
         ax = fig.add_subplot(2, len(results), 1 + i)
         bx = fig.add_subplot(2, len(results), 1 + i + len(results))
         fl, ex = r["float"], r["exact"]
-        for name in sorted(set(fl["cr"]) | set(ex["cr"]), key=lambda n: n != "greedygd"):
+        for name in sorted(set(fl["cr"]) | set(ex["cr"]), key=lambda n: (n != "greedygd", n)):
             col = colors.setdefault(name, cyc[len(colors) % len(cyc)])
             lw = 2.4 if name == "greedygd" else 1.0
             if name in fl["cr"]:
