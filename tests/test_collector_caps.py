@@ -16,6 +16,7 @@ import time
 
 from zeal import wire
 from zeal.collect import collector as C
+from zeal.collect.progress import StatusLines
 from zeal.collect.store import Store
 
 from test_collector import ENV, FP, LOWS, PROF, collect_cmd, count, hello, nonce, wait_for
@@ -99,7 +100,7 @@ def test_many_device_ids_keep_the_device_cache_at_the_cap(tmp_path, monkeypatch)
     # the caches: no more entries than the cap, whatever the input names
     assert len(store._devices) <= CAP
     assert pr.devices == stored and len(pr.devices) == CAP
-    assert len(col._owner) <= 1 and len(col.ports[0].decoder._tracks) <= 8
+    assert len(col.writer.owner) <= 1 and len(col.ports[0].decoder._tracks) <= 8
     # what the cap refused is counted: a session event and a frame of each further id
     assert dropped == pr.devices_dropped >= 2 * (IDS - CAP)
     assert "not stored: %d frames and events of devices beyond" % dropped in "\n".join(
@@ -155,7 +156,7 @@ def test_a_status_flood_prints_a_bounded_number_of_lines_and_stores_every_status
 
 def test_status_lines_are_limited_per_port_and_in_all_for_each_window():
     said = []
-    lim = C._StatusLines(said.append, per_key=2, per_all=3, window=0.3)
+    lim = StatusLines(said.append, per_key=2, per_all=3, window=0.3)
     shown = [lim.say(key, "%s %d" % (key, i)) for key, i in
              [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("a", 3)]]
     assert shown == [True, True, False, True, False, False]

@@ -3,6 +3,7 @@
 the Collector, SQLite; then every stored report is checked bit-exactly against the CPython
 reference mechanism run on the same float64 readings with the same key.
 """
+import gc
 import os
 import threading
 import time
@@ -138,6 +139,7 @@ def test_stop_line_from_the_host_and_clean_teardown():
     from zeal.wire import transport
 
     prof = P.from_bits(*HUMIDITY, 1.0, 8)
+    gc.collect()  # earlier tests' garbage (a collector's sockets) is not closed mid-test
     fds = set(os.listdir("/proc/self/fd"))
     threads = threading.active_count()
     with VirtualDevice(READINGS * 100, profile=prof, batch=16) as dev:

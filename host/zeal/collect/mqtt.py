@@ -1,10 +1,11 @@
 """MQTT collector: a broker's `zeal/<device>/frames` topics -> per-device wire.Decoder -> store.
 
 The boards publish on `zeal/<device-id>/frames` (QoS 1) payloads of one or more whole wire
-frames, exactly the bytes of the serial line; so each device topic is read as the stream of a
-serial line (a `_Port` of collector.Collector named "mqtt:<topic>", its own Decoder), and
-everything the serial collector does (sessions, unresolved DATA kept until its HELLO,
-rejects, STATUS, events keyed for idempotence) holds here too. paho-mqtt v2, MQTT v5.
+frames, exactly the bytes of the serial line; so each device topic is read as a stream
+(zeal.collect.stream, named "mqtt:<topic>", its own Decoder: `TopicStream`), committed by the
+serial collector's writer (zeal.collect.writer), and everything the serial collector does
+(sessions, unresolved DATA kept until its HELLO, rejects, STATUS, events keyed for
+idempotence) holds here too. paho-mqtt v2, MQTT v5.
 
 Several collectors share the load with a shared subscription (`--group NAME`: the broker
 gives each message to one member of `$share/NAME/<topic>`), so one device's frames are split
@@ -55,20 +56,24 @@ messages come again). Wrong credentials, a refused subscription, a broker certif
 that --ca-file does not verify (mqtts://) or a --ca-file that cannot be read end the run
 with one line and exit status 1.
 """
-import queue
+import contextlib
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
-from collections import Counter
 from typing import Optional
 from urllib.parse import unquote, urlsplit
 
 from .. import wire
 from ..errors import ZealError
-from .collector import FLUSH, Collector, Progress, _Port  # noqa: F401  (Progress re-exported)
-from .store import EventRecord, FrameRecord, StoreError
+from ..text import shown
+from .loop import FLUSH, Ending, finish, stop_signals
+from .progress import Devices, Progress
+from .store import EventRecord, StoreError
+from .topic import IdGuard, TopicStream, device_of, load_topic_map
+from .writer import Writer
 
 DEFAULT_TOPIC = "zeal/+/frames"
 RETRY_FIRST = 0.5   # seconds before the first retry of a broker that is down
@@ -76,7 +81,6 @@ RETRY_MAX = 10.0    # the longest wait between two tries
 RECEIVE_MAXIMUM = 20000  # unacknowledged messages the broker may have in flight to us
 SESSION_EXPIRY = 24 * 3600  # seconds the broker keeps a collector's session while it is away
 READ_BURST = 2000     # messages read before the network turn yields to the writer
-MAX_MISMATCH_WARNED = 4096  # (topic, device id) pairs a run warns of (then: counted only)
 INSTALL = "pip install 'zeal-mcu[fleet]' (paho-mqtt >= 2)"
 
 
@@ -123,81 +127,24 @@ def _hide(url: str) -> str:
     return url.replace(":" + parts.password + "@", ":***@", 1)
 
 
-def load_topic_map(path: str) -> dict:
-    """A --topic-map file: {topic id: set of 8-byte device ids}. Lines "TOPIC-ID DEVICE-ID"
-    (blank lines and lines starting with # skipped); a device id is 16 hex digits or its
-    text (up to 8 printable ASCII characters, zero-padded as HELLO pads it). One-line
-    errors naming the line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ZealError("cannot read --topic-map %s: %s"
-                        % (path, getattr(exc, "strerror", None) or exc)) from None
-    out = {}
-    for n, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        parts = text.split()
-        if len(parts) != 2 or any(c in parts[0] for c in "/+#"):
-            raise ZealError("--topic-map %s line %d: want \"TOPIC-ID DEVICE-ID\" (a topic id "
-                            "without / + #)" % (path, n))
-        dev = _device_id(parts[1])
-        if dev is None:
-            raise ZealError("--topic-map %s line %d: the device id is 16 hex digits or up to "
-                            "8 printable ASCII characters" % (path, n))
-        out.setdefault(parts[0], set()).add(dev)
-    return out
-
-
-def _device_id(text: str) -> Optional[bytes]:
-    if len(text) == 16:
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            pass
-    raw = text.encode("ascii", "replace")
-    if 0 < len(raw) <= 8 and all(0x20 < c < 0x7f for c in raw):
-        return raw.ljust(8, b"\0")
-    return None
-
-
-def stands_for(topic_id: str, device_id: bytes, topic_map: Optional[dict] = None) -> bool:
-    """Whether a board publishing on zeal/<topic_id>/frames may announce `device_id`: the
-    map's ids for a topic it lists; else the id in hex (any case) or, for a printable id,
-    its text."""
-    device_id = bytes(device_id)
-    if topic_map and topic_id in topic_map:
-        return device_id in topic_map[topic_id]
-    if topic_id.lower() == device_id.hex():
-        return True
-    name = wire.device_name(device_id)
-    return name != device_id.hex() and topic_id == name
-
-
-def device_of(topic: str) -> Optional[str]:
-    """The <device-id> of zeal/<device-id>/frames (or /hello), else None."""
-    bits = topic.split("/")
-    if len(bits) == 3 and bits[0] == "zeal" and bits[1] and bits[2] in ("frames", "hello"):
-        return bits[1]
-    return None
-
-
-class MqttCollector(Collector):
+class MqttCollector:
     """Collect from an MQTT broker into `store`. `url`: mqtt://[USER[:PASS]@]HOST:PORT;
     `topic`: the frames topic filter; `group`: a shared-subscription group name (several
     collectors share the messages) or None; `client_id`: this collector's MQTT client id, the
     name of its persistent session on the broker: give each collector its own, and the same
     one again when it restarts (that is what brings back the messages it had not
-    acknowledged). Other arguments as Collector's. Call `run` in the thread that opened the
-    store."""
+    acknowledged). Other arguments as zeal.collect.collector.Collector's. Call `run` in the
+    thread that opened the store.
+
+    The network and the store are served by one thread (paho's external-loop API; a network
+    thread beside it halved the messages/s, measured): each message is decoded by its
+    topic's stream and taken by the writer at once."""
 
     def __init__(self, url: str, store, *, topic: str = DEFAULT_TOPIC,
                  group: Optional[str] = None, client_id: Optional[str] = None,
                  password: Optional[str] = None, profiles=(), keep_vector: bool = False,
                  on_progress=None, log=None, verbose: bool = False, ca_file=None,
-                 topic_map: Optional[dict] = None):
+                 topic_map: Optional[dict] = None, store_wait: Optional[float] = None):
         self.broker = parse_url(url)
         if password is not None:
             self.broker["password"] = password
@@ -206,48 +153,82 @@ class MqttCollector(Collector):
         if not topic or "#" in topic[:-1] or topic.startswith("$share/"):
             raise MqttError("bad --topic %r (a topic filter such as zeal/+/frames; the "
                             "shared subscription is made with --group)" % topic)
+        if ca_file is not None and not self.broker["tls"]:
+            raise MqttError("--ca-file is for a TLS broker: an mqtts:// URL")
         self.mqtt = _paho()
-        # Collector needs one port: a stand-in that is never opened (run is ours).
-        super().__init__(["mqtt:" + topic], store, profiles=profiles, keep_vector=keep_vector,
-                         on_progress=on_progress, log=log, verbose=verbose)
-        self.ports = []
+        self.store = store
+        self.keep_vector = keep_vector
+        self.on_progress = on_progress
+        self.log = log if log is not None else _stderr
+        for prof in profiles:
+            store.add_profile(prof)
+        self._profiles = store.profiles()
+        self.progress = Progress()
+        self.progress.devices = Devices(store)  # bounded by the store's cap on devices
+        self.writer = Writer(store, self.progress, self, log=self.log, verbose=verbose,
+                             store_wait=store_wait)
+        self.ports = []               # a TopicStream per device topic heard
         self.topic = topic
         self.group = group
         self.client_id = client_id or "zeal-%s-%s" % (socket.gethostname(), group or "all")
-        if ca_file is not None and not self.broker["tls"]:
-            raise MqttError("--ca-file is for a TLS broker: an mqtts:// URL")
         self.ca_file = ca_file
-        self.topic_map = topic_map or {}
-        self._mismatch_warned = set()  # (topic id, device id) already said
+        self.guard = IdGuard(topic_map, self.log)
         self._by_topic = {}
-        # The network and the store are served by one thread (paho's external-loop API; a
-        # network thread beside it halved the messages/s, measured): what Collector's
-        # readers queue for its writer is taken at once.
-        self._queue = _Direct(self._take)
+        self._stop = threading.Event()
+        self.interrupted = False
         self._inbound = 0             # messages of any topic read on this run
         self._retry_at = 0.0          # when to try the broker again after losing it
         self._retry_delay = RETRY_FIRST
+        self._store_retry_at = 0.0    # the store unavailable: when to try it again
         self._client = None
         self._gen = 0                 # connection number: acks of an older one are void
-        self._acks = []               # (gen, mid) taken since the last commit
+        self._acks = []               # (gen, mid, qos) taken since the last commit
+        self._events = []             # the run's events (connect, disconnect): the broker's
         self._fatal = None            # a refusal that ends the run
         self.connected = threading.Event()  # set at the first CONNACK (others may wait on it)
         self._link = None
         self._payload_bytes = 0
+        self._committed_payload = 0
+        self._republish = None        # the frames topic of the message being read, if any
         self.repeating = False        # the last commit with news stored nothing new
         self.repeat_bytes = 0         # payload bytes that stored nothing new (a re-publish)
         self.messages = 0             # frame messages received (redeliveries included)
 
-    # ---- the paho thread ------------------------------------------------------------------------
-    def _port(self, topic: str) -> _Port:
+    # ---- what the writer asks of its source -----------------------------------------------------
+    @property
+    def streams(self) -> list:
+        return self.ports
+
+    @staticmethod
+    def queued_frames() -> int:
+        return 0  # nothing waits between a message and the writer
+
+    @staticmethod
+    def holding():
+        return contextlib.nullcontext()  # one thread: nothing reads while it writes
+
+    def release(self, seconds: float) -> None:
+        """Wait before trying the store again (unless interrupted)."""
+        end = time.monotonic() + seconds
+        while not self.interrupted and time.monotonic() < end:
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+    # ---- the network ----------------------------------------------------------------------------
+    def _stream(self, topic: str) -> TopicStream:
         p = self._by_topic.get(topic)
         if p is None:
-            p = _Port("mqtt:" + topic, wire.Decoder(self._profiles, vectors=self.keep_vector))
-            p.opened = True
-            p.topic_id = topic.split("/")[1]
+            p = TopicStream(topic, wire.Decoder(self._profiles, vectors=self.keep_vector),
+                            self.guard, self._republish_hello)
             self._by_topic[topic] = p
             self.ports.append(p)
         return p
+
+    def _republish_hello(self, piece: bytes) -> None:
+        """A HELLO read on a frames topic, republished retained for every collector (one
+        read on zeal/+/hello was shared by a collector already: not again)."""
+        if self._republish is not None:
+            dev = self._republish.split("/")[1]
+            self._client.publish("zeal/%s/hello" % dev, piece, qos=1, retain=True)
 
     def _on_connect(self, client, userdata, flags, reason_code, properties):
         if reason_code.is_failure:
@@ -261,7 +242,9 @@ class MqttCollector(Collector):
         filt = self.topic if self.group is None else "$share/%s/%s" % (self.group, self.topic)
         opts = self.mqtt.SubscribeOptions(qos=1)
         client.subscribe([(filt, opts), ("zeal/+/hello", self.mqtt.SubscribeOptions(qos=1))])
-        self._queue.put(("mqtt_connect", None, flags.session_present))
+        self.progress.connected = 1
+        self._events.append(EventRecord("connect", "session present" if flags.session_present
+                                        else "", port=self.broker["shown"], time=time.time()))
         self.connected.set()
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties):
@@ -273,17 +256,24 @@ class MqttCollector(Collector):
             self._stop.set()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
-        self._queue.put(("mqtt_disconnect", None, str(reason_code)))
+        self.progress.connected = 0
+        if not self._stop.is_set():
+            self.progress.disconnects += 1
+            self.log("zeal: lost the broker %s (%s); reconnecting" % (self.broker["shown"],
+                                                                     reason_code))
+            self._events.append(EventRecord("disconnect", str(reason_code),
+                                            port=self.broker["shown"], time=time.time()))
 
     def _on_message(self, client, userdata, msg):
         gen = self._gen
         self._inbound += 1
+        p = None
         try:
             dev = device_of(msg.topic)
             if dev is not None:
                 kind = msg.topic.rsplit("/", 1)[1]
                 frames_topic = "zeal/%s/frames" % dev
-                p = self._port(frames_topic)
+                p = self._stream(frames_topic)
                 if kind == "frames":
                     self.messages += 1
                     self._payload_bytes += len(msg.payload)
@@ -291,198 +281,48 @@ class MqttCollector(Collector):
                     self._republish = frames_topic
                 else:
                     self._republish = None  # a HELLO shared by a collector: not again
-                self._decode(p, bytes(msg.payload))
-        except Exception as exc:  # never let the network thread die: report, go on
-            self._queue.put(("failure", self._by_topic.get("zeal/%s/frames" % dev)
-                             if dev else None, "%s: %s" % (type(exc).__name__, exc)))
+                recs = p.decode(bytes(msg.payload))
+                self.writer.take(("data", p, (recs, p.nbytes)))
+        except Exception as exc:  # never let the network turn die: report, go on
+            text = "%s: %s" % (type(exc).__name__, exc)
+            if p is not None:
+                self.writer.take(("failure", p, text))
+            else:
+                self.progress.reader_errors += 1
+                self.log("zeal: a message could not be read (%s)" % text)
         finally:
             self._republish = None
             if msg.qos:
-                self._queue.put(("ack", None, (gen, msg.mid, msg.qos)))
+                self._acks.append((gen, msg.mid, msg.qos))
 
-    _republish = None
-
-    def _feed(self, p, piece, now, recs):
-        before = len(recs)
-        super()._feed(p, piece, now, recs)
-        self._late(p, recs, before)
-        self._check_ids(p, recs, before)
-        if self._republish is not None and any(r[0] == "hello" for r in recs[before:]):
-            dev = self._republish.split("/")[1]
-            self._client.publish("zeal/%s/hello" % dev, piece, qos=1, retain=True)
-
-    def _late(self, p, recs, before) -> None:
-        """DATA of the latest session that came late (QoS 1 redelivery after a collector
-        restart or a broker restart; a serial line never goes back): the decoder keeps it
-        Unresolved ("sequence"); here it is placed at once (Decoder.open_late)."""
-        dec = p.decoder
-        for i in range(before, len(recs)):
-            what, item = recs[i]
-            if what != "unresolved" or item.record.reason != "sequence":
-                continue
-            batch = dec.open_late(item.body, item.crc)
-            if batch is None:
-                continue
-            p.backlog.remove(item)
-            recs[i] = (("frame", FrameRecord.from_batch(batch, item.arrival))
-                       if batch is not False else ("dropped", None))
-
-    def _check_ids(self, p, recs, before) -> None:
-        """Refuse what a topic's line says under a device id the topic does not stand for
-        (see the module docstring): frames become rejects `id_mismatch` (no device, keyed so
-        that a redelivery counts once), session events and spans are dropped, other events
-        lose the device."""
-        tid = getattr(p, "topic_id", None)
-        if tid is None:
-            return
-        ok = {}
-
-        def fine(dev):
-            if dev is None:
-                return True
-            dev = bytes(dev)
-            if dev not in ok:
-                ok[dev] = stands_for(tid, dev, self.topic_map)
-                if not ok[dev] and (tid, dev) not in self._mismatch_warned \
-                        and len(self._mismatch_warned) < MAX_MISMATCH_WARNED:
-                    self._mismatch_warned.add((tid, dev))
-                    self.log("zeal: warning: topic zeal/%s/frames announced device %s, which "
-                             "its topic id does not stand for: its frames are refused "
-                             "(id_mismatch; --topic-map maps topic ids to device ids)"
-                             % (tid, wire.device_name(dev)))
-            return ok[dev]
-
-        def refused(key, now):
-            return ("event", EventRecord("reject", "id_mismatch", 1, port=p.url, time=now,
-                                         key="reject:%s:id_mismatch" % key))
-
-        out = recs[:before]
-        for what, rec in recs[before:]:
-            if what == "frame" and not fine(rec.device_id):
-                if out and out[-1][0] == "resolved" and out[-1][1][1]:
-                    out[-1] = ("resolved", (out[-1][1][0], False))  # opened, then refused
-                sess = wire.session_bytes(rec.device_id, bytes.fromhex(rec.fingerprint)[:8],
-                                          rec.boot, rec.nonce).hex()
-                out.append(refused("%s:%d" % (sess, rec.seq), rec.arrival))
-            elif what == "hello" and not fine(rec.device_id):
-                out.append(refused("%s:hello%d" % (rec.session.hex(), rec.next_seq),
-                                   time.time()))
-            elif what == "status" and not fine(rec[1]):
-                st, _dev, sess, now = rec
-                out.append(refused("%s:status%d:%d" % (sess, st.ticks, st.code), now))
-            elif what == "span" and not fine(rec.device_id):
-                continue
-            elif what == "event" and not fine(rec.device_id):
-                if rec.kind in ("session", "reboot"):
-                    continue
-                out.append(("event", EventRecord(rec.kind, rec.detail, rec.count, port=rec.port,
-                                                 time=rec.time, key=rec.key)))
-            else:
-                out.append((what, rec))
-        recs[:] = out
-
-    def _spans(self, p, recs) -> None:
-        before = len(recs)
-        super()._spans(p, recs)
-        tid = getattr(p, "topic_id", None)
-        if tid is not None:  # no loss rows for what the topic may not announce
-            recs[before:] = [r for r in recs[before:]
-                             if stands_for(tid, r[1].device_id, self.topic_map)]
-
-    def _resolve(self, p, recs):
-        """A HELLO came. Over MQTT it may come after DATA sent after it (another topic, or
-        another collector's republish), which a serial line never does: so the kept DATA is
-        first fed again as if it followed the HELLO (what opens is stored); only what does
-        not is left to the serial collector's resolve (DATA sent before the HELLO)."""
-        dec = p.decoder
-        keep = []
-        for item in sorted(p.backlog, key=lambda it: (int.from_bytes(it.body[1:3], "little"),
-                                                      it.arrival)):
-            out = dec.refeed(item.body, item.crc)
-            batch = next((b for b in out if isinstance(b, wire.Batch)), None)
-            if batch is not None:
-                recs.append(("resolved", (item, True)))
-                self._batch(p, batch, item.arrival, recs, p.session_hex)
-            elif any(isinstance(u, wire.Unresolved) for u in out):
-                keep.append(item)
-            else:  # a duplicate (already stored) or refused: counted by the decoder
-                recs.append(("resolved", (item, False)))
-        keep.sort(key=lambda it: it.arrival)
-        p.backlog = keep
-        if keep:
-            super()._resolve(p, recs)
-
-    def _account(self, p, now, recs):
-        """As the serial collector's, but a redelivered frame is no reject, a stale HELLO no
-        restart, and gaps come from the store (see the module docstring)."""
-        dec = p.decoder
-        dup = 0
-        if dec.rejected_total != p._seen_total:
-            dup = dec.rejected["duplicate"] - p._seen_rejects["duplicate"]
-        if dup:
-            seen = Counter(p._seen_rejects)
-            seen["duplicate"] += dup
-            p._seen_rejects = seen
-        p._seen_lost = dec.lost
-        p._seen_restarts = dec.restarts
-        super()._account(p, now, recs)
-
-    def _batch(self, p, b, arrival, recs, sess):
-        recs.append(("frame", FrameRecord.from_batch(b, arrival)))
-
-    # ---- the writer (the thread that calls run) ---------------------------------------------------
-    def _take(self, item) -> None:
-        kind, p, arg = item
-        if kind == "ack":
-            self._acks.append(arg)
-        elif kind == "mqtt_connect":
-            self.progress.connected = 1
-            self._events.append(EventRecord("connect", "session present" if arg else "",
-                                            port=self.broker["shown"], time=time.time()))
-        elif kind == "mqtt_disconnect":
-            self.progress.connected = 0
-            if not self._stop.is_set():
-                self.progress.disconnects += 1
-                self.log("zeal: lost the broker %s (%s); reconnecting" % (self.broker["shown"],
-                                                                         arg))
-                self._events.append(EventRecord("disconnect", arg, port=self.broker["shown"],
-                                                time=time.time()))
-        elif kind == "failure" and p is None:
-            self.progress.reader_errors += 1
-            self.log("zeal: a message could not be read (%s)" % arg)
-        else:
-            super()._take(item)
-
-    _events = None
-
-    _retry_at = 0.0  # the store unavailable: monotonic time of the next try
-
+    # ---- committing -----------------------------------------------------------------------------
     def _commit_all(self, started: float, notify: bool = True, final: bool = False) -> None:
         """One transaction for every device: frames, events, unresolved DATA; then the
         acknowledgements of the messages they came in. The store unavailable (a server
         restarting, a lock, a full disk): nothing is acknowledged, everything read is kept
-        and tried again after Collector._store_failed's wait (the network served
-        meanwhile: at most RECEIVE_MAXIMUM messages unacknowledged are in flight, so what
-        is held is bounded); `final`: tried again until written (or given up)."""
-        if not final and self._down_since is not None and time.monotonic() < self._retry_at:
-            if self._interrupted:  # Ctrl-C while the store is away: give up now
-                self._store_failed(self._last_store_error)
-            self.progress.store_down = time.monotonic() - self._down_since
+        and tried again after the writer's wait (the network served meanwhile: at most
+        RECEIVE_MAXIMUM messages unacknowledged are in flight, so what is held is bounded);
+        `final`: tried again until written (or given up)."""
+        writer = self.writer
+        if not final and writer.down and time.monotonic() < self._store_retry_at:
+            if self.interrupted:  # Ctrl-C while the store is away: give up now
+                writer.failed(writer.last_store_error)
+            self.progress.store_down = writer.unavailable_for()
             if notify and self.on_progress is not None:
                 self.on_progress(self.progress)
-            return  # not yet: the next try is due at _retry_at
+            return  # not yet: the next try is due at _store_retry_at
         while True:
             try:
                 self._commit_once()
             except (StoreError, OSError) as exc:
-                err = self._transient(exc)
+                err = writer.transient(exc)
                 if err is None:
                     raise
-                wait = self._store_failed(err)  # raises when it gives up
+                wait = writer.failed(err)  # raises when it gives up
                 if final:
-                    self._pause(wait)
+                    self.release(wait)
                     continue
-                self._retry_at = time.monotonic() + wait
+                self._store_retry_at = time.monotonic() + wait
             break
         self.progress.commits += 1
         self.progress.bytes = self._payload_bytes
@@ -491,85 +331,26 @@ class MqttCollector(Collector):
             self.on_progress(self.progress)
 
     def _commit_once(self) -> None:
-        ports = self.ports
         acks, self._acks = self._acks, []
         try:
-            self._write_all(ports)
+            if (any(p.busy for p in self.ports) or self._events
+                    or self._payload_bytes != self._committed_payload):
+                # the payload bytes that stored something new (as the previous commit until
+                # this one is known: Writer.repeats)
+                delta = self._payload_bytes - self._committed_payload
+                link = ((self._link, self._payload_bytes - self.repeat_bytes
+                         - (delta if self.repeating else 0))
+                        if self._link is not None else None)
+                self.writer.commit_together(self.ports, self._events, link, delta, self)
+                self._committed_payload = self._payload_bytes
+                self._events = []
         except BaseException as exc:
             self._acks = acks + self._acks  # none of them committed: none acknowledged
             if isinstance(exc, StoreError):
-                self._last_store_error = exc
+                self.writer.last_store_error = exc
             raise
-        self._store_ok()
+        self.writer.ok()
         self._send_acks(acks)
-
-    def _write_all(self, ports) -> None:
-        busy = [p for p in ports
-                if p.frames or p.events or p.unresolved or p.resolved_ids or p.spans]
-        if busy or self._events or self._payload_bytes != self._committed_payload:
-            frames = [f for p in busy for f in p.frames]
-            events = list(self._events) + [e for p in busy for e in p.events]
-            unresolved = [u.record for p in busy for u in p.unresolved]
-            resolved = [i for p in busy for i in p.resolved_ids]
-            spans = [s for p in busy for s in p.spans.values()]
-            # the payload bytes that stored something new (as the previous commit until
-            # this one is known: Collector._repeats)
-            delta = self._payload_bytes - self._committed_payload
-            link = ((self._link, self._payload_bytes - self.repeat_bytes
-                     - (delta if self.repeating else 0))
-                    if self._link is not None else None)
-            new = self.store.write(frames, events, link=link, unresolved=unresolved,
-                                   resolved=resolved, spans=spans)
-            self._committed_payload = self._payload_bytes
-            self._repeats(self, frames, events, new, delta)
-            self._note_lost(self.store.last_lost)
-            self._events = []
-            ids = iter(self.store.last_unresolved_ids)  # in the order given to write()
-            for p in busy:
-                if p.unresolved:
-                    self._unresolved_ids(p, [next(ids) for _ in p.unresolved])
-                p.spans = {}
-            pr = self.progress
-            dropped = self.store.last_unresolved_dropped
-            pr.unresolved += (len(unresolved) - self.store.last_resolved_deleted - dropped)
-            pr.unresolved_dropped += dropped
-            pr.reports += self.store.last_new_reports
-            pr.frames += new
-            pr.duplicates += len(frames) - new
-            for f in frames:
-                pr.devices.add(f.device_id)
-            for p in busy:
-                p.frames, p.link_bytes = [], p.nbytes
-                self._commit(p)  # no frames left: the bookkeeping of the rest, no write
-
-    _committed_payload = 0
-
-    def _unresolved_ids(self, p, ids) -> None:
-        for item, row_id in zip(p.unresolved, ids):
-            item.id = row_id
-        p.stored_unresolved += len(p.unresolved)
-        p.unresolved = []
-
-    def _commit(self, p) -> None:
-        """The serial collector's bookkeeping of a port once its records are stored (this
-        collector's frames and unresolved rows are written by _commit_all)."""
-        self._note_latency(p)
-        pr = self.progress
-        pr.resolved += p.resolved_frames
-        p.stored_unresolved -= len(p.resolved_ids)
-        for e in p.events:
-            if e.kind == "reject":
-                pr.rejects[e.detail] += e.count
-            elif e.kind == "reboot":
-                pr.reboots += 1
-            if e.kind in ("session", "reboot"):
-                pr.devices.add(e.device_id)
-        if p.stop_pending and not p.stopped:
-            p.stopped = True
-            pr.stopped += 1
-        p.events, p.resolved_ids = [], []
-        p.resolved_frames = 0
-        p.stop_pending = False
 
     def _send_acks(self, acks) -> None:
         client = self._client
@@ -577,7 +358,16 @@ class MqttCollector(Collector):
             if gen == self._gen and client is not None:
                 client.ack(mid, qos)
 
-    # ---- run ------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask `run` to end (from another thread or a signal handler): it commits and returns."""
+        self._stop.set()
+
+    def _on_signal(self, signum, frame):
+        if self.interrupted:  # a second Ctrl-C: the user insists
+            raise KeyboardInterrupt
+        self.interrupted = True
+        self._stop.set()
+
     def _make_client(self):
         m = self.mqtt
         client = m.Client(m.CallbackAPIVersion.VERSION2, client_id=self.client_id,
@@ -710,79 +500,51 @@ class MqttCollector(Collector):
     def run(self, *, duration: Optional[float] = None, reports: Optional[int] = None,
             until_stopped: bool = False) -> Progress:
         """As Collector.run, from the broker. Raises MqttError if the broker refuses us."""
-        import signal
         self.store.write()
-        self._events = []
-        handlers = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                handlers[sig] = signal.signal(sig, self._on_signal)
+        ending = Ending(duration, reports, until_stopped)
         started = time.monotonic()
         client = self._client = self._make_client()
         reason = "stopped"
-        try:
-            if self._connect(client, None if duration is None else started + duration):
-                self._link = self._store_call(lambda: self.store.open_link(
-                    self.broker["shown"]))
-            next_commit = time.monotonic() + FLUSH
-            while not self._stop.is_set():
-                wait = next_commit - time.monotonic()
-                if wait > 0:
-                    self._pump(client, min(wait, FLUSH))
-                    continue
-                self._drain()
-                self._commit_all(started)
+        with stop_signals(self._on_signal):
+            try:
+                if self._connect(client, None if duration is None else started + duration):
+                    self._link = self.writer.call(lambda: self.store.open_link(
+                        self.broker["shown"]))
                 next_commit = time.monotonic() + FLUSH
-                if duration is not None and self.progress.elapsed >= duration:
-                    reason = "duration reached"
-                elif reports is not None and self.progress.reports >= reports:
-                    reason = None
-                elif until_stopped and self.ports and all(p.stopped for p in self.ports):
-                    reason = "every device sent STOPPED or an error status"
-                else:
-                    continue
-                break
-            if self._interrupted:
-                reason = "interrupted"
-        finally:
-            self._stop.set()
-            for sig, old in handlers.items():
-                signal.signal(sig, old)
+                while not self._stop.is_set():
+                    wait = next_commit - time.monotonic()
+                    if wait > 0:
+                        self._pump(client, min(wait, FLUSH))
+                        continue
+                    self._commit_all(started)
+                    next_commit = time.monotonic() + FLUSH
+                    why = ending.reason(self.progress, self.ports)
+                    if why is not False:
+                        reason = why
+                        break
+                if self.interrupted:
+                    reason = "interrupted"
+            finally:
+                self._stop.set()
         if self._fatal is not None:
             self._quit(client)
             raise MqttError(self._fatal)
         # Commit what was read, acknowledge it, then leave: what arrives after the last
         # commit stays unacknowledged and comes again to the next run.
-        self._drain()
         self._commit_all(started, notify=False, final=True)
         self._quit(client)
         self._acks = []
         self._commit_all(started, notify=False, final=True)  # no acks: the connection is gone
         if self._link is not None:
-            self._store_call(lambda: self.store.close_link(
+            self.writer.call(lambda: self.store.close_link(
                 self._link, self._payload_bytes - self.repeat_bytes))
-        pr = self.progress
-        pr.reason = reason if reason is not None else "%d reports stored" % pr.reports
         if self._link is None and reason != "interrupted":
-            pr.never_opened = [self.broker["shown"]]
-        if self.on_progress is not None:
-            self.on_progress(pr)
-        return pr
+            self.progress.never_opened = [self.broker["shown"]]
+        return finish(self.progress, reason, self.on_progress)
 
 
-class _Direct:
-    """Collector's reader->writer queue when reader and writer are one thread: put() takes
-    the item at once; nothing ever waits in it."""
-
-    def __init__(self, take):
-        self._take = take
-
-    def put(self, item, size: int = 0) -> None:  # size: Collector's back-pressure, not here
-        self._take(item)
-
-    @staticmethod
-    def get_nowait():
-        raise queue.Empty
+def _stderr(text: str) -> None:
+    print(shown(text), file=sys.stderr, flush=True)  # device text: escaped (zeal.text)
 
 
 # ---- command line --------------------------------------------------------------------------------
@@ -810,3 +572,4 @@ def cmd_collect_mqtt(args) -> int:
         password=password, profiles=profiles, keep_vector=args.keep_vector, on_progress=show,
         log=show.say, verbose=args.verbose, ca_file=args.ca_file, topic_map=topic_map),
         extra=lambda c: {"messages": c.messages})
+

@@ -450,9 +450,10 @@ def collect_boards(boards, store, profiles, *, expected, keep_vector=False, prog
     """Collect `boards` (VirtualDevice, not started) into `store` until every board has
     stopped; print the collector's summary through `say`. ZealError (one line, with the
     boards' last stderr) unless exactly `expected` reports were stored."""
-    from .collector import Collector, _ProgressLine, summary_lines
+    from .collector import Collector
+    from .progress import ProgressLine, summary_lines
 
-    show = _ProgressLine() if progress else None
+    show = ProgressLine() if progress else None
     col = Collector([b.port for b in boards], store, profiles=profiles,
                     keep_vector=keep_vector, on_progress=show,
                     log=show.say if show is not None else say)

@@ -172,7 +172,8 @@ def _wait_open(collector, timeout=30.0) -> bool:
 def _run_pipeline(prof, slices, ids, keys, path, tmp, say, progress):
     """Boards -> shuffler thread -> pty -> collector -> store. Returns (analyze doc, shuffler
     summary, identities seen, seconds)."""
-    from ..collect.collector import Collector, _ProgressLine, summary_lines
+    from ..collect.collector import Collector
+    from ..collect.progress import ProgressLine, summary_lines
     from ..collect.virtual import Pty, VirtualDevice
 
     vector = keys[0] is not None
@@ -208,7 +209,7 @@ def _run_pipeline(prof, slices, ids, keys, path, tmp, say, progress):
         col_ref = []
         started = time.monotonic()
         with Store(path) as store:
-            show = _ProgressLine() if progress else None
+            show = ProgressLine() if progress else None
             col = Collector([out_pty.port], store, profiles=[prof], keep_vector=vector,
                             on_progress=show, log=show.say if show is not None else say)
             col_ref.append(col)

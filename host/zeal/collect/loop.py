@@ -1,0 +1,50 @@
+"""What every source's run loop shares (zeal.collect.collector's serial ports, zeal.collect.mqtt's
+broker): the conditions that end a run, Ctrl-C and SIGTERM as a stop, and the last word."""
+import contextlib
+import signal
+import threading
+from typing import Optional
+
+FLUSH = 0.2    # seconds between commits
+
+
+class Ending:
+    """A run's end conditions: `duration` seconds, `reports` stored, every stream's device
+    STOPPED (until_stopped). `reason(progress, streams)`: why the run ends now, None when
+    it ends on `reports` (named after the final commit: one number, the committed), or
+    False to go on."""
+
+    def __init__(self, duration: Optional[float], reports: Optional[int], until_stopped: bool):
+        self.duration, self.reports, self.until_stopped = duration, reports, until_stopped
+
+    def reason(self, progress, streams):
+        if self.duration is not None and progress.elapsed >= self.duration:
+            return "duration reached"
+        if self.reports is not None and progress.reports >= self.reports:
+            return None
+        if self.until_stopped and streams and all(p.stopped for p in streams):
+            return "every device sent STOPPED or an error status"
+        return False
+
+
+@contextlib.contextmanager
+def stop_signals(handler):
+    """SIGINT and SIGTERM call `handler` (in the main thread only: elsewhere Python cannot
+    set them) until the block ends."""
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
+
+
+def finish(progress, reason, on_progress):
+    """The run's last word: its reason in Progress, passed to on_progress; the Progress."""
+    progress.reason = reason if reason is not None else "%d reports stored" % progress.reports
+    if on_progress is not None:
+        on_progress(progress)
+    return progress
