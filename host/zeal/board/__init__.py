@@ -10,13 +10,23 @@ and zeal.wire below this package):
 - `stop`: `zeal stop` (`stop_board`, `check_port`);
 - `devices`: `zeal devices` (`list_devices`); `--port auto` (`resolve_port`) and the one
   missing-port check (`check_present`);
-- `flash`: `zeal flash` (`plan_flash`, `flash`, `build_config`, `parse_sensor`,
-  `check_replay_file`);
+- `flash_mqtt`, `flash_config`, `flash_replay`: what `zeal flash` writes to the board, checked
+  as the board checks it: the MQTT output (`mqtt_output`, `redacted`), the device config
+  (`build_config`, `parse_sensor`) and what it needs of the board (`board_needs`), a replay
+  file (`check_replay_file`);
+- `flash_plan`: the steps of `zeal flash`, checked but not run (`plan_flash`, `Step`,
+  `mpremote_argv`);
+- `flash`: `zeal flash` (`flash`, `cmd_flash`), which runs the plan;
 - `conformance_cases`: what the suite checkers share about a vector case (`word_source`,
-  `readings`, `settled`, `outputs_differ`, `file_request`, ...);
+  `readings`, `settled`, `outputs_differ`, `file_request`, ...); the suite checkers
+  `conformance_tables`, `conformance_shuffle`, `conformance_multi`;
+- `conformance_suites`: the vectors, each suite's checker, the requests and the verdict
+  (`available_suites`, `load_vectors`, `check`);
+- `conformance_host`, `conformance_channel`, `conformance_board`: the implementations the
+  vectors run through (`HostImpl`; `ProcessImpl` on the runner's line protocol; `BoardImpl`);
 - `conformance`: the shared vectors through every implementation (`run`, `plan`,
-  `open_target`; targets cpython, micropython, firmware-cpython, board); its suite checkers
-  `conformance_tables`, `conformance_shuffle`, `conformance_multi`.
+  `open_target`; targets cpython, micropython, firmware-cpython, board).
 
-Nothing is re-exported: each command's module is its API.
+Nothing is re-exported here: each command's module is its API (`flash` and `conformance` keep
+the names they always had importable, wherever those are now defined).
 """
