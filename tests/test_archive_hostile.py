@@ -1,5 +1,5 @@
 """Hostile archives (issue 18, finding 7): `zeal analyze --archive` reads an archive from anyone
-with a limit on every decompressed size and count (compress.archive's module docstring states
+with a limit on every decompressed size and count (compress.archive_format's docstring states
 them and why), and every archive past a limit ends in one `zeal:` line, exit 1, no traceback,
 having held little memory: each test runs the CLI in this process under tracemalloc (numpy's
 arrays included) and bounds the peak (4 MB). The bombs are the finding's, at sizes quick here but
@@ -24,6 +24,7 @@ import pytest
 
 from zeal import cli
 from zeal.analysis.compress import archive as A
+from zeal.analysis.compress import archive_format   # where read and write look up the caps
 from zeal.analysis.compress import get, greedygd, rivals
 from zeal.collect.store import Store
 from zeal.mechanism.grid import profile as P
@@ -314,7 +315,7 @@ def test_a_consistent_claim_of_many_reports_is_refused_before_decoding(tmp_path,
 def test_a_zip_directory_past_the_entry_cap_is_not_read(tmp_path, capsys, monkeypatch):
     """zipfile reads the whole central directory on opening: its end record is checked first
     (MAX_ENTRIES lowered to 8 for speed; the real cap is 1 + MAX_PROFILES + MAX_STREAMS)."""
-    monkeypatch.setattr(A, "MAX_ENTRIES", 8, raising=False)
+    monkeypatch.setattr(archive_format, "MAX_ENTRIES", 8, raising=False)
     src = legit(tmp_path)
     bad = rewrite(src, str(tmp_path / "many.zip"),
                   extra=[("junk/%d" % i, b"") for i in range(20)])
@@ -342,11 +343,11 @@ def test_compress_refuses_past_the_caps_and_analyze_reads_at_them(tmp_path, caps
     with Store(db) as st:
         fill(st, prof, DEV_A, offsets(prof, 1, 6, 8))
     out = str(tmp_path / "s.zip")
-    monkeypatch.setattr(A, "MAX_REPORTS", 48, raising=False)
+    monkeypatch.setattr(archive_format, "MAX_REPORTS", 48, raising=False)
     rc, _, err, _ = run(capsys, "compress", "--db", db, "--out", out)
     assert rc == 0, err
     assert analyze_ok(capsys, out)["overall"]["n"] == 48
-    monkeypatch.setattr(A, "MAX_REPORTS", 47, raising=False)
+    monkeypatch.setattr(archive_format, "MAX_REPORTS", 47, raising=False)
     rc, _, err, _ = run(capsys, "compress", "--db", db, "--out", str(tmp_path / "t.zip"))
     assert rc == 1 and err.count("\n") == 1 and "48 reports" in err and "at most 47" in err, err
     refused(capsys, out, "48 reports or more; an archive holds at most 47")

@@ -82,22 +82,6 @@ def subset_ranks(j: np.ndarray, d: int) -> np.ndarray:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-def _too_many(name, limit):
-    return ZealError("%s: the blob holds more than the %d symbols expected" % (name, limit))
-
-
-def _header(blob, magic, fmt, name):
-    size = len(magic) + struct.calcsize(fmt)
-    if len(blob) < size or bytes(blob[:len(magic)]) != magic:
-        raise ZealError("%s: not a %s blob of this stream's shape" % (name, name))
-    return struct.unpack_from(fmt, blob, len(magic)), size
-
-
-def _need(profile, name):
-    if profile is None:
-        raise ZealError("codec %r needs the reports' profile" % name)
-
-
 _MODEL = "<BBIB"
 
 
@@ -118,9 +102,9 @@ def _value_model(values: np.ndarray, limit: int, full: bool = False):
             + pack_bits(counts.astype(np.uint64), width)), sym, counts, shift
 
 
-def _read_model(view, at: int, limit: int, name: str):
+def _read_model(view, at: int, limit: int, name: str, full: bool = False):
     """(counts int64, shift, next offset) of a model written by _value_model for values in
-    0..limit-1; ZealError for one it cannot have written."""
+    0..limit-1 (`full`: as it was called); ZealError for one it cannot have written."""
     if len(view) < at + struct.calcsize(_MODEL):
         raise ZealError("%s: blob truncated in a value model" % name)
     t, shift, buckets, width = struct.unpack_from(_MODEL, view, at)
@@ -133,21 +117,26 @@ def _read_model(view, at: int, limit: int, name: str):
     size = -(-buckets * width // 8)
     if len(view) < at + size:
         raise ZealError("%s: blob truncated in a value model" % name)
+    if full and shift:
+        raise ZealError("%s: a level model with buckets" % name)
     counts = unpack_bits(view[at:at + size], buckets, width).astype(np.int64)
     return counts, shift, at + size
 
 
 class _Ans:
-    """constriction's stack coder: the parts pushed in reverse of the order they are read."""
+    """constriction's stack coder: the parts pushed in reverse of the order they are read. A
+    model is None where there is one outcome (nothing to code)."""
 
     def __init__(self):
         import constriction
         self.lib = constriction
 
     def uniform(self, size):
-        return self.lib.stream.model.Uniform(int(size))
+        return self.lib.stream.model.Uniform(int(size)) if size > 1 else None
 
     def categorical(self, counts):
+        if counts.size <= 1:
+            return None
         return self.lib.stream.model.Categorical(np.asarray(counts, dtype=np.float64),
                                                  perfect=False)
 
@@ -177,20 +166,97 @@ def _decode_symbols(coder, model, count: int, constant: int = 0) -> np.ndarray:
     return np.asarray(coder.decode(model, int(count)), dtype=np.int64)
 
 
-def _values_part(ans, counts, shift):
-    """The model to code one attribute's (coordinate's) bucket symbols with: None where there is
-    one bucket (nothing to code)."""
-    return ans.categorical(counts) if counts.size > 1 else None
+# ---- what the four codecs share: a shape (pairs, messages) times a coder (packed, rans) ---------
+class _Codec:
+    """The profile required; a blob's header (MAGIC, then FMT's fields, n first) read and
+    checked before anything else: n against `limit` (in the shape's symbols), the fields
+    against the profile (the shape's or the codec's `_check`); then `_decode` reads the rest."""
+    needs_profile = True
+    name = package = shape = MAGIC = FMT = None
+
+    def encode(self, symbols, profile) -> bytes:
+        self._need(profile)
+        return self._encode(symbols, profile)
+
+    def decode(self, blob, profile, limit=None) -> np.ndarray:
+        self._need(profile)
+        size = len(self.MAGIC) + struct.calcsize(self.FMT)
+        if len(blob) < size or bytes(blob[:len(self.MAGIC)]) != self.MAGIC:
+            raise ZealError("%s: not a %s blob of this stream's shape" % (self.name, self.name))
+        fields = struct.unpack_from(self.FMT, blob, len(self.MAGIC))
+        if limit is not None and self._symbols(*fields) > limit:
+            raise ZealError("%s: the blob holds more than the %d symbols expected"
+                            % (self.name, limit))
+        self._check(profile, *fields)
+        return self._read(memoryview(blob), size, fields[0], profile)
+
+    def _need(self, profile):
+        if profile is None:
+            raise ZealError("codec %r needs the reports' profile" % self.name)
+
+    def _head(self, *fields) -> bytes:
+        return self.MAGIC + struct.pack(self.FMT, *fields)
+
+    def _read(self, view, at, n, profile):
+        # packed's own errors pass as they are (the archive names their type); rans guards
+        return self._decode(view, at, n, profile)
+
+    def __repr__(self):
+        return "<codec %s (%s)>" % (self.name, self.shape)
 
 
-def _guard(name, fn):
-    try:
-        return fn()
-    except ZealError:
-        raise
-    except Exception as exc:   # constriction's and numpy's errors on a damaged blob
-        raise ZealError("%s: cannot decode the blob (%s)" % (name, type(exc).__name__)) \
-            from None
+class _Packed(_Codec):
+    name, package = "packed", None
+
+
+class _Rans(_Codec):
+    """Per group of values (a pairs stream's attributes, a messages stream's coordinates) one
+    stored value model and its part of the ANS words; a damaged blob is one ZealError line
+    whatever constriction or numpy raise on it."""
+    name, package = "rans", "constriction"
+
+    def __init__(self):
+        self._ans = _Ans()
+
+    def _read(self, view, at, n, profile):
+        try:
+            return self._decode(view, at, n, profile)
+        except ZealError:
+            raise
+        except Exception as exc:   # constriction's and numpy's errors on a damaged blob
+            raise ZealError("%s: cannot decode the blob (%s)" % (self.name, type(exc).__name__)) \
+                from None
+
+    def _models(self, groups, limits, full=False):
+        """(the groups' value models as stored, their ANS parts, their shifts)."""
+        stored, parts, shifts = [], [], []
+        for values, limit in zip(groups, limits):
+            model, sym, counts, shift = _value_model(values, limit, full)
+            stored.append(model)
+            parts.append((sym, self._ans.categorical(counts)))
+            shifts.append(shift)
+        return b"".join(stored), parts, shifts
+
+    def _read_models(self, view, at, limits, full=False):
+        """([(counts, shift)] as `_models` stored them, next offset)."""
+        models = []
+        for limit in limits:
+            counts, shift, at = _read_model(view, at, limit, self.name, full)
+            models.append((counts, shift))
+        return models, at
+
+    def _decode_groups(self, coder, models, labels, mismatch):
+        """[(where, bucket symbols)] a group, decoded in turn: group g stands where labels == g,
+        and its model must count as many values as stand there (ZealError `mismatch` % (g,
+        counted, there) otherwise)."""
+        out = []
+        for g, (counts, _shift) in enumerate(models):
+            where = labels == g
+            there = int(where.sum())
+            if int(counts.sum()) != there:
+                raise ZealError(mismatch % (g, int(counts.sum()), there))
+            out.append((where, _decode_symbols(coder, self._ans.categorical(counts), there)))
+        return out
 
 
 # ---- pairs ------------------------------------------------------------------------------------
@@ -208,27 +274,31 @@ def _limits(profile):
     return [int(v) for v in profile.value_limits()]
 
 
-class PairsPacked:
-    name, package, needs_profile = "packed", None, True
-    MAGIC, FMT = b"ZPP1", "<QBB"
+class _Pairs(_Codec):
+    shape, FMT = "pairs", "<QBB"     # n reports, d, k
 
-    def encode(self, symbols, profile) -> bytes:
-        _need(profile, self.name)
+    @staticmethod
+    def _symbols(n, d, k):
+        return 2 * k * n
+
+    def _check(self, profile, n, d, k):
+        if (d, k) != (profile.d, profile.k):
+            raise ZealError("%s: blob made for d = %d, k = %d; the profile has d = %d, k = %d"
+                            % (self.name, d, k, profile.d, profile.k))
+
+
+class PairsPacked(_Pairs, _Packed):
+    MAGIC = b"ZPP1"
+
+    def _encode(self, symbols, profile) -> bytes:
         j, y = _pairs(symbols, profile)
         widths = np.array([a.bits for a in profile.attributes], dtype=np.int64)
-        return (self.MAGIC + struct.pack(self.FMT, j.shape[0], profile.d, profile.k)
+        return (self._head(j.shape[0], profile.d, profile.k)
                 + pack_varwidth(j.reshape(-1), np.full(j.size, profile.index_bits))
                 + pack_varwidth(y.reshape(-1), widths[j.reshape(-1)]))
 
-    def decode(self, blob, profile, limit=None) -> np.ndarray:
-        _need(profile, self.name)
-        (n, d, k), at = _header(blob, self.MAGIC, self.FMT, self.name)
-        if limit is not None and 2 * k * n > limit:
-            raise _too_many(self.name, limit)
-        if (d, k) != (profile.d, profile.k):
-            raise ZealError("packed: blob made for d = %d, k = %d; the profile has d = %d, "
-                            "k = %d" % (d, k, profile.d, profile.k))
-        view = memoryview(blob)
+    def _decode(self, view, at, n, profile):
+        d, k = profile.d, profile.k
         ib = profile.index_bits
         j = unpack_varwidth(view[at:], np.full(n * k, ib)).astype(np.int64)
         at += -(-n * k * ib // 8)
@@ -238,106 +308,64 @@ class PairsPacked:
         y = unpack_varwidth(view[at:], widths[j])
         return np.stack([j.astype(np.uint64), y], axis=1).reshape(-1)
 
-    def __repr__(self):
-        return "<codec packed (pairs)>"
 
+class PairsRans(_Pairs, _Rans):
+    MAGIC = b"ZRP1"
 
-class PairsRans:
-    name, package, needs_profile = "rans", "constriction", True
-    MAGIC, FMT = b"ZRP1", "<QBB"
-
-    def __init__(self):
-        self._ans = _Ans()
-
-    def encode(self, symbols, profile) -> bytes:
-        _need(profile, self.name)
+    def _encode(self, symbols, profile) -> bytes:
         j, y = _pairs(symbols, profile)
-        d, k, n = profile.d, profile.k, j.shape[0]
-        size = math.comb(d, k)
-        out = [self.MAGIC, struct.pack(self.FMT, n, d, k)]
-        parts = [(subset_ranks(j, d), self._ans.uniform(size) if size > 1 else None)]
-        lows = []
-        for a, limit in enumerate(_limits(profile)):
-            vals = y[j == a]                    # one pair of attribute a a report at most
-            model, sym, counts, shift = _value_model(vals, limit)
-            out.append(model)
-            parts.append((sym, _values_part(self._ans, counts, shift)))
-            lows.append(pack_bits(vals, shift))
-        out.append(self._ans.encode(parts))
-        return b"".join(out + lows)
-
-    def decode(self, blob, profile, limit=None) -> np.ndarray:
-        _need(profile, self.name)
-        (n, d, k), at = _header(blob, self.MAGIC, self.FMT, self.name)
-        if limit is not None and 2 * k * n > limit:
-            raise _too_many(self.name, limit)
-        if (d, k) != (profile.d, profile.k):
-            raise ZealError("rans: blob made for d = %d, k = %d; the profile has d = %d, k = %d"
-                            % (d, k, profile.d, profile.k))
-        return _guard(self.name, lambda: self._decode(memoryview(blob), at, n, profile))
+        d, k = profile.d, profile.k
+        limits = _limits(profile)
+        groups = [y[j == a] for a in range(len(limits))]   # a report has one pair of a at most
+        models, parts, shifts = self._models(groups, limits)
+        ranks = (subset_ranks(j, d), self._ans.uniform(math.comb(d, k)))
+        lows = [pack_bits(vals, shift) for vals, shift in zip(groups, shifts)]
+        return b"".join([self._head(j.shape[0], d, k), models, self._ans.encode([ranks] + parts)]
+                        + lows)
 
     def _decode(self, view, at, n, profile):
         d, k = profile.d, profile.k
-        limits = _limits(profile)
-        models = []
-        for limit in limits:
-            counts, shift, at = _read_model(view, at, limit, self.name)
-            models.append((counts, shift))
+        models, at = self._read_models(view, at, _limits(profile))
         coder, at = self._ans.decoder(view, at, self.name)
-        size = math.comb(d, k)
-        ranks = _decode_symbols(coder, self._ans.uniform(size) if size > 1 else None, n)
+        ranks = _decode_symbols(coder, self._ans.uniform(math.comb(d, k)), n)
         j = subsets(d, k)[ranks]
         y = np.zeros(j.shape, dtype=np.uint64)
-        syms = []
-        for a, (counts, shift) in enumerate(models):
-            where = j == a
-            c = int(where.sum())
-            if int(counts.sum()) != c:
-                raise ZealError("rans: attribute %d's model counts %d values; its reports "
-                                "carry %d" % (a, int(counts.sum()), c))
-            syms.append((where, c, _decode_symbols(coder, _values_part(self._ans, counts,
-                                                                       shift), c)))
-        for (where, c, sym), (counts, shift) in zip(syms, models):
-            low = unpack_bits(view[at:], c, shift)
-            at += -(-c * shift // 8)
+        groups = self._decode_groups(coder, models, j, "rans: attribute %d's model counts %d "
+                                     "values; its reports carry %d")
+        for (where, sym), (counts, shift) in zip(groups, models):
+            low = unpack_bits(view[at:], sym.size, shift)
+            at += -(-sym.size * shift // 8)
             y[where] = (sym.astype(np.uint64) << np.uint64(shift)) | low
         return np.stack([j.astype(np.uint64), y], axis=2).reshape(-1)
 
-    def __repr__(self):
-        return "<codec rans (pairs)>"
-
 
 # ---- messages ---------------------------------------------------------------------------------
-class MessagesPacked:
-    name, package, needs_profile = "packed", None, True
-    MAGIC, FMT = b"ZPM1", "<QB"
+class _Messages(_Codec):
+    shape = "messages"
 
-    def encode(self, symbols, profile) -> bytes:
-        _need(profile, self.name)
+    @staticmethod
+    def _symbols(n, *fields):
+        return n
+
+
+class MessagesPacked(_Messages, _Packed):
+    MAGIC, FMT = b"ZPM1", "<QB"      # n, m
+
+    def _encode(self, symbols, profile) -> bytes:
         s = np.asarray(symbols, dtype=np.uint64)
-        return self.MAGIC + struct.pack(self.FMT, s.size, profile.bits) + pack_bits(
-            s, profile.bits)
+        return self._head(s.size, profile.bits) + pack_bits(s, profile.bits)
 
-    def decode(self, blob, profile, limit=None) -> np.ndarray:
-        _need(profile, self.name)
-        (n, m), at = _header(blob, self.MAGIC, self.FMT, self.name)
-        if limit is not None and n > limit:
-            raise _too_many(self.name, limit)
+    def _check(self, profile, n, m):
         if m != profile.bits:
             raise ZealError("packed: blob has m = %d bits, the profile m = %d"
                             % (m, profile.bits))
-        return unpack_bits(memoryview(blob)[at:], n, m)
 
-    def __repr__(self):
-        return "<codec packed (messages)>"
+    def _decode(self, view, at, n, profile):
+        return unpack_bits(view[at:], n, profile.bits)
 
 
-class MessagesRans:
-    name, package, needs_profile = "rans", "constriction", True
-    MAGIC, FMT = b"ZRM1", "<QBBHH"
-
-    def __init__(self):
-        self._ans = _Ans()
+class MessagesRans(_Messages, _Rans):
+    MAGIC, FMT = b"ZRM1", "<QBBHH"   # n, m, coord_bits, d, levels
 
     @staticmethod
     def _split(s, p):
@@ -347,45 +375,29 @@ class MessagesRans:
         valid = (c < p.d) & (y <= np.uint64(p.k))
         return c, y, valid
 
-    def encode(self, symbols, profile) -> bytes:
-        _need(profile, self.name)
+    def _encode(self, symbols, profile) -> bytes:
         p = profile.params
         s = np.asarray(symbols, dtype=np.uint64)
         c, y, valid = self._split(s, p)
-        out = [self.MAGIC, struct.pack(self.FMT, s.size, profile.bits, p.coord_bits, p.d,
-                                       p.k + 1)]
         cv, yv = c[valid], y[valid]
-        parts = [(cv, self._ans.uniform(p.d) if p.d > 1 else None)]
-        for coord in range(p.d):
-            model, sym, counts, shift = _value_model(yv[cv == coord], p.k + 1, full=True)
-            out.append(model)
-            parts.append((sym, _values_part(self._ans, counts, shift)))
-        out.append(self._ans.encode(parts))
+        models, parts, _ = self._models([yv[cv == coord] for coord in range(p.d)],
+                                        [p.k + 1] * p.d, full=True)
         bad = np.flatnonzero(~valid)
         width = int(s.size).bit_length()
-        out += [struct.pack("<Q", bad.size), pack_bits(bad.astype(np.uint64), width),
-                pack_bits(s[bad], profile.bits)]
-        return b"".join(out)
+        return b"".join([self._head(s.size, profile.bits, p.coord_bits, p.d, p.k + 1), models,
+                         self._ans.encode([(cv, self._ans.uniform(p.d))] + parts),
+                         struct.pack("<Q", bad.size), pack_bits(bad.astype(np.uint64), width),
+                         pack_bits(s[bad], profile.bits)])
 
-    def decode(self, blob, profile, limit=None) -> np.ndarray:
-        _need(profile, self.name)
+    def _check(self, profile, n, m, cb, d, levels):
         p = profile.params
-        (n, m, cb, d, levels), at = _header(blob, self.MAGIC, self.FMT, self.name)
-        if limit is not None and n > limit:
-            raise _too_many(self.name, limit)
         if (m, cb, d, levels) != (profile.bits, p.coord_bits, p.d, p.k + 1):
             raise ZealError("rans: blob made for another shuffle profile (m = %d, %d "
                             "coordinates, %d levels)" % (m, d, levels))
-        return _guard(self.name, lambda: self._decode(memoryview(blob), at, n, profile))
 
     def _decode(self, view, at, n, profile):
         p = profile.params
-        models = []
-        for _ in range(p.d):
-            counts, shift, at = _read_model(view, at, p.k + 1, self.name)
-            if shift:
-                raise ZealError("rans: a level model with buckets")
-            models.append(counts)
+        models, at = self._read_models(view, at, [p.k + 1] * p.d, full=True)
         coder, at = self._ans.decoder(view, at, self.name)
         if len(view) < at + 8:
             raise ZealError("rans: blob truncated before its invalid messages")
@@ -395,16 +407,11 @@ class MessagesRans:
         if nbad > n:
             raise ZealError("rans: %d invalid messages among %d" % (nbad, n))
         nvalid = n - nbad
-        cv = _decode_symbols(coder, self._ans.uniform(p.d) if p.d > 1 else None, nvalid)
+        cv = _decode_symbols(coder, self._ans.uniform(p.d), nvalid)
         yv = np.zeros(nvalid, dtype=np.uint64)
-        for coord, counts in enumerate(models):
-            where = cv == coord
-            cnt = int(where.sum())
-            if int(counts.sum()) != cnt:
-                raise ZealError("rans: coordinate %d's model counts %d levels; %d messages "
-                                "carry it" % (coord, int(counts.sum()), cnt))
-            yv[where] = _decode_symbols(coder, _values_part(self._ans, counts, 0), cnt) \
-                .astype(np.uint64)
+        for where, sym in self._decode_groups(coder, models, cv, "rans: coordinate %d's model "
+                                              "counts %d levels; %d messages carry it"):
+            yv[where] = sym.astype(np.uint64)
         width = int(n).bit_length()
         pos = unpack_bits(view[at:], nbad, width).astype(np.int64)
         at += -(-nbad * width // 8)
@@ -417,9 +424,6 @@ class MessagesRans:
         out[mask] = cv.astype(np.uint64) | (yv << np.uint64(p.coord_bits))
         out[pos] = bad
         return out
-
-    def __repr__(self):
-        return "<codec rans (messages)>"
 
 
 # ---- the registry's codecs on these shapes ------------------------------------------------------

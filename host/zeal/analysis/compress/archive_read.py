@@ -1,0 +1,207 @@
+"""Reading an archive (compress.archive): `read` checks the zip, the manifest and the
+profiles, decodes every stream and checks it against its profile's grid; `Archive` holds the
+result and `ArchivedData` rebuilds from it what analyze reads from `decode.Loaded`."""
+import zipfile
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ...errors import ZealError
+from ...mechanism import kinds
+from ...mechanism.grid.profile import Profile
+from . import streams as SH
+from . import archive_format as F
+from .archive_format import ArchiveError
+from .archive_manifest import (FINGERPRINT, frame_columns, manifest_checked, parse_manifest,
+                               reports_match)
+from .archive_streams import offsets_of, stream_codec
+from .archive_zip import check_directory, read_entry
+from ..decode import ROW_FP
+
+
+class Archive:
+    """A read archive: manifest, profiles, the frame table's columns (None for a reports file)
+    and every stream's offsets (checked)."""
+
+    def __init__(self, path: str, manifest: dict, profiles: Dict[str, Profile],
+                 offsets: List[np.ndarray], columns: Optional[Dict[str, np.ndarray]] = None):
+        self.path, self.manifest, self.profiles = path, manifest, profiles
+        self.stream_offsets = offsets
+        self.columns = columns
+
+    @property
+    def source(self) -> str:
+        return self.manifest["source"]
+
+    @property
+    def n(self) -> int:
+        return sum(s["n"] for s in self.manifest["streams"])
+
+    @property
+    def patterns_only(self) -> bool:
+        """Every stream of 64-bit patterns (grid, table): `loaded` gives what analyze reads;
+        otherwise compress.replay.ArchiveStore gives a store's read interface."""
+        return all(SH.shape_of(p) is SH.Patterns for p in self.profiles.values())
+
+    def reports_offsets(self) -> tuple:
+        """(profile, offsets) of a reports-file archive."""
+        fp = self.manifest["profiles"][0]
+        return self.profiles[fp], np.concatenate(self.stream_offsets)
+
+    def loaded(self, include_vector: bool = False) -> "ArchivedData":
+        return ArchivedData(self, include_vector)
+
+
+class ArchivedData:
+    """What analyze reads from `decode.Loaded`, rebuilt from an archive (rows carry device,
+    boot, seq, fingerprint, count and debug; payload, arrival and nonce are None)."""
+
+    def __init__(self, archive: Archive, include_vector: bool):
+        m = archive.manifest
+        self.path = archive.path
+        self.profiles = archive.profiles
+        fps = m["profiles"]
+        devices = [bytes.fromhex(d) for d in m["devices"]]
+        cols = archive.columns
+        keep = (np.ones(cols["vector"].size, dtype=bool) if include_vector
+                else cols["vector"] == 0)
+        self.rows = [(devices[d], int(b), int(s), fps[p], int(c), None, None, None, int(g))
+                     for d, p, c, g, b, s in zip(*(cols[k][keep].tolist() for k in
+                                                   ("device", "profile", "count", "debug",
+                                                    "boot", "seq")))]
+        self.by_fp: Dict[str, list] = {}
+        for r in self.rows:
+            self.by_fp.setdefault(r[ROW_FP], []).append(r)
+        self.events = {(None if d is None else bytes.fromhex(d), kind, ""): int(c)
+                       for d, kind, c in m["losses"]}
+        self.statuses = [{"device": d, "kind": "status", "detail": detail}
+                         for d, detail in m["statuses"]]
+        self.link_bytes = int(m["link_bytes"])
+        # every fingerprint's offsets in row order, from the per-device streams: the reports
+        # of one (device, test mode) label, in row order, are that stream's, in order
+        self._offsets = {}
+        for fp in self.by_fp:
+            p = fps.index(fp)
+            mine = (cols["profile"] == p) & keep
+            label = np.repeat(cols["device"][mine] * 2 + cols["vector"][mine],
+                              cols["count"][mine])
+            order = np.argsort(label, kind="stable")
+            keys, starts, sizes = np.unique(label[order], return_index=True,
+                                            return_counts=True)
+            out = np.empty(label.size, dtype=np.int64)
+            filled = np.zeros(keys.size, dtype=bool)
+            for s, j in zip(m["streams"], archive.stream_offsets):
+                if s["profile"] != fp or (s["vector"] and not include_vector):
+                    continue
+                i = int(np.searchsorted(keys, s["device"] * 2 + int(s["vector"])))
+                if i == keys.size or keys[i] != s["device"] * 2 + int(s["vector"]) \
+                        or sizes[i] != j.size or filled[i]:
+                    raise ArchiveError("%s: %d reports that the frame table does not hold"
+                                       % (s["entry"], j.size))
+                out[order[starts[i]:starts[i] + sizes[i]]] = j
+                filled[i] = True
+            if not filled.all():
+                raise ArchiveError("manifest: frames without their stream")
+            self._offsets[fp] = out
+
+    def offsets(self, fp: str) -> np.ndarray:
+        return self._offsets[fp]
+
+
+def read(path: str) -> Archive:
+    """Open and check an archive; every stream decoded (codec from the registry), within the
+    limits of compress.archive_format."""
+    from . import get
+
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise ArchiveError("archive %s does not exist" % path) from None
+    except IsADirectoryError:
+        raise ArchiveError("archive %s is not a file" % path) from None
+    except OSError as exc:
+        raise ArchiveError("cannot read archive %s: %s" % (path, exc.strerror or exc)) from None
+    with fh:
+        check_directory(fh, path)
+        try:
+            z = zipfile.ZipFile(fh)
+        except OSError as exc:
+            raise ArchiveError("cannot read archive %s: %s" % (path, exc.strerror or exc)) \
+                from None
+        except (zipfile.BadZipFile, ValueError, EOFError, OverflowError):
+            raise ArchiveError("%s is not a zeal archive (not a zip file)" % path) from None
+        with z:
+            return _read(z, path, get)
+
+
+def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
+    raw = read_entry(z, path, F.MANIFEST, F.MAX_MANIFEST_BYTES, "the longest manifest within "
+                     "the archive limits")
+    try:
+        m = manifest_checked(parse_manifest(raw))
+        del raw
+        cols = frame_columns(m) if m["source"] == "database" else None
+        if cols is not None:
+            reports_match(m, cols)
+    except ArchiveError as exc:
+        raise ArchiveError("%s: %s" % (path, exc)) from None
+    profiles = {}
+    files = {}                         # every profile file read, by fingerprint (read once)
+
+    def file_bytes(fp: str) -> bytes:
+        if fp not in files:
+            files[fp] = bytes(read_entry(z, path, F.profile_entry(fp), F.MAX_PROFILE_BYTES,
+                                         "the longest profile file"))
+            if sum(map(len, files.values())) > F.MAX_PROFILE_TOTAL:
+                raise ArchiveError("%s: its profile files hold more than %d bytes, the most "
+                                   "an archive holds (the limits of "
+                                   "zeal.analysis.compress.archive)"
+                                   % (path, F.MAX_PROFILE_TOTAL))
+        return files[fp]
+
+    for fp in m["profiles"]:
+        # a multi header's attribute files are entries of their own, read as it names them
+        prof = kinds.loads(file_bytes(fp), lambda i, afp: file_bytes(afp)
+                           if type(afp) is str and FINGERPRINT.fullmatch(afp) else None)
+        if prof.fingerprint != fp:
+            raise ArchiveError("%s: profile %s has fingerprint %s"
+                               % (path, fp[:16], prof.fingerprint[:16]))
+        if m["version"] == 1 and SH.shape_of(prof) is not SH.Patterns:
+            raise ArchiveError("%s: profile %s is a %s profile, which a version 1 archive "
+                               "does not keep" % (path, fp[:16], kinds.of(prof).name))
+        profiles[fp] = prof
+    offsets = []
+    for s in m["streams"]:
+        prof = profiles[s["profile"]]
+        shape = SH.shape_of(prof)
+        what = "%s: %s" % (path, s["entry"])
+        count = s.get("symbols", s["n"])
+        if count != s["n"] * shape.per_report(prof):
+            raise ArchiveError("%s: %d symbols for %d reports of %d symbols each"
+                               % (what, count, s["n"], shape.per_report(prof)))
+        codec = stream_codec(s["codec"], get(s["codec"]), prof)  # ZealError naming a package
+        if codec is None:
+            raise ArchiveError("%s: codec %s does not apply to %s streams"
+                               % (what, s["codec"], shape.name))
+        blob = read_entry(z, path, s["entry"], F.stream_bytes_cap(count, shape.models(prof)),
+                          "%d symbols' worth" % count)
+        try:
+            bits = codec.decode(blob, prof, limit=count)
+        except ZealError as exc:
+            raise ArchiveError("%s: %s" % (what, exc)) from None
+        except Exception as exc:       # a damaged blob: whatever the codec's library raises
+            raise ArchiveError("%s cannot be decoded by %s (%s)"
+                               % (what, s["codec"], type(exc).__name__)) from None
+        del blob
+        if shape is SH.Patterns:
+            j = offsets_of(prof, bits, what)
+        else:
+            j = np.asarray(bits, dtype=np.uint64)
+            try:
+                shape.check(prof, j, what)
+            except SH.StreamShapeError as exc:
+                raise ArchiveError(str(exc)) from None
+        if j.size != count:
+            raise ArchiveError("%s: %d symbols, the manifest says %d" % (what, j.size, count))
+        offsets.append(j)
+    return Archive(path, m, profiles, offsets, cols)

@@ -1,0 +1,90 @@
+"""An archive's streams (compress.archive): the reports of one device under one profile as
+the symbols of its shape (compress.streams), made from a database's rows, checked back against
+the profile's grid, and the codec that runs on them."""
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ...mechanism import kinds
+from ...mechanism.grid.profile import Profile
+from . import streams as SH
+from .archive_format import ArchiveError
+from ..decode import ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ
+
+
+class Stream:
+    """The reports of one device (or of a reports file: device None) under one profile:
+    `bits`, the symbols of its shape (compress.streams: a grid's or table's 64-bit patterns,
+    a multi report's pairs, shuffle messages), `n` reports (messages)."""
+
+    def __init__(self, device: Optional[int], fp: str, vector: bool, bits: np.ndarray,
+                 n: Optional[int] = None):
+        self.device, self.fp, self.vector, self.bits = device, fp, vector, bits
+        self.n = int(bits.size) if n is None else int(n)
+
+
+def report_bits(profile: Profile, offsets: np.ndarray) -> np.ndarray:
+    """Offsets j -> the reports' 64-bit patterns (uint64): a window grid's float64 x*, a
+    table's cell (zeal.mechanism.kinds: report_pattern)."""
+    base = np.uint64(kinds.of(profile).report_pattern(profile)[0])
+    return np.asarray(offsets, dtype=np.int64).astype(np.uint64) + base
+
+
+def offsets_of(profile: Profile, bits: np.ndarray, what: str) -> np.ndarray:
+    """Bit patterns -> offsets, every one checked against the profile's grid."""
+    bits = np.asarray(bits, dtype=np.uint64)
+    base = kinds.of(profile).report_pattern(profile)[0]
+    j = (bits - np.uint64(base)).view(np.int64)
+    bad = np.flatnonzero((bits < np.uint64(base)) | (j >= profile.n_cells))
+    if bad.size:
+        raise ArchiveError("%s: report %d (0x%016x) is outside the profile's grid"
+                           % (what, bad[0], int(bits[bad[0]])))
+    return j
+
+
+def database_streams(data, vector_flags: Sequence[int]) -> tuple:
+    """(devices [bytes], frame columns {name: int array}, streams [Stream]) from a
+    `decode.Loaded` made with include_vector=True (rows: real frames, then test-mode ones;
+    vector_flags: 1 for each test-mode row)."""
+    rows = data.rows
+    devices = sorted({bytes(r[ROW_DEVICE]) for r in rows})
+    dev_ix = {d: i for i, d in enumerate(devices)}
+    fps = list(data.by_fp)
+    fp_ix = {fp: i for i, fp in enumerate(fps)}
+    cols = {
+        "device": np.fromiter((dev_ix[bytes(r[ROW_DEVICE])] for r in rows), np.int64, len(rows)),
+        "profile": np.fromiter((fp_ix[r[ROW_FP]] for r in rows), np.int64, len(rows)),
+        "vector": np.asarray(vector_flags, dtype=np.int64),
+        "count": np.fromiter((r[ROW_COUNT] for r in rows), np.int64, len(rows)),
+        "debug": np.fromiter((int(r[ROW_DEBUG]) for r in rows), np.int64, len(rows)),
+        "boot": np.fromiter((r[ROW_BOOT] for r in rows), np.int64, len(rows)),
+        "seq": np.fromiter((r[ROW_SEQ] for r in rows), np.int64, len(rows)),
+    }
+    streams = []
+    for fp in fps:
+        prof = data.profiles[fp]
+        mine = cols["profile"] == fp_ix[fp]
+        shape = SH.shape_of(prof)
+        if shape is not SH.Patterns:           # pairs, messages: from each label's frames
+            frame_label = cols["device"][mine] * 2 + cols["vector"][mine]
+            fp_rows = data.by_fp[fp]               # in the order of `mine`
+            for key in np.unique(frame_label):
+                sel = np.flatnonzero(frame_label == key).tolist()
+                streams.append(Stream(int(key) // 2, fp, bool(key % 2),
+                                      SH.rows_symbols(prof, [fp_rows[i] for i in sel]),
+                                      int(cols["count"][mine][sel].sum())))
+            continue
+        j = data.offsets(fp)                           # this profile's rows, in order
+        label = np.repeat(cols["device"][mine] * 2 + cols["vector"][mine], cols["count"][mine])
+        for key in np.unique(label):
+            streams.append(Stream(int(key) // 2, fp, bool(key % 2),
+                                  report_bits(prof, j[label == key])))
+    return devices, cols, streams
+
+
+def stream_codec(name: str, codec, profile):
+    """The codec `name` as it runs on this profile's streams (compress.streams: the generic
+    codecs as they are, packed and rans by their shape's versions), or None where it does not
+    apply."""
+    return SH.shape_of(profile).codec(name, codec)
+
