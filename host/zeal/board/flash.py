@@ -75,6 +75,7 @@ __all__ = ["BOARD_CA", "BOARD_REPLAY", "CONFIG_KEYS", "RP2040_TEMP", "SENSOR_FOR
 # ---- running it ------------------------------------------------------------------------------
 
 def _have_mpremote():
+    # whether the optional mpremote is installed, without importing it (find_spec)
     return importlib.util.find_spec("mpremote") is not None
 
 
