@@ -183,3 +183,36 @@ def test_the_checks_can_fail(module, source, problem):
         assert upward_imports(graph)
     else:
         assert circles(graph)
+
+
+DATABASE_MODULES = ("sqlite3", "psycopg")
+
+
+def database_touches(module, source=None):
+    """Where `module` reaches a database itself: an import of a database driver, or the
+    store's engine (the attribute `_engine`, which holds the connection)."""
+    if source is None:
+        with open(MODULES[module], encoding="utf-8") as fh:
+            source = fh.read()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        if any(n.split(".")[0] in DATABASE_MODULES for n in names):
+            found.append((module, node.lineno, "imports " + ", ".join(names)))
+        if isinstance(node, ast.Attribute) and node.attr == "_engine":
+            found.append((module, node.lineno, "reaches the store's engine"))
+    return found
+
+
+def test_only_the_store_touches_a_database():
+    """The store (zeal.collect.store) is the one way to a database: no other module imports
+    a driver or reaches the store's connection (issue 21)."""
+    outside = [m for m in MODULES if not (m + ".").startswith("zeal.collect.store.")]
+    assert [t for m in outside for t in database_touches(m)] == []
+    # the check can fail
+    assert database_touches("zeal.analysis.decode", "import sqlite3\n")
+    assert database_touches("zeal.demo.shuffle", "def f(store):\n    store._engine.db\n")
