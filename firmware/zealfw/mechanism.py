@@ -363,18 +363,9 @@ class Zeal:
         if (type(hi) is not int or type(lo) is not int or hi < 0 or lo < 0 or hi > _M32
                 or lo > _M32):
             raise ReadingError("type", "float64 halves must be ints in [0, 2^32)")
-        t = hi >> 20             # sign and exponent: (hi 2^32 + lo) >> 52
-        f = ((hi & 0xFFFFF) << 32) | lo
-        e = t & _F64_EXP_MAX
-        if e == _F64_EXP_MAX:
-            raise ReadingError("nan" if f else "inf")
-        if e:
-            f |= 1 << _MANT_BITS
-        else:
-            e = 1
-        if t > _F64_EXP_MAX:  # the sign bit
-            f = -f
-        return self._k_lo + self._dyadic(f, e - _F64_BIAS)
+        # sign and exponent: (hi 2^32 + lo) >> 52; the fraction
+        return self.decode(hi >> 20, ((hi & 0xFFFFF) << 32) | lo, _F64_EXP_MAX, _MANT_BITS,
+                           _F64_BIAS)
 
     def perturb_float32(self, bits):
         """One report for a float32 bit pattern (an int below 2^32)."""
@@ -391,18 +382,23 @@ class Zeal:
         if (type(hi) is not int or type(lo) is not int or hi < 0 or lo < 0 or hi > 0xFFFF
                 or lo > 0xFFFF):
             raise ReadingError("type", "float32 halves must be ints in [0, 2^16)")
-        t = hi >> 7              # sign and exponent: (hi 2^16 + lo) >> 23
-        f = ((hi & 0x7F) << 16) | lo
-        e = t & _F32_EXP_MAX
-        if e == _F32_EXP_MAX:
+        # sign and exponent: (hi 2^16 + lo) >> 23; the fraction
+        return self.decode(hi >> 7, ((hi & 0x7F) << 16) | lo, _F32_EXP_MAX, 23, _F32_BIAS)
+
+    def decode(self, t, f, m, k, d):
+        """One report for the IEEE-754 pattern of sign and biased exponent t (the sign bit
+        above the exponent's m), fraction f of k bits, exponent bias d: f 2^(e - d) with the
+        implicit bit, small ints only. (Short parameter names: each is interned for good.)"""
+        e = t & m
+        if e == m:
             raise ReadingError("nan" if f else "inf")
         if e:
-            f |= 1 << 23
+            f |= 1 << k
         else:
             e = 1                # subnormal (or zero): the scale of the smallest normal
-        if t > _F32_EXP_MAX:     # the sign bit
+        if t > m:                # the sign bit
             f = -f
-        return self._k_lo + self._dyadic(f, e - _F32_BIAS)
+        return self._k_lo + self._dyadic(f, e - d)
 
     def perturb_raw(self, raw):
         """One report for a raw count: the reading cal_offset + cal_gain raw, exactly."""

@@ -43,18 +43,11 @@ def parse_line(buf, start, end, src):
     integer (raw count, optional sign). Raises SourceError on anything else. In place: no
     slice."""
     n = end - start
-    if n == 8:
-        hi = _hex(buf, start, start + 4)
-        lo = _hex(buf, start + 4, end)
+    if n == 8 or n == 16:  # two halves of n/2 digits
+        hi = _hex(buf, start, start + (n >> 1))
+        lo = _hex(buf, start + (n >> 1), end)
         if hi >= 0 and lo >= 0:
-            src.kind = _KIND_F32
-            src.lo = lo
-            return hi
-    elif n == 16:
-        hi = _hex(buf, start, start + 8)
-        lo = _hex(buf, start + 8, end)
-        if hi >= 0 and lo >= 0:
-            src.kind = _KIND_F64
+            src.kind = _KIND_F32 if n == 8 else _KIND_F64
             src.lo = lo
             return hi
     neg = False

@@ -96,7 +96,7 @@ from .. import wire
 from ..errors import ZealError
 from ..text import shown
 from ..wire import transport
-from .loop import FLUSH, Ending, finish, stop_signals
+from .loop import FLUSH, Ending, Source, finish, stop_signals
 from .progress import (EXIT_READER_ERROR, Devices, Progress, ProgressLine, exit_status,
                        summary_doc, summary_lines)
 from .store import Store, open_store
@@ -202,7 +202,7 @@ class _Backlog:
 
 
 
-class Collector:
+class Collector(Source):
     """Collect from `ports` (pyserial URLs) into `store` (a zeal.collect.store.Store). Build it and
     call `run` (once) in the thread that opened the store: sqlite connections are per thread.
 
@@ -239,6 +239,7 @@ class Collector:
                             "each port takes %d file descriptors and %s); split the ports "
                             "between several collectors" % (len(urls), cap,
                                                             transport.FDS_PER_PORT, why))
+        super().__init__()
         self.store = store
         self.keep_vector = keep_vector
         self.on_progress = on_progress
@@ -266,9 +267,7 @@ class Collector:
         # of them would, and the others wait off the GIL (their bytes still in their lines),
         # so the writer gets the GIL back at once.
         self._decoding = threading.Semaphore(DECODERS)
-        self._stop = threading.Event()
         self._threads = []
-        self.interrupted = False
 
     @staticmethod
     def _stderr(text: str) -> None:
@@ -299,9 +298,7 @@ class Collector:
         queue: back-pressure holds the rest where it came from)."""
         if self._writers:
             self._gate.set()
-        end = time.monotonic() + seconds
-        while not self.interrupted and time.monotonic() < end:
-            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        self.pause(seconds)
         if self._writers:
             self._gate.clear()
 
@@ -457,16 +454,6 @@ class Collector:
             if q.serial is not None:
                 q.serial.close()
                 q.serial = None
-
-    def stop(self) -> None:
-        """Ask `run` to end (from another thread or a signal handler): it commits and returns."""
-        self._stop.set()
-
-    def _on_signal(self, signum, frame):
-        if self.interrupted:  # a second Ctrl-C: the user insists
-            raise KeyboardInterrupt
-        self.interrupted = True
-        self._stop.set()
 
     def _open_ports(self) -> None:
         """Open every port: one that can never open is an error; an absent one is waited for

@@ -3,6 +3,7 @@ broker): the conditions that end a run, Ctrl-C and SIGTERM as a stop, and the la
 import contextlib
 import signal
 import threading
+import time
 from typing import Optional
 
 FLUSH = 0.2    # seconds between commits
@@ -48,3 +49,33 @@ def finish(progress, reason, on_progress):
     if on_progress is not None:
         on_progress(progress)
     return progress
+
+
+class Source:
+    """What every source shares: `stop()` (from another thread or a signal handler: the run
+    commits and returns), Ctrl-C (the first stops, a second raises KeyboardInterrupt), and
+    `pause(seconds)`, a wait that an interruption cuts short (`release`: the writer's, the same
+    unless the source has readers to let go meanwhile)."""
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self.interrupted = False
+
+    def stop(self) -> None:
+        """Ask `run` to end: it commits and returns."""
+        self._stop.set()
+
+    def _on_signal(self, signum, frame):
+        if self.interrupted:  # a second Ctrl-C: the user insists
+            raise KeyboardInterrupt
+        self.interrupted = True
+        self._stop.set()
+
+    def release(self, seconds: float) -> None:
+        """The writer's wait before it tries the store again (zeal.collect.writer)."""
+        self.pause(seconds)
+
+    def pause(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.interrupted and time.monotonic() < end:
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))

@@ -69,7 +69,7 @@ from urllib.parse import unquote, urlsplit
 from .. import wire
 from ..errors import ZealError
 from ..text import shown
-from .loop import FLUSH, Ending, finish, stop_signals
+from .loop import FLUSH, Ending, Source, finish, stop_signals
 from .progress import Devices, Progress
 from .store import EventRecord, StoreError
 from .topic import IdGuard, TopicStream, device_of, load_topic_map
@@ -127,7 +127,7 @@ def _hide(url: str) -> str:
     return url.replace(":" + parts.password + "@", ":***@", 1)
 
 
-class MqttCollector:
+class MqttCollector(Source):
     """Collect from an MQTT broker into `store`. `url`: mqtt://[USER[:PASS]@]HOST:PORT;
     `topic`: the frames topic filter; `group`: a shared-subscription group name (several
     collectors share the messages) or None; `client_id`: this collector's MQTT client id, the
@@ -156,6 +156,7 @@ class MqttCollector:
         if ca_file is not None and not self.broker["tls"]:
             raise MqttError("--ca-file is for a TLS broker: an mqtts:// URL")
         self.mqtt = _paho()
+        super().__init__()
         self.store = store
         self.keep_vector = keep_vector
         self.on_progress = on_progress
@@ -174,8 +175,6 @@ class MqttCollector:
         self.ca_file = ca_file
         self.guard = IdGuard(topic_map, self.log)
         self._by_topic = {}
-        self._stop = threading.Event()
-        self.interrupted = False
         self._inbound = 0             # messages of any topic read on this run
         self._retry_at = 0.0          # when to try the broker again after losing it
         self._retry_delay = RETRY_FIRST
@@ -206,12 +205,6 @@ class MqttCollector:
     @staticmethod
     def holding():
         return contextlib.nullcontext()  # one thread: nothing reads while it writes
-
-    def release(self, seconds: float) -> None:
-        """Wait before trying the store again (unless interrupted)."""
-        end = time.monotonic() + seconds
-        while not self.interrupted and time.monotonic() < end:
-            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
 
     # ---- the network ----------------------------------------------------------------------------
     def _stream(self, topic: str) -> TopicStream:
@@ -357,16 +350,6 @@ class MqttCollector:
         for gen, mid, qos in acks:
             if gen == self._gen and client is not None:
                 client.ack(mid, qos)
-
-    def stop(self) -> None:
-        """Ask `run` to end (from another thread or a signal handler): it commits and returns."""
-        self._stop.set()
-
-    def _on_signal(self, signum, frame):
-        if self.interrupted:  # a second Ctrl-C: the user insists
-            raise KeyboardInterrupt
-        self.interrupted = True
-        self._stop.set()
 
     def _make_client(self):
         m = self.mqtt
