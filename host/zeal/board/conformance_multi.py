@@ -20,9 +20,9 @@ import os
 from ..mechanism import kinds
 from .conformance_cases import (fields_differ, outputs_differ, profile_case, reason_of, settled,
                                 word_inputs, word_source)
-from .firmware import ROOT
+from ..contract import VECTORS as VECTORS_DIR
 
-VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "multi.json")
+VECTORS = os.path.join(VECTORS_DIR, "multi.json")
 _PROFILE_KEYS = ("fingerprint", "d", "k", "index_bits", "value_bits", "max_report_bits",
                  "max_batch")
 

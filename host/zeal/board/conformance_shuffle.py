@@ -19,9 +19,9 @@ import os
 from ..mechanism import kinds
 from .conformance_cases import (fields_differ, file_request, outputs_differ, reason_of, settled,
                                 word_source)
-from .firmware import ROOT
+from ..contract import VECTORS as VECTORS_DIR
 
-VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "shuffle.json")
+VECTORS = os.path.join(VECTORS_DIR, "shuffle.json")
 
 
 def request(case):

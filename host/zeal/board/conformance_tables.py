@@ -15,9 +15,9 @@ import os
 from ..mechanism import kinds
 from .conformance_cases import (fields_differ, file_request, outputs_differ, readings, reason_of,
                                 settled, word_source)
-from .firmware import ROOT
+from ..contract import VECTORS as VECTORS_DIR
 
-VECTORS = os.path.join(ROOT, "shared_spec", "vectors", "tables.json")
+VECTORS = os.path.join(VECTORS_DIR, "tables.json")
 
 
 def request(case):

@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
 FIRMWARE = os.path.join(ROOT, "firmware")
+
 RUNNER_DIR = os.path.join(FIRMWARE, "conformance")
 RUNNER = os.path.join(RUNNER_DIR, "runner.py")
 # find_firmware's first choice (a source checkout or an editable install)

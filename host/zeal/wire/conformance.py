@@ -11,11 +11,11 @@ import json
 import os
 from typing import Iterable, List, Tuple
 
+from ..contract import VECTORS
 from .. import wire  # the package: codec, deframer and decoder together
 
 # the repository root is four folders up: host/zeal/wire/conformance.py
-PROFILES_JSON = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), "shared_spec", "vectors", "profiles.json")
+PROFILES_JSON = os.path.join(VECTORS, "profiles.json")
 
 DEVICE_TARGETS = ("both", "device")
 
