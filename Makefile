@@ -1,19 +1,28 @@
 # The two commands a new user needs: `make demo` (the main job) and `make test`.
 # Each creates or updates the local virtual environment .venv first.
+# `make demo` installs the package alone (its base dependencies: what the demo needs);
+# `make test` adds the test and deploy extras. Each stamp is redone when pyproject.toml changes.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP  := $(VENV)/.installed-test
 
 .PHONY: demo test bench vectors clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,deploy]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,deploy]'
+	touch $(STAMP) $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/zeal demo
 
 # The MicroPython source the float32 port and the emulated board are built from (the tests

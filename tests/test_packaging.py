@@ -204,6 +204,31 @@ def test_the_wheel_alone_in_a_fresh_venv_runs_the_demo_and_conformance(built, tm
     assert all(r["failed"] == 0 and r["passed"] > 0 for r in rows), rows
 
 
+def _extras_of_pyproject() -> dict:
+    """{extra: [requirement name]} from pyproject.toml's optional-dependencies."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        doc = tomllib.load(fh)
+    return {extra: [re.match(r"[A-Za-z0-9_.\-]+(\[[^\]]*\])?", req).group(0).lower()
+                    for req in reqs]
+            for extra, reqs in doc["project"]["optional-dependencies"].items()}
+
+
+def _extras_of_readme() -> dict:
+    """{extra: [package]} from the README's extras table (rows "| `extra` | a, b | for |")."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    rows = re.findall(r"^\| `([a-z]+)` \| ([^|]+) \|", text, re.M)
+    return {extra: [p.strip().lower() for p in packages.split(",")] for extra, packages in rows}
+
+
+def test_the_readme_extras_table_is_pyproject_s():
+    """Every extra in pyproject.toml is a row of the README's table, with exactly its
+    packages, in its order, and the table has no other row (issue 22)."""
+    assert _extras_of_readme() == _extras_of_pyproject()
+
+
 def test_sdist_has_the_sources(built):
     _, sdist, _ = built
     with tarfile.open(sdist) as t:
