@@ -171,7 +171,8 @@ def test_wheel_has_the_spec_and_its_vectors(built):
 def test_the_wheel_alone_in_a_fresh_venv_runs_the_demo_and_conformance(built, tmp_path):
     """A new user's install: the built wheel in a fresh virtual environment with no extras
     (its base dependencies from the package index, pip's cache), run outside the checkout:
-    `zeal demo` and `zeal conformance --target cpython` work from what the wheel holds."""
+    `zeal demo`, `zeal demo --data FILE` and `zeal conformance --target cpython` work from
+    what the wheel holds."""
     wheel, _, _ = built
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
@@ -198,6 +199,10 @@ def test_the_wheel_alone_in_a_fresh_venv_runs_the_demo_and_conformance(built, tm
     assert str(venv) in where.stdout  # the wheel's copy, not the checkout's
     doc = json.loads(run("demo", "--json", "--count", "400"))
     assert doc["overall"]["n"] == 400
+    (home / "mine.csv").write_text("temp_c\n" + "".join("%d.5\n" % (15 + i % 10)
+                                                         for i in range(200)))
+    doc = json.loads(run("demo", "--data", "mine.csv", "--range", "10", "30", "--json"))
+    assert doc["overall"]["n"] == 200 and doc["overall"]["true_mean"] == 20.0
     rows = json.loads(run("conformance", "--target", "cpython", "--json"))["table"]
     suites = {r["suite"] for r in rows}
     assert {"generator", "profiles", "mechanism", "tables", "multi", "shuffle", "wire"} <= suites

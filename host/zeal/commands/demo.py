@@ -41,8 +41,22 @@ def add(sub):
                         % ", ".join(TABLE_MECHANISMS))
     p.add_argument("--bits", type=bits_arg, default="auto", metavar="M|auto",
                    help="bits per report (tables: 1 to 6; default %(default)s)")
-    p.add_argument("--count", type=int, default=5000, metavar="N",
-                   help="readings to replay (default %(default)d)")
+    p.add_argument("--count", type=int, default=None, metavar="N",
+                   help="readings to replay (default 5000; with --data: every reading of the "
+                        "column)")
+    p.add_argument("--data", metavar="FILE",
+                   help="replay your own readings: a CSV file (a header line naming the "
+                        "columns, or none when the first line is numbers), one column of it "
+                        "(--column); the boards, collector, store and analysis are the same")
+    p.add_argument("--column", metavar="C",
+                   help="with --data: the column to replay, by header name (or 1, 2, ... in "
+                        "a file without a header); needed when the file has several")
+    p.add_argument("--range", type=float, nargs=2, metavar=("LO", "HI"),
+                   help="with --data: the range the sensor reads, fixed before collecting "
+                        "(readings outside are clamped); default the data's minimum and "
+                        "maximum, which is fine for a trial but not private")
+    p.add_argument("--unit", default="", metavar="TEXT",
+                   help="with --data: the readings' unit, for the output (e.g. degC)")
     p.add_argument("--devices", type=int, default=4, metavar="N",
                    help="virtual boards (default %(default)d)")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here (needs "
@@ -71,6 +85,18 @@ def run(args) -> int:
     if args.db and is_url(args.db) and not getattr(args, "mqtt", False):
         raise ZealError("--db %s: this demo writes a new SQLite file; a PostgreSQL store is "
                         "the fleet demo's (zeal demo --mqtt --db postgresql://...)" % args.db)
+    if args.data is None and args.count is None:
+        args.count = 5000  # the shipped data's readings (with --data: the whole column)
+    own = [o for o, v in (("--column", args.column), ("--range", args.range),
+                          ("--unit", args.unit)) if v]
+    if own and args.data is None:
+        raise ZealError("%s: only with --data FILE" % ", ".join(own))
+    other = [o for o, v in (("--attributes", getattr(args, "attributes", False)),
+                            ("--mqtt", getattr(args, "mqtt", False)),
+                            ("--shuffle", shuffle_cli.demo_wants_shuffle(args))) if v]
+    if args.data is not None and other:
+        raise ZealError("--data replays one column through the grid or table boards; it does "
+                        "not combine with %s yet" % ", ".join(other))
     if shuffle_cli.demo_wants_shuffle(args):
         from ..demo.shuffle import cmd_demo_shuffle
 
@@ -92,10 +118,15 @@ def run(args) -> int:
             print(json.dumps(doc, indent=1))
         return 0
     from ..demo import run_demo
+    from ..demo.data import from_file
 
-    doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits, count=args.count,
-                   devices=args.devices, plots=args.plots, progress=not args.json,
-                   mechanism=args.mechanism)
+    data = None
+    if args.data is not None:
+        data = from_file(args.data, args.column, args.count, args.range, args.unit)
+    doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits,
+                   count=args.count, devices=args.devices,
+                   plots=args.plots, progress=not args.json, mechanism=args.mechanism,
+                   data=data)
     if args.json:  # zeal analyze --json's document, plus the demo's own section
         print(json.dumps(doc, indent=1))
     return 0

@@ -13,12 +13,12 @@ import tempfile
 import threading
 import time
 
-from ..analysis import datasets
 from ..analysis.analyze import analyze
 from ..collect.virtual import VirtualDevice
 from ..errors import ZealError
 from .broker import ThrowAwayBroker
-from .common import aarhus_rows, board_slices, printer
+from .common import board_slices, printer
+from .data import aarhus_humidity
 from .serial import TIMEOUT, build_profile, explain, format_demo
 GROUP = "zeal-demo"
 
@@ -50,8 +50,8 @@ def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, p
     if count < devices or not 1 <= devices <= 16:
         raise ZealError("--devices must be 1 to 16 and --count at least that")
     say = printer(progress)
-    readings = [x for (x,) in aarhus_rows(("humidity",), count)]
-    lo, hi = datasets.HUMIDITY_RANGE
+    data = aarhus_humidity(count)
+    readings, lo, hi = data.readings, data.lo, data.hi
     prof = build_profile(lo, hi, epsilon, "grid", bits)
     slices, ids, keys = board_slices(readings, devices, b"mqtt-%03d", seed, b"zeal-demo-seed")
     vector = seed is not None
@@ -114,7 +114,7 @@ def run_mqtt_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, p
             broker.stop()
     if doc["overall"]["n"] != count:
         raise ZealError("stored %d of %d reports" % (doc["overall"]["n"], count))
-    explain(doc, prof, readings, dict(zip(ids, slices)))
+    explain(doc, prof, readings, dict(zip(ids, slices)), data=data)
     doc["database"] = db
     doc["fleet"] = {"broker": "mosquitto (throw-away, loopback)", "collectors": collectors,
                     "group": GROUP, "boards": len(slices),

@@ -24,9 +24,9 @@ import tempfile
 from collections import Counter
 from fractions import Fraction
 
-from ..analysis import datasets
 from ..analysis.analyze import analyze, device_name, format_table
-from .common import aarhus_rows, board_slices, check_arguments, printer
+from .common import board_slices, check_arguments, printer
+from .data import DemoData, aarhus_humidity
 from ..collect.store import Store
 from ..collect.virtual import VirtualDevice, collect_boards
 from ..mechanism.grid import choose
@@ -34,7 +34,6 @@ from ..mechanism import kinds
 from ..mechanism.grid.estimate import Estimator
 
 TIMEOUT = 120.0  # seconds; the run takes a few
-UNIT = "%RH"     # the Aarhus humidity readings: relative humidity in percent
 RAW_DOUBLE_BITS = 64
 PERIOD_S = 60    # the sampling period the privacy accounting is stated for (1 reading/min)
 DAY_S = 86400
@@ -74,23 +73,35 @@ def build_profile(lo, hi, epsilon, mechanism="grid", bits="auto", progress=None)
 
 
 def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=None,
-             progress=True, seed=None, mechanism="grid") -> dict:
+             progress=True, seed=None, mechanism="grid", data: DemoData = None) -> dict:
     """Run the demo; print its explained results on stdout (progress on stderr) unless
     progress=False, and return its document (module docstring).
 
+    data: the readings to replay (zeal.demo.data: a user's file); default the first `count`
+    Aarhus humidity readings.
     seed: tests only. The boards then run in vector mode with keys derived from the seed, so
     a run is reproducible; their frames are test-mode frames (the analysis counts them here
     only), never private data. None (the default): fresh keys on every board, as in the field.
     """
+    if data is None:
+        check_arguments(count, devices, db)
+        data = aarhus_humidity(count)
+    count = len(data.readings)
     check_arguments(count, devices, db)
-    readings = [x for (x,) in aarhus_rows(("humidity",), count)]
-    lo, hi = datasets.HUMIDITY_RANGE
+    readings, lo, hi, unit = data.readings, data.lo, data.hi, data.unit
     say = printer(progress)
+    if data.range_from_data:
+        say("zeal demo: range [%g, %g] %s taken from the data (its minimum and maximum): fine "
+            "for a trial, but it depends on the readings and is not private; in the field "
+            "fix the range before collecting (--range LO HI)" % (lo, hi, unit))
+    if data.outside:
+        say("zeal demo: %d of %d readings lie outside [%g, %g] %s: the mechanism clamps them "
+            "to the range" % (data.outside, count, lo, hi, unit))
     prof = build_profile(lo, hi, epsilon, mechanism, bits,
                          progress=lambda line: say("zeal demo: " + line))
     kind = kinds.of(prof)
     say("profile: %s%s" % ("" if mechanism == "grid" else mechanism + " ",
-                            kind.summary(prof, UNIT)))
+                            kind.summary(prof, unit)))
 
     # the seeded keys are run_mqtt_demo's too: the same boards over serial and over MQTT
     slices, ids, keys = board_slices(readings, devices, b"demo-%03d", seed, b"zeal-demo-seed")
@@ -114,12 +125,12 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
                     from ..analysis import plots as plot_mod
 
                     doc["plots"] = plot_mod.plot_store(
-                        store, plots, include_vector=vector, unit=UNIT,
+                        store, plots, include_vector=vector, unit=unit or None,
                         readings=dict(zip(ids, slices)))
         finally:
             for b in boards:
                 b.close()
-    explain(doc, prof, readings, dict(zip(ids, slices)), mechanism=mechanism)
+    explain(doc, prof, readings, dict(zip(ids, slices)), mechanism=mechanism, data=data)
     doc["database"] = db
     if progress:
         print(format_demo(doc))
@@ -130,7 +141,8 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     return doc
 
 
-def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid") -> dict:
+def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid",
+            data: DemoData = None) -> dict:
     """Add what only the demo knows to `zeal analyze`'s document `doc` (in place): each
     device's and the overall true mean, AVG*'s expectation, the wire cost split, the
     privacy accounting, the mechanism (and for a table profile its exact worst-case
@@ -156,9 +168,11 @@ def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid")
                "bias": float(expected - _exact_mean(readings)),
                "n_cells": prof.n_cells, "n_window": prof.n_window}
     doc["demo"] = {
-        "dataset": "Aarhus citylab humidity, first %d readings" % len(readings),
-        "unit": UNIT,
+        "dataset": data.label if data is not None else "%d readings" % len(readings),
+        "unit": data.unit if data is not None else "",
         "range": [prof.lo, prof.hi],
+        "range_from_data": bool(data is not None and data.range_from_data),
+        "readings_outside_range": data.outside if data is not None else 0,
         "mechanism": mechanism,
         "avg_star": avg,
         "wire": {"bits_per_report": link_bits, "report_bits": prof.bits,
@@ -169,7 +183,7 @@ def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid")
                  "raw_double_bits": RAW_DOUBLE_BITS},
         "privacy": privacy_accounting(prof.epsilon, ratio),
     }
-    facts = kind.facts(prof, UNIT)
+    facts = kind.facts(prof, doc["demo"]["unit"])
     if facts is not None:  # (a table profile's: "table")
         doc["demo"][kind.name] = facts
     return doc
