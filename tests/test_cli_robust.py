@@ -18,7 +18,8 @@ import tty
 import pytest
 
 from zeal.board import flash as D
-from zeal.cli import build_parser, main as zeal_main
+from zeal.cli import main as zeal_main
+from zeal.commands import build_parser
 from zeal.mechanism.grid import profile as P
 from zeal.mechanism import kinds
 from zeal.wire.transport import missing_port

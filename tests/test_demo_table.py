@@ -116,6 +116,6 @@ def test_layout_is_the_grid_demo_s_with_avg_star_not_applicable(run, prof):
 def test_demo_mechanism_mistakes_are_one_line_errors():
     with pytest.raises(ZealError, match="takes --bits 1 to 6"):
         demo.run_demo(mechanism="pm", bits=9, progress=False)
-    from zeal.cli import build_parser
+    from zeal.commands import build_parser
     args = build_parser().parse_args(["demo", "--mechanism", "optimal", "--bits", "3"])
     assert (args.mechanism, args.bits) == ("optimal", 3)

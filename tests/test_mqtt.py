@@ -50,7 +50,7 @@ def collect(broker, db, prof_file, *extra, user="collector", password=None, grou
 
 def stop(proc, timeout=20):
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # a service's stop (Ctrl-C ends with 130 instead)
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
 

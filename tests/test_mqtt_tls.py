@@ -76,7 +76,7 @@ def collect(broker, db, prof_file, ca_file, *extra):
 def finish(proc, timeout=20):
     import signal
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # a service's stop (Ctrl-C ends with 130 instead)
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
 

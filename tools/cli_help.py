@@ -45,9 +45,9 @@ def _describe(parser) -> dict:
 
 def contract() -> dict:
     """{"zeal": the top level, "zeal CMD": each command}: `_describe` of each parser."""
-    from zeal import cli
+    from zeal.commands import build_parser
 
-    parser = cli.build_parser()
+    parser = build_parser()
     out = {"zeal": _describe(parser)}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

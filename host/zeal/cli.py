@@ -1,20 +1,23 @@
 """`zeal` command line: the commands are the table of zeal.commands; user mistakes print
-`zeal: <message>` (one line, escaped), Ctrl-C `zeal: interrupted`."""
+`zeal: <message>` (one line, escaped), Ctrl-C `zeal: interrupted` (exit status 130) wherever
+it comes, the imports of the commands included: so this module imports nothing else at its
+top."""
 import sys
-
-from .commands import build_parser
-from .errors import ZealError
-from .text import shown
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except ZealError as exc:  # may quote a device's or a file's text: escaped
-        print("zeal: %s" % shown(str(exc)), file=sys.stderr)
-        return 1
+        from .errors import ZealError
+        from .text import shown
+
+        try:
+            from .commands import build_parser
+
+            args = build_parser().parse_args(argv)
+            return args.func(args)
+        except ZealError as exc:  # may quote a device's or a file's text: escaped
+            print("zeal: %s" % shown(str(exc)), file=sys.stderr)
+            return 1
     except KeyboardInterrupt:
         print("zeal: interrupted", file=sys.stderr)
         return 130

@@ -84,6 +84,7 @@ VECTOR frames (made with a given test key) are refused, and counted as rejects o
 unless asked.
 """
 import contextlib
+import signal
 import sys
 import threading
 import time
@@ -577,4 +578,6 @@ def run_command(args, make, extra=None) -> int:
     else:
         for line in summary_lines(pr):
             print(line)
+    if c.stopped_by == signal.SIGINT:  # Ctrl-C: the summary, then as every command ends on it
+        raise KeyboardInterrupt
     return exit_status(pr)

@@ -60,6 +60,7 @@ class Source:
     def __init__(self):
         self._stop = threading.Event()
         self.interrupted = False
+        self.stopped_by = None  # the signal that stopped the run (SIGINT: Ctrl-C), if any
 
     def stop(self) -> None:
         """Ask `run` to end: it commits and returns."""
@@ -69,6 +70,7 @@ class Source:
         if self.interrupted:  # a second Ctrl-C: the user insists
             raise KeyboardInterrupt
         self.interrupted = True
+        self.stopped_by = signum
         self._stop.set()
 
     def release(self, seconds: float) -> None:

@@ -466,6 +466,8 @@ def collect_boards(boards, store, profiles, *, expected, keep_vector=False, prog
         if show is not None:
             show.end()
     starter.join()
+    if col.stopped_by is not None:  # Ctrl-C (or SIGTERM): the boards are closed by the caller
+        raise KeyboardInterrupt
     if failed:
         raise ZealError(failed[0])
     for line in summary_lines(pr):

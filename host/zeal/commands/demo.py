@@ -56,7 +56,8 @@ def add(sub):
                         "(readings outside are clamped); default the data's minimum and "
                         "maximum, which is fine for a trial but not private")
     p.add_argument("--unit", default="", metavar="TEXT",
-                   help="with --data: the readings' unit, for the output (e.g. degC)")
+                   help="with --data: the readings' unit, for the output (e.g. degC; default "
+                        "none)")
     p.add_argument("--devices", type=int, default=4, metavar="N",
                    help="virtual boards (default %(default)d)")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here (needs "
