@@ -488,6 +488,10 @@ def cmd_analyze(args) -> int:
         doc = analyze_archive(args.archive, include_vector=args.include_vector)
         paths = []
     else:
+        if args.plots:
+            from .plots import require_matplotlib
+
+            require_matplotlib("zeal analyze --plots")  # before the analysis, not after it
         with open_store(args.db, read_only=True) as store:
             doc = analyze(store, include_vector=args.include_vector)
             paths = []

@@ -49,14 +49,21 @@ CONFIDENCE = 0.99
 _CHUNK = 2048  # distinct readings per block of the float mixture (bounds its memory)
 
 
-def new_figure(width=8.0, height=6.4, *, who="plots"):
-    """A matplotlib Figure on the Agg canvas (no display needed); `who` names what needs
-    matplotlib in the one-line error when it is missing."""
+def require_matplotlib(who="plots"):
+    """The one-line error when matplotlib is missing, named after `who` needs it: asked
+    before any work that ends in a figure (a long computation must not end in it)."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise ZealError("%s need matplotlib: pip install 'zeal-mcu[plots]'" % who) from None
+    return Figure, FigureCanvasAgg
+
+
+def new_figure(width=8.0, height=6.4, *, who="plots"):
+    """A matplotlib Figure on the Agg canvas (no display needed); `who` names what needs
+    matplotlib in the one-line error when it is missing."""
+    Figure, FigureCanvasAgg = require_matplotlib(who)
     fig = Figure(figsize=(width, height), dpi=110)
     FigureCanvasAgg(fig)
     return fig

@@ -98,6 +98,13 @@ def run(args) -> int:
     if args.data is not None and other:
         raise ZealError("--data replays one column through the grid or table boards; it does "
                         "not combine with %s yet" % ", ".join(other))
+    if args.plots and other:
+        raise ZealError("--plots draws the grid and table demo's figures; %s has none yet"
+                        % ", ".join(other))
+    if args.plots:
+        from ..analysis.plots import require_matplotlib
+
+        require_matplotlib("zeal demo --plots")  # before the run, not after it
     if shuffle_cli.demo_wants_shuffle(args):
         from ..demo.shuffle import cmd_demo_shuffle
 

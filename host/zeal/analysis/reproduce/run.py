@@ -27,6 +27,9 @@ class Progress:
 
 def reproduce(out_dir, quick=False, seed=SEED, stream=None, quiet=False) -> dict:
     """Compute every figure, write DIR/*.png and DIR/report.md; return the numbers."""
+    from ..plots import require_matplotlib
+
+    require_matplotlib("zeal reproduce and its figures")  # before minutes of work, not after
     log = Progress(stream, quiet)
     t0 = time.monotonic()
     try:
