@@ -385,16 +385,12 @@ def test_perturb_format_and_output_file(tmp_path, prof_file):
     done = zeal("perturb", "--profile", prof_file, "--seed", "7", "--output", "-",
                 stdin=readings)
     assert done.returncode == 0 and done.stdout == outs["bits"]
-    # the old --output FORMAT: the same reports, and one note on stderr
-    for form in ("bits", "low", "float"):
-        done = zeal("perturb", "--profile", prof_file, "--seed", "7", "--output", form,
-                    stdin=readings)
-        assert done.returncode == 0 and done.stdout == outs[form]
-        note = done.stderr.decode().strip().splitlines()
-        assert len(note) == 1 and "--format %s" % form in note[0] and "old" in note[0]
-        assert not (tmp_path / form).exists()
-    assert_one_line_error(zeal("perturb", "--profile", prof_file, "--format", "low",
-                               "--output", "float", stdin=readings), "disagree")
+    # --output names a file, whatever its name (the old `--output FORMAT` shim is gone)
+    path = tmp_path / "float"
+    done = zeal("perturb", "--profile", prof_file, "--seed", "7", "--format", "low",
+                "--output", path, stdin=readings)
+    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    assert path.read_bytes() == outs["low"]
 
 
 def test_profile_stdout_feeds_perturb(tmp_path):

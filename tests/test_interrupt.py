@@ -70,7 +70,7 @@ def _session_members(sid):
     return out
 
 
-@pytest.mark.parametrize("delay", [0.3, 2.5])
+@pytest.mark.parametrize("delay", [0.5, 2.5])
 @pytest.mark.parametrize("name", ["demo", "collect", "reproduce", "compare", "perturb",
                                   "designer"])
 def test_ctrl_c_is_one_line_and_exit_130_and_nothing_left(tmp_path, name, delay):

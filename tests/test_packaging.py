@@ -271,18 +271,20 @@ def test_unix_port_is_a_base_dependency_exactly_where_it_has_wheels(built):
 
 
 def test_base_dependencies_and_floors(built):
-    """The base is what `zeal demo`, collect, analyze and export to CSV need, nothing more
+    """The base is what `zeal demo`, collect, analyze and export to CSV need (and tqdm, the
+    progress bars of long commands), nothing more
     (plots, parquet and deploy are extras); each floor is the lowest version the suite was
     run against (numpy: unpackbits(bitorder=) and Generator need 1.17; 1.24 is tested)."""
     from packaging.requirements import Requirement
 
     meta = _metadata(built[0])
     base = {r.name: r for r in _base(Requirement(x) for x in meta.get_all("Requires-Dist"))}
-    assert sorted(base) == sorted(["cobs", "numpy", "pyserial", UNIX_PORT])
+    assert sorted(base) == sorted(["cobs", "numpy", "pyserial", "tqdm", UNIX_PORT])
     assert base["numpy"].specifier.contains("1.24.0")
     assert not base["numpy"].specifier.contains("1.23.5")
     assert base["pyserial"].specifier.contains("3.5")
     assert base["cobs"].specifier.contains("1.2.0")
+    assert base["tqdm"].specifier.contains("4.66.0")
 
 
 def test_mpremote_floor_is_1_25(built):

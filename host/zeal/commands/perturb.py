@@ -1,7 +1,7 @@
 """`zeal perturb`: privatise readings, one report (or several) a line."""
 import sys
 
-from .common import InputError, ZealError, lines, open_io
+from .common import InputError, ZealError, lines, open_io, progress_bar
 
 FORMATS = ("bits", "low", "float")
 
@@ -21,25 +21,13 @@ def add(sub):
                         "float: the double (default: bits)")
     p.add_argument("--seed", metavar="HEX", help="generator key, up to 64 hex digits "
                    "(reproducible runs only; default: the OS's secure source)")
+    p.add_argument("--column", metavar="C",
+                   help="the input is a CSV file with a header line: privatise this column "
+                        "(default: one reading a line; a first line that is not a number is "
+                        "taken as a header)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="skip (and count) NaN, infinite or malformed lines instead of stopping")
     p.set_defaults(func=run)
-
-
-def _perturb_format(args):
-    """--format, and the old `--output bits|low|float` (one release): a value that is a format
-    name is taken as the format, with a note on stderr; any other value is the output file."""
-    if args.output in FORMATS:
-        if args.format not in (None, args.output):
-            raise ZealError("--format %s and --output %s disagree (--output now names a file; "
-                            "write to a file of that name with -o ./%s)"
-                            % (args.format, args.output, args.output))
-        print("zeal: note: `--output %s` is the old spelling of `--format %s` (accepted in this "
-              "release only; -o/--output now names the output file, e.g. -o ./%s)"
-              % ((args.output,) * 3), file=sys.stderr)
-        args.format, args.output = args.output, None
-    if args.format is None:
-        args.format = "bits"
 
 
 def run(args) -> int:
@@ -48,10 +36,6 @@ def run(args) -> int:
 
     prof = kinds.load(args.profile)
     kind = kinds.of(prof)
-    if kind.formats == FORMATS:
-        _perturb_format(args)
-    elif args.output in FORMATS and args.format is None:  # the old --output spelling
-        args.format, args.output = args.output, None
     if args.format is None:
         args.format = kind.formats[0]
     if args.format not in kind.formats:
@@ -66,18 +50,60 @@ def run(args) -> int:
         words = system_words()
     mech = kind.perturber(prof, words, args.format)
     skipped = 0
-    with open_io(args.output, "w") as out:
-        for lineno, line in lines(args.input):
+    header = None
+    with open_io(args.output, "w") as out, progress_bar(_size(args.input), "B",
+                                                        "perturb") as bar:
+        for lineno, line in _readings(args):
+            bar.update(len(line))
             try:
                 got = mech.lines(line)
             except InputError as exc:
+                if lineno == 1 and args.column is None and _not_a_float(line):
+                    # a header line (a CSV's); NaN, inf, a bad number are readings refused
+                    header = line.strip()
+                    continue
                 if not args.skip_invalid:
                     raise InputError("line %d: %s" % (lineno, exc)) from None
                 skipped += 1
                 continue
             out.write("".join(t + "\n" for t in got))
+    if header is not None:
+        print("zeal: line 1 is not a reading; taken as a header (%s)" % header[:60],
+              file=sys.stderr)
     for note in mech.notes():
         print("zeal: %s" % note, file=sys.stderr)
     if skipped:
         print("zeal: skipped %d invalid line(s)" % skipped, file=sys.stderr)
     return 0
+
+
+def _readings(args):
+    """(line number, text) of each reading: the lines of the input, or with --column the
+    cells of that column of a CSV file (exact text: never through a float)."""
+    if args.column is None:
+        return lines(args.input)
+    if args.input in (None, "-"):
+        raise ZealError("--column reads a CSV file: give it with --input FILE")
+    from ..analysis.datasets import load_csv_column
+
+    return ((n, text) for n, text in enumerate(load_csv_column(args.input, args.column), 2))
+
+
+def _not_a_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return True
+    return False
+
+
+def _size(path):
+    """The input's size in bytes (the progress bar's total), None for stdin."""
+    import os
+
+    if path in (None, "-"):
+        return None
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
