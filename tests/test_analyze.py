@@ -187,7 +187,8 @@ def test_analyze_one_profile_equals_the_estimator(store):
     assert len(doc["profiles"]) == 1 and doc["profiles"][0]["devices"] == 2
     json.dumps(doc, allow_nan=False)                  # the --json contract: plain JSON
     table = A.format_table(doc)
-    assert table.count("\n") == 2 + 3 + 1 and DEV_C.hex() in table
+    # header, rule, 3 devices, overall, the columns' legend, the wire line
+    assert table.count("\n") == 2 + 3 + 2 and DEV_C.hex() in table
 
 
 def test_analyze_names_devices_by_their_text_ids(store):
@@ -457,7 +458,9 @@ def test_analyze_a_store_with_table_frames(store, tmp_path):
     assert o["avg_star"] is None and sorted(o["kind"]) == ["grid", "table"]
     json.dumps(doc, allow_nan=False)
     table = A.format_table(doc)
-    assert "table profile (zeal-table/1)" in table and "AVG*" in table and "n/a" in table
+    assert "table profile (zeal-table/1)" in table and "AVG*" not in table
+    table = A.format_table(doc, paper=True)  # the paper's AVG*: not for a table profile
+    assert "AVG*" in table and "n/a" in table
     # export: every report's estimate is its cell's exact value, rounded once
     out = tmp_path / "x.csv"
     assert E.export(store, str(out), "csv") == jt.size + jg.size

@@ -31,7 +31,8 @@ def run(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("demo") / "demo.db")
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        doc = demo.run_demo(db=db, count=COUNT, devices=DEVICES, epsilon=EPSILON, seed=SEED)
+        doc = demo.run_demo(db=db, count=COUNT, devices=DEVICES, epsilon=EPSILON, seed=SEED,
+                            paper=True)  # the text with the paper's AVG* line too
     return db, doc, out.getvalue(), err.getvalue()
 
 
@@ -97,7 +98,7 @@ def test_avg_star_is_labelled_and_its_bias_is_the_exact_one(run):
     assert a["bias"] == float(expected - true) and abs(a["bias"]) > 1
     assert a["value"] == doc["overall"]["avg_star"]
     line = next(x for x in out.splitlines() if x.startswith("AVG*"))
-    assert "the paper's estimator" in line and "%d-cell grid" % prof.n_cells in line
+    assert "the Zeal paper's estimator" in line and "%d-cell grid" % prof.n_cells in line
 
 
 def test_wire_line_is_measured_from_the_stream(run):
@@ -125,6 +126,21 @@ def test_privacy_lines_say_what_eps_protects_and_how_it_adds_up(run):
     assert "eps = %g for one board's day" % (24 * 60 * EPSILON) in text
     prof_ratio = float(ExactGrid(choose.build(23.5, 83.9, EPSILON, bits="auto")).privacy_ratio)
     assert p["ratio_bound"] == prof_ratio <= np.exp(EPSILON)
+
+
+def test_the_paper_s_estimator_is_shown_only_when_asked(tmp_path, capsys):
+    """Plain words by default (issue 22): the text speaks of the estimate; AVG*, Abar and
+    E[j | x] only with --paper, each said what it is."""
+    from zeal import cli
+
+    assert cli.main(["demo", "--count", "200", "--devices", "1"]) == 0
+    plain = capsys.readouterr().out
+    assert "AVG*" not in plain and "Abar" not in plain and "E[j" not in plain
+    assert "private estimate of the mean" in plain and "estimate" in plain.splitlines()[0]
+    assert cli.main(["demo", "--count", "200", "--devices", "1", "--paper"]) == 0
+    paper = capsys.readouterr().out
+    line = next(x for x in paper.splitlines() if x.startswith("AVG*"))
+    assert "the Zeal paper's estimator: the mean of the perturbed doubles" in line
 
 
 def test_analyze_table_names_devices(run):

@@ -32,7 +32,7 @@ def run(tmp_path_factory):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         doc = demo.run_demo(db=db, count=COUNT, devices=DEVICES, epsilon=EPSILON, seed=SEED,
-                            mechanism="optimal", bits=BITS)
+                            mechanism="optimal", bits=BITS, paper=True)
     return db, doc, out.getvalue(), err.getvalue()
 
 

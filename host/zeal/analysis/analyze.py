@@ -372,14 +372,14 @@ def _num(value, spec="%.6f") -> str:
     return spec % value if isinstance(value, float) else str(value)
 
 
-def format_table(doc: dict, footer: bool = True) -> str:
+def format_table(doc: dict, footer: bool = True, paper: bool = False) -> str:
     """One line per device (named by its text id when printable, else hex), then the overall
     line, then what the user must not miss: devices that reported errors, and data from DEBUG
     builds (NOT private). A "true mean" column appears when the entries carry one (the demo).
-    footer: the AVG* and wire-cost line (the demo explains both itself). A store of several
-    kinds: each kind's table in turn."""
+    footer: the wire-cost line (the demo explains it itself); paper: also the Zeal paper's
+    AVG* and TR. A store of several kinds: each kind's table in turn."""
     if "sections" in doc:
-        return "\n\n".join(format_table(d, footer) for d in doc["sections"])
+        return "\n\n".join(format_table(d, footer, paper) for d in doc["sections"])
     if "shuffle" in doc:  # shuffle mode's document (analysis.shuffle_report)
         from .shuffle_report import format_text
 
@@ -390,10 +390,13 @@ def format_table(doc: dict, footer: bool = True) -> str:
         return multi_text(doc)
     truth = "true_mean" in doc["overall"]
     head = ("%-16s %9s %12s %25s%s %6s %9s %8s %6s %7s %7s"
-            % ("device", "n", "mean", "99% interval (Bernstein)",
-               " %12s" % "true mean" if truth else "", "bits", "wire b/r",
-               "rejected", "gaps", "reboots", "dropped"))
+            % ("device", "reports", "estimate", "99% interval",
+               " %12s" % "true mean" if truth else "", "bits", "wire bits",
+               "rejected", "lost", "reboots", "dropped"))
     lines = [head, "-" * len(head)]
+    legend = ("(estimate: the mean of the readings, computed from the private reports; bits: "
+              "each report's; wire bits: per report on the line, framing included; rejected, "
+              "lost: frames; dropped: by the board)")
 
     def line(name, d):
         ci = "-" if d["ci99"] is None else "[%.4f, %.4f]" % tuple(d["ci99"])
@@ -409,19 +412,23 @@ def format_table(doc: dict, footer: bool = True) -> str:
     for d in doc["devices"]:
         lines.append(line(d.get("name", d["device"]), d))
     lines.append(line("overall", doc["overall"]))
+    lines.append(legend)
     o = doc["overall"]
     kinds = o.get("kind")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     tables = "table" in kinds
     if footer:
+        lines.append("bits on the wire per report: %s counting every byte read, %s in DATA "
+                     "frames alone (a raw double: 64)"
+                     % (_num(o["wire_bits_per_report"], "%.2f"),
+                        _num(o["data_bits_per_report"], "%.2f")))
+    if footer and paper:
         avg = ("n/a (a window-grid notion; table profiles report the calibrated mean only)"
                if tables else _num(o["avg_star"]))
-        lines.append("AVG* (the paper's estimator, exact; biased on coarse grids) %s; "
-                     "wire bits per report: %s all bytes read, %s DATA frames (a raw double: "
-                     "64); TR (paper) %s"
-                     % (avg, _num(o["wire_bits_per_report"], "%.2f"),
-                        _num(o["data_bits_per_report"], "%.2f"),
-                        _num(o["transmission_ratio"], "%.4f")))
+        lines.append("paper: AVG* (the Zeal paper's estimator: the mean of the perturbed "
+                     "doubles minus the public bias; exact here, biased on coarse grids) %s; "
+                     "TR (its transmission ratio: report bits over 64) %s"
+                     % (avg, _num(o["transmission_ratio"], "%.4f")))
     if tables:
         for p in doc.get("profiles", []):
             lines.append("profile %s: %s, %s bits per report, %d reports"
@@ -505,7 +512,7 @@ def cmd_analyze(args) -> int:
             doc["plots"] = paths
         print(json.dumps(doc, indent=1))
     else:
-        print(format_table(doc))
+        print(format_table(doc, paper=getattr(args, "paper", False)))
         for p in paths:
             print("plot written to %s" % p)
     return 0

@@ -11,6 +11,10 @@ def add(sub):
                    "file or a postgresql:// URL (opened read-only)")
     p.add_argument("--archive", metavar="ARCHIVE", help="an archive made by `zeal compress`, "
                    "instead of --db: the same figures as on its database")
+    p.add_argument("--paper", action="store_true",
+                   help="also print the Zeal paper's AVG* (the mean of the perturbed doubles "
+                        "minus the public bias) and transmission ratio (default: off; the "
+                        "JSON always has them)")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here "
                    "(needs matplotlib: pip install 'zeal-mcu[plots]')")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")

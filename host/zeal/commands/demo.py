@@ -58,6 +58,10 @@ def add(sub):
     p.add_argument("--unit", default="", metavar="TEXT",
                    help="with --data: the readings' unit, for the output (e.g. degC; default "
                         "none)")
+    p.add_argument("--paper", action="store_true",
+                   help="also print the Zeal paper's own estimator (AVG*: the mean of the "
+                        "perturbed doubles minus the public bias) beside the estimate, with its "
+                        "exact bias on this grid (default: off; the JSON always has it)")
     p.add_argument("--devices", type=int, default=4, metavar="N",
                    help="virtual boards (default %(default)d)")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here (needs "
@@ -134,7 +138,7 @@ def run(args) -> int:
     doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits,
                    count=args.count, devices=args.devices,
                    plots=args.plots, progress=not args.json, mechanism=args.mechanism,
-                   data=data)
+                   data=data, paper=args.paper)
     if args.json:  # zeal analyze --json's document, plus the demo's own section
         print(json.dumps(doc, indent=1))
     return 0

@@ -73,12 +73,13 @@ def build_profile(lo, hi, epsilon, mechanism="grid", bits="auto", progress=None)
 
 
 def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=None,
-             progress=True, seed=None, mechanism="grid", data: DemoData = None) -> dict:
+             progress=True, seed=None, mechanism="grid", data: DemoData = None,
+             paper: bool = False) -> dict:
     """Run the demo; print its explained results on stdout (progress on stderr) unless
     progress=False, and return its document (module docstring).
 
     data: the readings to replay (zeal.demo.data: a user's file); default the first `count`
-    Aarhus humidity readings.
+    Aarhus humidity readings. paper: the text also gives the paper's estimator (AVG*).
     seed: tests only. The boards then run in vector mode with keys derived from the seed, so
     a run is reproducible; their frames are test-mode frames (the analysis counts them here
     only), never private data. None (the default): fresh keys on every board, as in the field.
@@ -133,7 +134,7 @@ def run_demo(*, db=None, epsilon=1.0, bits="auto", count=5000, devices=4, plots=
     explain(doc, prof, readings, dict(zip(ids, slices)), mechanism=mechanism, data=data)
     doc["database"] = db
     if progress:
-        print(format_demo(doc))
+        print(format_demo(doc, paper=paper))
         for p in doc.get("plots", []):
             print("plot written to %s" % p)
         if db is not None:
@@ -189,27 +190,31 @@ def explain(doc: dict, prof, readings, by_device: dict, mechanism: str = "grid",
     return doc
 
 
-def format_demo(doc: dict) -> str:
-    """The analysis table with each device's true mean, then what the figures mean."""
+def format_demo(doc: dict, paper: bool = False) -> str:
+    """The analysis table with each device's true mean, then what the figures mean in plain
+    words; `paper`: also the paper's own estimator (AVG*) and what it is."""
     o, d = doc["overall"], doc["demo"]
     a, w, p = d["avg_star"], d["wire"], d["privacy"]
     unit = d["unit"]
     lines = [format_table(doc, footer=False), ""]
     lines.append("true mean of the %d readings  %.6f %s   (each device: its own slice of the "
                  "data, column 'true mean')" % (o["readings"], o["true_mean"], unit))
-    lines.append("private estimate (calibrated)  %.6f %s   99%% interval [%.4f, %.4f] "
-                 "(Bernstein)" % ((o["mean_calibrated"], unit) + tuple(o["ci99"])))
+    lines.append("private estimate of the mean  %.6f %s   99%% interval [%.4f, %.4f] %s "
+                 "(computed from the private reports alone)"
+                 % ((o["mean_calibrated"], unit) + tuple(o["ci99"]) + (unit,)))
     t = d.get("table")
     if t is not None:
         lines.append("mechanism: %s table profile, %d cells, %d anchor rows; exact worst-case "
                      "variance of one report's estimate %.4f %s over [%g, %g] %s"
                      % (d["mechanism"], t["cells"], t["anchor_rows"], t["worst_variance"],
                         t["variance_unit"], d["range"][0], d["range"][1], unit))
-        lines.append("AVG* (the paper's estimator): not applicable to a table profile (it "
-                     "inverts the window grid's continuous mechanism); the calibrated mean "
-                     "above is exactly unbiased: lo + (hi - lo) sum a_j / (n Q)")
-    else:
-        lines.append("AVG* (the paper's estimator, mean(x*) - Abar)  %.4f %s: expected %.4f "
+        if paper:
+            lines.append("AVG* (the paper's estimator): not applicable to a table profile (it "
+                         "inverts the window grid's continuous mechanism); the estimate above "
+                         "is exactly unbiased: lo + (hi - lo) sum a_j / (n Q)")
+    elif paper:
+        lines.append("AVG* (the Zeal paper's estimator: the mean of the perturbed doubles x* "
+                     "minus the public bias Abar)  %.4f %s: expected %.4f "
                      "for these readings, bias %+.4f: it inverts the continuous mechanism's "
                      "mean, which a %d-cell grid with %d-cell windows only approximates (the "
                      "coarser the grid, the larger the bias); the calibrated mean inverts the "
@@ -219,7 +224,8 @@ def format_demo(doc: dict) -> str:
     if w["bits_per_report"] is not None:
         lines.append("wire: %.2f bits per report measured in the frames received (%d bytes for %d "
                      "reports) vs %d for a raw double: %d report bits + %.2f DATA framing "
-                     "(header, CRC, COBS) + %.2f HELLO/STATUS frames"
+                     "(header, CRC, COBS) + %.2f HELLO/STATUS frames (session and health "
+                     "messages)"
                      % (w["bits_per_report"], w["bytes_read"], o["n"], w["raw_double_bits"],
                         w["report_bits"], w["data_frame_bits_per_report"] - w["report_bits"],
                         w["hello_status_bits_per_report"]))
