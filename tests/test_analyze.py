@@ -513,3 +513,52 @@ def test_compress_keeps_table_profiles_beside_grids(store, tmp_path, capsys):
         {p["fingerprint"]: p["mean_calibrated"] for p in want["profiles"]}
     assert tprof.fingerprint in {p["fingerprint"] for p in got["profiles"]}
     assert got["overall"]["mean_calibrated"] == want["overall"]["mean_calibrated"]
+
+# ---- issue 22's small things -----------------------------------------------------------------
+from zeal.cli import main as cli_main  # noqa: E402 (the whole command line, errors included)
+
+def test_events_take_a_device_s_name_and_refuse_an_unknown_kind(store, capsys):
+    """`zeal events` names devices as analyze does, takes that name (or hex) for --device,
+    and an unknown --kind is a one-line error, not an empty list with status 0."""
+    named = b"attic-1".ljust(8, b"\0")
+    store.write(events=[EventRecord("gap", "3 frames", 3, device_id=named, time=10.0),
+                        EventRecord("status", "OK", 1, device_id=DEV_A, time=11.0)])
+    db = store.path
+    assert cli_main(["events", "--db", db, "--device", "attic-1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["kind"], r["name"], r["device"]) for r in rows] == [("gap", "attic-1",
+                                                                   named.hex())]
+    assert cli_main(["events", "--db", db, "--device", DEV_A.hex(), "--json"]) == 0
+    assert [r["kind"] for r in json.loads(capsys.readouterr().out)] == ["status"]
+    assert cli_main(["events", "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert "attic-1" in text.splitlines()[0]
+    assert cli_main(["events", "--db", db, "--kind", "bogus"]) == 1
+    err = capsys.readouterr().err
+    assert "--kind bogus: no such event kind" in err and "status" in err
+    assert cli_main(["events", "--db", db, "--kind", "reboot"]) == 0   # known, none stored
+    assert capsys.readouterr().out.strip() == "no events matching"
+
+
+def test_compress_says_which_codecs_are_not_installed(tmp_path, monkeypatch, capsys):
+    from zeal.analysis import compress
+
+    entries = compress._entries
+
+    def with_a_missing_one():
+        def absent():
+            raise ImportError("not here")
+        return entries() + [("imaginary", "imaginary-codec", absent)]
+    monkeypatch.setattr(compress, "_entries", with_a_missing_one)
+    assert compress.missing() == {"imaginary": "imaginary-codec"}
+    prof = P.from_bits(*HUMIDITY, 1.0, 4)
+    (tmp_path / "p.json").write_text(prof.to_json())
+    (tmp_path / "r.txt").write_text("".join("%d\n" % (i % 5) for i in range(200)))
+    argv = ["compress", "--reports", str(tmp_path / "r.txt"), "--profile",
+            str(tmp_path / "p.json"), "--out", str(tmp_path / "a.zip")]
+    assert cli_main(argv) == 0
+    out = capsys.readouterr().out
+    assert "not installed, so not measured: imaginary (imaginary-codec)" in out
+    assert cli_main(argv[:-2] + ["--out", str(tmp_path / "b.zip"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["codecs_not_installed"] == {
+        "imaginary": "imaginary-codec"}

@@ -318,21 +318,40 @@ def analyze_data(data, where: str, include_vector: bool = False) -> dict:
 
 
 # ---- events --------------------------------------------------------------------------------------
+# what the collector and the store record (zeal.collect.store's docstring lists their keys)
+EVENT_KINDS = ("session", "reboot", "gap", "restart", "reject", "status", "connect",
+               "disconnect", "reader_error", "duplicate_id", "hello_request", "conflict",
+               "unresolved_dropped", "events_dropped", "devices_dropped")
+
+
+def device_id_arg(text: str) -> bytes:
+    """--device: a device id in hex (1 to 8 bytes), or its name as the tables show it (up to
+    8 printable characters, e.g. demo-000); 8 bytes, zero-padded as in HELLO."""
+    try:
+        dev = bytes.fromhex(text)
+    except ValueError:
+        dev = None
+    if dev is not None and 1 <= len(dev) <= 8:
+        return dev.ljust(8, b"\0")
+    raw = text.encode("ascii", "replace")
+    if 0 < len(raw) <= 8 and all(0x20 < c < 0x7f for c in raw):
+        return raw.ljust(8, b"\0")
+    raise ZealError("--device takes a device id in hex (up to 16 digits) or its name (up to "
+                    "8 characters, as the tables show it), got %r" % text)
+
+
 def events(store: Store, *, device: Optional[str] = None, kind: Optional[str] = None) -> list:
-    """Stored events (Store.events dicts) in time order, only `device`'s (hex) and/or only of
-    `kind` if given."""
-    dev = None
-    if device is not None:
-        try:
-            dev = bytes.fromhex(device)
-        except ValueError:
-            raise ZealError("--device takes the device id in hex, got %r" % device) from None
-        if not 1 <= len(dev) <= 8:
-            raise ZealError("--device takes 1 to 8 bytes in hex, got %r" % device)
-        dev = dev.ljust(8, b"\0")  # as in HELLO
+    """Stored events (Store.events dicts, each with its device's "name" added) in time order,
+    only `device`'s (hex or name) and/or only of `kind` if given."""
+    dev = None if device is None else device_id_arg(device)
     rows = store.events(device_id=dev)
     if kind is not None:
+        if kind not in EVENT_KINDS and kind not in {e["kind"] for e in rows}:
+            raise ZealError("--kind %s: no such event kind (the kinds: %s)"
+                            % (kind, ", ".join(EVENT_KINDS)))
         rows = [e for e in rows if e["kind"] == kind]
+    for e in rows:
+        e["name"] = None if e["device"] is None else device_name(bytes.fromhex(e["device"]))
     return rows
 
 
@@ -340,7 +359,7 @@ def format_events(rows: list) -> str:
     lines = []
     for e in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["time"]))
-        who = e["device"] or "-"
+        who = e.get("name") or e["device"] or "-"
         count = " x%d" % e["count"] if e["count"] != 1 else ""
         # every text here is the database's (a file may come from anyone): escaped
         lines.append("%s  %-16s  %-14s %s%s%s" % (when, shown(who), shown(e["kind"]),

@@ -12,7 +12,8 @@ def add(sub):
                    "(an SQLite file or a postgresql:// URL)")
     p.add_argument("--json", action="store_true", help="print a JSON list (time, device, "
                    "port, kind, detail, count)")
-    p.add_argument("--device", metavar="HEX", help="only this device's events")
+    p.add_argument("--device", metavar="ID", help="only this device's events: its id in hex "
+                   "or its name as the tables show it (e.g. demo-000)")
     p.add_argument("--kind", metavar="K", help="only events of this kind (status, gap, "
                    "reject, reboot, session, connect, disconnect, reader_error, "
                    "duplicate_id, conflict, ...)")

@@ -40,6 +40,17 @@ def codecs():
     return out
 
 
+def missing():
+    """{codec name: pip package} of the codecs whose library is not installed."""
+    out = {}
+    for name, package, factory in _entries():
+        try:
+            factory()
+        except ImportError:
+            out[name] = package
+    return out
+
+
 def get(name):
     """The codec called `name`; ZealError naming the pip package when its library is missing."""
     entries = {n: (p, f) for n, p, f in _entries()}

@@ -294,7 +294,7 @@ def _one_reading_profile(prof) -> None:
 
 
 def cmd_compress(args) -> int:
-    from . import codecs, get
+    from . import codecs, get, missing
 
     if (args.db is None) == (args.reports is None):
         raise ZealError("give --db FILE or --reports FILE (with --profile)")
@@ -351,10 +351,15 @@ def cmd_compress(args) -> int:
                       "version": manifest["version"],
                       "stream_codecs": [s["codec"] for s in manifest["streams"]],
                       "absent": manifest["absent"]}
+    absent = missing()
+    doc["codecs_not_installed"] = absent
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
         print(format_size_table(doc))
+        if absent:  # their rows are not in the table: said, with what installs them
+            print("not installed, so not measured: %s (pip install 'zeal-mcu[compress]')"
+                  % ", ".join("%s (%s)" % kv for kv in sorted(absent.items())))
     return 0
 
 
