@@ -418,12 +418,13 @@ def format_demo(doc) -> str:
              % (r["messages"], d["batch"], d["messages_per_reading"],
                 "" if d["messages_per_reading"] == 1 else "s", d["bits_per_message"],
                 d["gamma"])]
-    lines.append("%-12s %-8s %14s %14s %12s %12s %7s" % ("coordinate", "unit", "estimate",
-                                                         "true mean", "est. [0,1]",
+    width = max([4] + [len(c["unit"].strip("()")) for c in doc["coordinates"]])
+    lines.append("%-12s %-*s %14s %14s %12s %12s %7s" % ("coordinate", width, "unit",
+                                                         "estimate", "true mean", "est. [0,1]",
                                                          "true [0,1]", "pairs"))
-    for c in doc["coordinates"]:
-        lines.append("%-12s %-8s %14s %14.4f %12s %12.6f %7d"
-                     % (c["name"], c["unit"].strip("()")[:8], _g(c["estimate"], "%.4f"),
+    for c in doc["coordinates"]:  # the unit whole (it was cut: "0-100 sc")
+        lines.append("%-12s %-*s %14s %14.4f %12s %12.6f %7d"
+                     % (c["name"], width, c["unit"].strip("()"), _g(c["estimate"], "%.4f"),
                         c["true_mean"], _g(c["estimate01"], "%.6f"), c["true_mean01"],
                         c["pairs"]))
     lines.append("normalised MSE              %s (squared error of the mean vector in [0, 1]^3, "
