@@ -386,7 +386,9 @@ def test_table_profile_round_trip_through_the_cli(tmp_path):
     true = Fraction(sum(readings), len(readings))
     assert doc["ci99"][0] < true < doc["ci99"][1]
     text_out = zeal("aggregate", "--profile", str(path), stdin=done.stdout).stdout
-    assert "AVG*              n/a" in text_out
+    assert "estimate of the mean" in text_out and "AVG*" not in text_out  # plain by default
+    text_out = zeal("aggregate", "--profile", str(path), "--paper", stdin=done.stdout).stdout
+    assert "paper: AVG* n/a" in text_out
 
 
 def test_profile_text_labels_variances_with_units():

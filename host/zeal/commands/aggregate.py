@@ -14,6 +14,9 @@ def add(sub):
     p.add_argument("--input", metavar="FILE",
                    help="reports file, one a line ('-' or default: stdin)")
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    p.add_argument("--paper", action="store_true",
+                   help="also print the Zeal paper's estimator (AVG*), exact and summed in "
+                        "float64 as the paper does (default: off; the JSON always has it)")
     p.set_defaults(func=run)
 
 
@@ -29,6 +32,6 @@ def run(args) -> int:
         raise
     if args.json:  # an interval past float64 is null (JSON has no inf)
         print(json.dumps(doc, indent=1, allow_nan=False))
-    else:
-        print("\n".join(text))
+    else:  # the paper's quantities ("paper: ..." lines) only when asked
+        print("\n".join(t for t in text if args.paper or not t.startswith("paper: ")))
     return 0

@@ -207,16 +207,20 @@ def scalar_aggregate(kind, profile, offsets, table: bool):
                           "1e150 wide work)" % (profile.lo, profile.hi)) from None
     doc = {k: ([finite(x) for x in v] if isinstance(v, (list, tuple)) else finite(v))
            for k, v in summary.as_dict().items()}
-    text = ["n                 %d" % summary.n,
-            "mean (calibrated) %s" % num(summary.mean_calibrated),
-            "99%% interval      [%s, %s]  (Bernstein; normal approx. [%s, %s])"
+    text = ["reports           %d" % summary.n,
+            "estimate of the mean  %s  (from the reports alone; exactly unbiased)"
+            % num(summary.mean_calibrated),
+            "99%% interval      [%s, %s]  (Bernstein; normal approximation [%s, %s])"
             % tuple(num(v) for v in summary.ci99 + summary.ci99_clt)]
+    # the paper's own estimator: lines `zeal aggregate` shows only with --paper
     if table:
-        text.append("AVG*              n/a (the paper's estimator is a window-grid notion; "
+        text.append("paper: AVG* n/a (the Zeal paper's estimator is a window-grid notion; "
                     "table profile)")
     else:
-        text.append("AVG* (exact)      %s" % num(summary.avg_star))
-        text.append("AVG* (float64)    %s  (naive sum near Abar, for comparison only)"
+        text.append("paper: AVG* (the Zeal paper's estimator: the mean of the perturbed "
+                    "doubles minus the public bias Abar), exact  %s" % num(summary.avg_star))
+        text.append("paper: AVG* summed in float64 as the paper does  %s  (the doubles are "
+                    "near Abar: the sum loses their low bits; for comparison only)"
                     % num(summary.avg_star_naive))
     return doc, text
 
