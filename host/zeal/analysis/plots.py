@@ -215,9 +215,9 @@ def _unit(unit: Optional[str]) -> str:
     return "(%s)" % unit if unit else "(the profile's scale; unit not recorded)"
 
 
-def _legend(fig, ax) -> None:
-    """The legend under the axes, so it hides no data."""
-    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1,
+def _legend(fig, ax, below=-0.13) -> None:
+    """The legend under the axes (`below`: its top, in axes heights), so it hides no data."""
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, below), ncol=1,
               framealpha=0.9)
     fig.tight_layout()
 
@@ -328,7 +328,8 @@ def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str 
                   % j.size)
         top = max(top, float((exp_ + band).max()))
         true_mean = float(sum(Fraction(x) for x in readings) / len(readings))
-        ax.axvline(true_mean, color="#d62728", linewidth=1.0, linestyle="--",
+        # wide and pale under the estimate's thin line: both stay visible where they meet
+        ax.axvline(true_mean, color="#d62728", linewidth=4.0, alpha=0.35, zorder=5,
                    label="true mean of the readings %.4f %s" % (true_mean, unit or ""))
         what = "Reports vs. their exact expected histogram for the true readings"
     else:
@@ -354,13 +355,14 @@ def histogram(profile: Profile, offsets, path: str, *, readings=None, unit: str 
     ax.axhline(p_hi, color="#2ca02c", linewidth=0.8, linestyle="--")
     ax.axvspan(profile.lo, profile.hi, color="0.5", alpha=0.10,
                label="reading range [%g, %g] %s" % (profile.lo, profile.hi, unit or ""))
-    ax.axvline(summary.mean_calibrated, color="k", linewidth=1.0, linestyle=":",
-               label="calibrated mean of the reports %.4f %s"
+    ax.axvline(summary.mean_calibrated, color="k", linewidth=1.2, linestyle="--", zorder=6,
+               label="estimate: the mean of the reports %.4f %s"
                % (summary.mean_calibrated, unit or ""))
     cells = "one bar per cell" if widths.max() == 1 else "bins of ~%d cells" % int(widths.mean())
-    ax.set_xlabel("report, as its cell's calibrated estimate x_hat(j) %s; %s"
-                  % (_unit(unit), cells))
-    return _finish_cells(fig, ax, top, profile, what, title_extra, path)
+    ax.set_xlabel("each report's own estimate %s, %s\none alone is very noisy (most lie "
+                  "outside the shaded range); their mean is the estimate" % (_unit(unit), cells),
+                  fontsize=8.5)
+    return _finish_cells(fig, ax, top, profile, what, title_extra, path, below=-0.19)
 
 
 def running_mean(profile: Profile, offsets, path: str, *, readings=None, unit: str = None,
@@ -496,13 +498,13 @@ def plot_store(store, outdir, *, include_vector: bool = False,
     return paths
 
 
-def _finish_cells(fig, ax, top, profile, what, title_extra, path):
+def _finish_cells(fig, ax, top, profile, what, title_extra, path, below=-0.13):
     """The common end of both per-cell histograms (grid and table): y axis, title, legend,
     the file."""
     ax.set_ylabel("probability per cell (fraction of reports)")
     ax.set_ylim(0, top * 1.15)
     ax.set_title(_title(profile, what, title_extra), fontsize=9.5)
-    _legend(fig, ax)
+    _legend(fig, ax, below)
     fig.savefig(path, format="png")
     return path
 

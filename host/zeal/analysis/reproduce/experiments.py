@@ -129,9 +129,11 @@ def error_vs_eps(d: Data, quick=False, seed=SEED, log=lambda m: None) -> dict:
     # float sampler: Abar = 0, the paper's E_vul, and two larger exponents (E_enc + 30, + 50)
     fl_keys = ["0", "E_vul", "E_enc+30", "E_enc+50"]
     fl = {k: [] for k in fl_keys}
+    fl_se = {k: [] for k in fl_keys}   # standard error of each mean over the trials
     fl_abar = {k: [] for k in fl_keys}
     ms = [2, 4, 8, 16]
     ex = {m: [] for m in ms}
+    ex_se = {m: [] for m in ms}
     ex_pred = {m: [] for m in ms}
     pm_pred = []
     for eps in epss:
@@ -141,21 +143,32 @@ def error_vs_eps(d: Data, quick=False, seed=SEED, log=lambda m: None) -> dict:
             ab = 0.0 if e is None else pf.abar(d.lo, d.hi, eps, e)
             err = rel_errors_float(d, ab, float_run(d, eps, ab, rng, trials))
             fl[k].append(float(np.mean(np.abs(err))))
+            fl_se[k].append(_se(np.abs(err)))
             fl_abar[k].append(ab)
         for m in ms:
             try:
                 prof = from_bits(d.lo, d.hi, eps, m)
             except ProfileError:
                 ex[m].append(math.nan)
+                ex_se[m].append(math.nan)
                 ex_pred[m].append(math.nan)
                 continue
             err = rel_errors_exact(d, prof, exact_run(d, prof, rng, trials))
             ex[m].append(float(np.mean(np.abs(err))))
+            ex_se[m].append(_se(np.abs(err)))
             ex_pred[m].append(math.sqrt(2 / math.pi) * d.exact_sd(prof) / float(d.mean))
         pm_pred.append(math.sqrt(2 / math.pi) * d.pm_sd(eps) / float(d.mean))
         log("percErrorOnAvgVaryingEps: %s, eps = %g" % (d.name, eps))
     return {"data": d.name, "label": d.label, "eps": epss, "trials": trials, "float": fl,
-            "float_abar": fl_abar, "exact": ex, "exact_pred": ex_pred, "pm_pred": pm_pred}
+            "float_se": fl_se, "float_abar": fl_abar, "exact": ex, "exact_se": ex_se,
+            "exact_pred": ex_pred, "pm_pred": pm_pred}
+
+
+def _se(values) -> float:
+    """The standard error of the mean of `values` (NaN entries aside)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(np.std(v, ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
 
 
 # ---- Fig. CRandTR ----------------------------------------------------------------------------

@@ -22,6 +22,13 @@ def _pos(a, floor=1e-7):
     return np.maximum(np.abs(np.asarray(a, dtype=float)), floor)
 
 
+def _bars(means, ses):
+    """Error bars (in %) of 1.96 standard errors, the lower one kept above zero (log axes)."""
+    m = 100 * _pos(means)
+    half = 196 * np.nan_to_num(np.asarray(ses, dtype=float))
+    return np.vstack([np.minimum(half, 0.95 * m), half])
+
+
 def plot_abar_too_big(r, path):
     fig = _fig(8.0, 9.0)
     ax1, ax2, ax3 = fig.add_subplot(3, 1, 1), fig.add_subplot(3, 1, 2), fig.add_subplot(3, 1, 3)
@@ -107,10 +114,12 @@ def plot_error_vs_eps(results, path):
         reds = ["#f4a582", "#e6550d", "#d62728", "#7f0000"]
         blues = ["#6baed6", "#2ca02c", "#1f77b4", "#08306b"]
         for c, (k, v) in zip(reds, r["float"].items()):
-            ax.plot(eps, 100 * _pos(v), styles[k], color=c, ms=4, label="float64, " + names[k])
+            ax.errorbar(eps, 100 * _pos(v), yerr=_bars(v, r["float_se"][k]), fmt=styles[k],
+                        color=c, ms=4, capsize=2, elinewidth=0.8, label="float64, " + names[k])
         for c, mk, (m, v) in zip(blues, "xDP*", r["exact"].items()):
-            ax.plot(eps, 100 * _pos(v), "--", marker=mk, color=c, ms=5,
-                    label="exact, m = %d" % m)
+            ax.errorbar(eps, 100 * _pos(v), yerr=_bars(v, r["exact_se"][m]), fmt="--",
+                        marker=mk, color=c, ms=5, capsize=2, elinewidth=0.8,
+                        label="exact, m = %d" % m)
         ax.plot(eps, 100 * np.array(r["pm_pred"]), "k:", label="continuous PM, predicted")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -118,7 +127,8 @@ def plot_error_vs_eps(results, path):
         ax.set_xticklabels(["%g" % e for e in eps])
         ax.minorticks_off()
         ax.set_xlabel(r"$\epsilon$ (log scale)")
-        ax.set_ylabel(r"mean $|\delta_{AVG}|$ (%%), %d runs" % r["trials"])
+        ax.set_ylabel(r"mean $|\delta_{AVG}|$ (%%), %d runs; bars: $\pm$1.96 s.e."
+                      % r["trials"])
         ax.set_title(r["label"], fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
         if i == 0:
@@ -160,14 +170,16 @@ def plot_cr_tr(results, path):
         g = "greedygd"
         col = colors.get(g, "tab:purple")
         if g in fl["cr"]:
-            bx.plot(100 * _pos(fl["delta"]), fl["cr"][g], "o-", ms=3, color=col, alpha=0.6,
+            # points only: one per Abar (or m), and |delta| is not in their order, so a line
+            # through them zig-zags and reads as a curve that is not there
+            bx.plot(100 * _pos(fl["delta"]), fl["cr"][g], "o", ms=4, color=col, alpha=0.6,
                     label="CR greedygd, float64")
-            bx.plot(100 * _pos(ex["delta"]), ex["cr"][g], "s--", ms=3, color=col,
+            bx.plot(100 * _pos(ex["delta"]), ex["cr"][g], "s", ms=4, color=col,
                     label="CR greedygd, exact")
-        bx.plot(100 * _pos(fl["delta"]), fl["tr"], "o-", ms=3, color="k", mfc="none",
-                lw=0.8, label="TR, float64")
-        bx.plot(100 * _pos(ex["delta"]), ex["tr"], "s--", ms=3, color="k", lw=0.8,
-                label="TR, exact")
+        bx.plot(100 * _pos(fl["delta"]), fl["tr"], "o", ms=4, color="k", mfc="none",
+                label="TR, float64")
+        bx.plot(100 * _pos(ex["delta"]), ex["tr"], "s", ms=4, color="k", mfc="none",
+                mew=1.2, label="TR, exact")
         bx.axvline(100 * r["pm_sd"] * math.sqrt(2 / math.pi), color="grey", lw=0.8,
                    label="predicted mean $|\\delta_{AVG}|$, continuous PM")
         bx.set_xscale("log")
@@ -201,7 +213,8 @@ def plot_holes(r, path):
         ax.set_yticklabels(["x=%g" % r["xb"], "differs", "x=%g" % r["xa"]])
         ax.set_xlabel("k-th float64 after x* = %.12g" % ys[0], fontsize=8)
         k = c["counts"]
-        ax.set_title("%s\n%d windows, exact: %d of %d floats\nreachable from one input only"
+        ax.set_title("%s, %d windows\nfloat64 sampler: %d of %d floats tested reachable from\n"
+                     "one input only (counted exactly; the exact mechanism has no such holes)"
                      % (c["label"], c["windows"], k["a_not_b"] + k["b_not_a"], k["floats"]),
                      fontsize=8)
         if i == 0:
