@@ -266,7 +266,7 @@ def test_aggregate_of_a_wide_range_prints_no_nan_and_no_warning(tmp_path, mechan
     assert done.returncode == 0 and not done.stderr, done.stderr.decode()
     line = next(ln for ln in done.stdout.decode().splitlines() if ln.startswith("99%"))
     assert "nan" not in line, line
-    clt = line.split("normal approx. [")[1].rstrip("])").split(", ")
+    clt = line.split("normal approximation [")[1].rstrip("])").split(", ")
     assert float(clt[0]) < float(clt[1]) and "inf" not in clt[1], line
     doc = strict_json(zeal("aggregate", "--profile", prof, "--json", stdin=reps.stdout).stdout)
     assert doc["ci99_clt"][0] < doc["mean_calibrated"] < doc["ci99_clt"][1]

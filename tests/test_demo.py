@@ -150,7 +150,8 @@ def test_analyze_table_names_devices(run):
     table = A.format_table(doc)
     for i in range(DEVICES):
         assert ("\ndemo-%03d " % i) in table
-    assert "the paper's estimator" in table and "a raw double: 64" in table
+    assert "AVG*" not in table and "a raw double: 64" in table   # plain words by default
+    assert "the Zeal paper's estimator" in A.format_table(doc, paper=True)
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):

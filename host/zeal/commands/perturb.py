@@ -23,8 +23,8 @@ def add(sub):
                    "(reproducible runs only; default: the OS's secure source)")
     p.add_argument("--column", metavar="C",
                    help="the input is a CSV file with a header line: privatise this column "
-                        "(default: one reading a line; a first line that is not a number is "
-                        "taken as a header)")
+                        "(default: one reading a line; a first line of words, not a number, "
+                        "is taken as a header)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="skip (and count) NaN, infinite or malformed lines instead of stopping")
     p.set_defaults(func=run)
@@ -58,7 +58,8 @@ def run(args) -> int:
             try:
                 got = mech.lines(line)
             except InputError as exc:
-                if lineno == 1 and args.column is None and _not_a_float(line):
+                if lineno == 1 and args.column is None and kind.fields is None \
+                        and _a_header(line):
                     # a header line (a CSV's); NaN, inf, a bad number are readings refused
                     header = line.strip()
                     continue
@@ -89,11 +90,13 @@ def _readings(args):
     return ((n, text) for n, text in enumerate(load_csv_column(args.input, args.column), 2))
 
 
-def _not_a_float(text: str) -> bool:
+def _a_header(text: str) -> bool:
+    """A first line of one-reading lines that names a column: words, not a number (NaN,
+    inf or a malformed number are readings, refused as such)."""
     try:
         float(text)
     except ValueError:
-        return True
+        return any(c.isalpha() for c in text)
     return False
 
 
