@@ -562,3 +562,23 @@ def test_compress_says_which_codecs_are_not_installed(tmp_path, monkeypatch, cap
     assert cli_main(argv[:-2] + ["--out", str(tmp_path / "b.zip"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["codecs_not_installed"] == {
         "imaginary": "imaginary-codec"}
+
+
+def test_analyze_plots_take_the_unit(store, tmp_path, monkeypatch):
+    """`zeal analyze --plots DIR --unit %RH`: the unit reaches the plots (the demo's database
+    does not record it, and the axes said so)."""
+    from zeal.analysis import plots
+
+    prof = P.from_bits(*HUMIDITY, 1.0, 4)
+    fill(store, prof, DEV_A, [[1, 2, 3, 4]])
+    seen = {}
+
+    def fake(st, outdir, **kw):
+        seen.update(kw, outdir=outdir)
+        return []
+    monkeypatch.setattr(plots, "plot_store", fake)
+    monkeypatch.setattr(plots, "require_matplotlib", lambda who="plots": None)
+    assert cli_main(["analyze", "--db", store.path, "--plots", str(tmp_path / "p"),
+                     "--unit", "%RH"]) == 0
+    assert seen["unit"] == "%RH" and seen["outdir"] == str(tmp_path / "p")
+    assert cli_main(["analyze", "--archive", "x.zip", "--unit", "%RH"]) == 1

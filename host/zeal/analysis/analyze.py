@@ -509,8 +509,8 @@ def cmd_analyze(args) -> int:
     if (args.db is None) == (args.archive is None):
         raise ZealError("give --db FILE or --archive ARCHIVE")
     if args.archive is not None:
-        if args.plots:
-            raise ZealError("--plots needs --db (plots read the database)")
+        if args.plots or getattr(args, "unit", None):
+            raise ZealError("--plots (and --unit) need --db (plots read the database)")
         doc = analyze_archive(args.archive, include_vector=args.include_vector)
         paths = []
     else:
@@ -525,7 +525,8 @@ def cmd_analyze(args) -> int:
                 from . import plots
 
                 paths = plots.plot_store(store, args.plots,
-                                         include_vector=args.include_vector)
+                                         include_vector=args.include_vector,
+                                         unit=getattr(args, "unit", None))
     if args.json:
         if paths:
             doc["plots"] = paths

@@ -212,7 +212,7 @@ def _prepare(profile: Profile, offsets):
 
 
 def _unit(unit: Optional[str]) -> str:
-    return "(%s)" % unit if unit else "(the profile's scale; unit not recorded)"
+    return "(%s)" % unit if unit else "(the profile's scale; unit not recorded: --unit)"
 
 
 def _legend(fig, ax, below=-0.13) -> None:

@@ -17,6 +17,8 @@ def add(sub):
                         "JSON always has them)")
     p.add_argument("--plots", metavar="DIR", help="also write PNG plots here "
                    "(needs matplotlib: pip install 'zeal-mcu[plots]')")
+    p.add_argument("--unit", metavar="TEXT", help="the readings' unit, for the plots' axes "
+                   "(e.g. %%RH; default: none, the axes say it is not recorded)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--include-vector", action="store_true",
                    help="count test-mode (vector) frames too (never real data)")
