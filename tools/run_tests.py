@@ -8,7 +8,7 @@ other's work. A serial run keeps one of the machine's two cores idle most of the
 
 The files are shared out greedily by their measured seconds (tests/data/test_seconds.json;
 a file not in it counts as the median), heaviest first, each to the group with the least so
-far. Every group is a whole pytest run of its files (its own fixtures, servers and emulated
+far; the files in SOLO (tests that hold the collector to a pace) run alone afterwards. Every group is a whole pytest run of its files (its own fixtures, servers and emulated
 boards; CI=true's no-skip rule holds in each); their outputs are printed one after the other
 as they end, and the exit status is the first failing group's (0 when all pass).
 `--record` runs the suite in one process with --durations=0 and writes the table again.
@@ -24,6 +24,10 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Files whose tests hold the collector to a pace (a commit at least every second under input
+# that never pauses): they run alone, after the groups, as in a serial run -- a neighbour
+# process on the same two cores stretched one commit gap to 2.1 s.
+SOLO = ("test_collector_load.py",)
 TESTS = os.path.join(ROOT, "tests")
 TABLE = os.path.join(TESTS, "data", "test_seconds.json")
 
@@ -89,7 +93,7 @@ def main(argv=None) -> int:
             seconds = json.load(fh)
     except (OSError, ValueError):
         seconds = {}
-    groups, load = shares(test_files(), seconds, args.groups)
+    groups, load = shares([f for f in test_files() if f not in SOLO], seconds, args.groups)
     prebuild()
     started = time.monotonic()
     runs = []
@@ -127,6 +131,13 @@ def main(argv=None) -> int:
                 proc.wait()
             print("run_tests: interrupted", file=sys.stderr)
             return 130
+    solo = [f for f in SOLO if f in test_files()]
+    if solo:
+        print("==== alone: %s ====" % ", ".join(solo), flush=True)
+        code = subprocess.call([sys.executable, "-m", "pytest", *args.pytest_args,
+                                *[os.path.join("tests", f) for f in solo]], cwd=ROOT)
+        if code and not status:
+            status = code
     print("all groups done in %.0f s: %s" % (time.monotonic() - started,
                                             "passed" if not status else "FAILED"))
     return status
