@@ -302,6 +302,8 @@ def test_verbose_shows_heartbeats(tmp_path):
 def test_cli_rejects_a_bad_device_filter(tmp_path, capsys):
     db = str(tmp_path / "z.db")
     Store(db).close()
-    assert cli_main(["events", "--db", db, "--device", "xyz"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("zeal: --device") and err.count("\n") == 1
+    # neither hex nor a name (a name is up to 8 printable characters, as the tables show it)
+    for bad in ("not-a-device-name", "a b"):
+        assert cli_main(["events", "--db", db, "--device", bad]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("zeal: --device") and err.count("\n") == 1

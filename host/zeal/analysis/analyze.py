@@ -510,7 +510,8 @@ def cmd_analyze(args) -> int:
         raise ZealError("give --db FILE or --archive ARCHIVE")
     if args.archive is not None:
         if args.plots or getattr(args, "unit", None):
-            raise ZealError("--plots (and --unit) need --db (plots read the database)")
+            raise ZealError("--plots needs --db (plots read the database; --unit is for "
+                            "--plots)")
         doc = analyze_archive(args.archive, include_vector=args.include_vector)
         paths = []
     else:
