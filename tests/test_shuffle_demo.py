@@ -280,7 +280,7 @@ def _main(argv, capsys):
 def test_demo_refuses_a_count_with_no_gamma(capsys):
     rc, out, err = _main(["demo", "--shuffle", "--count", "1000"], capsys)
     assert rc == 1 and err.count("\n") == 1 and err.startswith("zeal: no blanket probability")
-    low = int(err.split("give --count ")[1].split()[0])
+    low = int(err.split("give a batch of ")[1].split()[0])
     S.gamma_for(epsilon=1.0, delta=1e-6, n=low, d=3, k=3, t=1)  # works at the count named
     with pytest.raises(S.ShuffleError):
         S.gamma_for(epsilon=1.0, delta=1e-6, n=low - 1, d=3, k=3, t=1)

@@ -16,11 +16,12 @@ true mean a reproduction compares against. `float(text)` is what a float64 devic
   of the CLAMPED readings (the quantity the mechanism is unbiased for), beside the raw mean;
 - `uniform`, `skewed`, `constant`: seeded synthetic sets on a range, as decimals with a fixed
   number of digits (`digits`);
-- `load_csv_column(path, column)`: the values of one named column of a CSV file with a
-  header, as text; a missing column, an empty or non-numeric value is one-line `InputError`
-  naming the file and the line.
+- `csv_columns(path, columns)`: the values of columns of a user's CSV file (a header line
+  naming them, or none), as text; `load_csv_column(path, column)` one named column; a missing
+  column, an empty or non-numeric value is one-line `InputError` naming the file and the line.
 """
 import csv
+import itertools
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from importlib import resources
@@ -129,52 +130,74 @@ def constant(count: int, value) -> list:
 
 
 # ---- a column of a user's CSV ----------------------------------------------------------------
-def load_csv_column(path, column: str, count: int = None) -> list:
-    """The values of `column` (by header name) of the CSV file `path`, as decimal text.
-
-    Every value must be a finite decimal number ("35.58", "-4", "1.5e3"); surrounding spaces
-    are dropped. InputError, one line, for an unreadable file, a missing header or column,
-    and an empty or non-numeric value (with its line number, the header being line 1).
-    `count` keeps the first `count` values (default: all).
-    """
+def _decimal(text: str) -> bool:
+    """A finite decimal number ("35.58", "-4", "1.5e3"; not "nan", "inf" or "1_0")."""
     try:
-        fh = open(path, "r", encoding="utf-8", newline="")
+        return "_" not in text and Decimal(text).is_finite()
+    except InvalidOperation:
+        return False
+
+
+def csv_columns(path, columns=None, *, header: bool = True, count: int = None,
+                name: str = None) -> tuple:
+    """(names, rows): the values of `columns` of the CSV file `path`, each row a tuple of
+    decimal text (surrounding spaces dropped; blank lines skipped).
+
+    header: True, the first line names the columns; None, it does when it is not all
+    numbers, else the columns are named 1, 2, ... . columns: the names wanted, in order;
+    None: every column (a file of one column needs no name). `count` keeps the first
+    `count` rows. `name`: how errors call the file (default its path). InputError, one
+    line, for an unreadable file, a missing column, and an empty or non-numeric value (with
+    its line number, line 1 being the file's first)."""
+    name = path if name is None else name
+    try:
+        fh = open(path, "r", encoding="utf-8-sig", newline="")
     except OSError as exc:
-        raise InputError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+        raise InputError("cannot read %s: %s" % (name, exc.strerror or exc)) from None
     out = []
     with fh:
         try:
-            rows = csv.reader(fh)
-            header = next(rows, None)
-            if not header:
-                raise InputError("%s: empty file (a header line naming the columns is needed)"
-                                 % path)
-            names = [h.strip() for h in header]
-            if column not in names:
-                raise InputError("%s: no column %r (have %s)" % (path, column,
-                                                                 ", ".join(map(repr, names))))
-            idx = names.index(column)
-            for row in rows:
+            lines = csv.reader(fh)
+            first = next((r for r in lines if r and any(c.strip() for c in r)), None)
+            if first is None:
+                raise InputError("%s: empty file (%s)" % (name, "a header line naming the "
+                                 "columns is needed" if header else "no readings"))
+            first = [c.strip() for c in first]
+            named = header or (header is None and not all(_decimal(c) for c in first))
+            names = first if named else [str(i + 1) for i in range(len(first))]
+            wanted = names if columns is None else list(columns)
+            for c in wanted:
+                if c not in names:
+                    raise InputError("%s has no column %r (it has %s%s)" % (
+                        name, c, ", ".join(map(repr, names)),
+                        "" if named else "; a file without a header names them 1, 2, ..."))
+            idx = [names.index(c) for c in wanted]
+            pending = [] if named else [(lines.line_num, first)]
+            for line, row in itertools.chain(pending, ((lines.line_num, r) for r in lines)):
                 if count is not None and len(out) >= count:
                     break
-                line = rows.line_num
                 if not row or not any(cell.strip() for cell in row):
                     continue  # a blank line
-                text = row[idx].strip() if idx < len(row) else ""
-                if not text:
-                    raise InputError("%s line %d: column %r is empty" % (path, line, column))
-                try:
-                    value = None if "_" in text else Decimal(text)
-                except InvalidOperation:
-                    value = None
-                if value is None or not value.is_finite():
-                    raise InputError("%s line %d: column %r is not a finite number: %r"
-                                     % (path, line, column, text[:40]))
-                out.append(text)
+                values = []
+                for c, i in zip(wanted, idx):
+                    text = row[i].strip() if i < len(row) else ""
+                    if not text:
+                        raise InputError("%s line %d: column %r is empty" % (name, line, c))
+                    if not _decimal(text):
+                        raise InputError("%s line %d: column %r is not a finite number: %r"
+                                         % (name, line, c, text[:40]))
+                    values.append(text)
+                out.append(tuple(values))
         except UnicodeDecodeError:
-            raise InputError("%s: not UTF-8 text" % path) from None
+            raise InputError("%s: not UTF-8 text" % name) from None
         except csv.Error as exc:
-            raise InputError("%s: not a CSV file (%s)" % (path, exc)) from None
+            raise InputError("%s: not a CSV file (%s)" % (name, exc)) from None
     if not out:
-        raise InputError("%s: column %r has no values" % (path, column))
-    return out
+        raise InputError("%s: column %s has no values" % (name, ", ".join(map(repr, wanted))))
+    return wanted, out
+
+
+def load_csv_column(path, column: str, count: int = None) -> list:
+    """The values of `column` (by header name) of the CSV file `path`, as decimal text
+    (csv_columns: a header line is needed)."""
+    return [v for (v,) in csv_columns(path, [column], count=count)[1]]

@@ -42,22 +42,27 @@ def add(sub):
     p.add_argument("--bits", type=bits_arg, default="auto", metavar="M|auto",
                    help="bits per report (tables: 1 to 6; default %(default)s)")
     p.add_argument("--count", type=int, default=None, metavar="N",
-                   help="readings to replay (default 5000; with --data: every reading of the "
-                        "column)")
+                   help="readings to replay (default 5000; with --data: every row of the file)")
     p.add_argument("--data", metavar="FILE",
                    help="replay your own readings: a CSV file (a header line naming the "
-                        "columns, or none when the first line is numbers), one column of it "
-                        "(--column); the boards, collector, store and analysis are the same")
-    p.add_argument("--column", metavar="C",
-                   help="with --data: the column to replay, by header name (or 1, 2, ... in "
-                        "a file without a header); needed when the file has several")
-    p.add_argument("--range", type=float, nargs=2, metavar=("LO", "HI"),
+                        "columns, or none when the first line is numbers); grid and table "
+                        "boards replay one column of it (--column), --attributes and "
+                        "--shuffle boards a tuple of columns a tick (every column, or those "
+                        "named by --column); the boards, collector, store and analysis are "
+                        "the same")
+    p.add_argument("--column", action="append", metavar="C",
+                   help="with --data: a column to replay, by header name (or 1, 2, ... in a "
+                        "file without a header); grid and table: one, needed when the file "
+                        "has several; --attributes, --shuffle: repeat it for each column of "
+                        "the tuple, in order (default: every column)")
+    p.add_argument("--range", type=float, nargs=2, action="append", metavar=("LO", "HI"),
                    help="with --data: the range the sensor reads, fixed before collecting "
-                        "(readings outside are clamped); default the data's minimum and "
-                        "maximum, which is fine for a trial but not private")
-    p.add_argument("--unit", default="", metavar="TEXT",
-                   help="with --data: the readings' unit, for the output (e.g. degC; default "
-                        "none)")
+                        "(readings outside are clamped); once per column, in the columns' "
+                        "order; default the data's minimum and maximum, which is fine for a "
+                        "trial but not private")
+    p.add_argument("--unit", action="append", metavar="TEXT",
+                   help="with --data: the readings' unit, for the output (e.g. degC); once "
+                        "per column, in their order (default none)")
     p.add_argument("--paper", action="store_true",
                    help="also print the Zeal paper's own estimator (AVG*: the mean of the "
                         "perturbed doubles minus the public bias) beside the estimate, with its "
@@ -90,8 +95,6 @@ def run(args) -> int:
     if args.db and is_url(args.db) and not getattr(args, "mqtt", False):
         raise ZealError("--db %s: this demo writes a new SQLite file; a PostgreSQL store is "
                         "the fleet demo's (zeal demo --mqtt --db postgresql://...)" % args.db)
-    if args.data is None and args.count is None:
-        args.count = 5000  # the shipped data's readings (with --data: the whole column)
     own = [o for o, v in (("--column", args.column), ("--range", args.range),
                           ("--unit", args.unit)) if v]
     if own and args.data is None:
@@ -99,9 +102,16 @@ def run(args) -> int:
     other = [o for o, v in (("--attributes", getattr(args, "attributes", False)),
                             ("--mqtt", getattr(args, "mqtt", False)),
                             ("--shuffle", shuffle_cli.demo_wants_shuffle(args))) if v]
-    if args.data is not None and other:
-        raise ZealError("--data replays one column through the grid or table boards; it does "
-                        "not combine with %s yet" % ", ".join(other))
+    if args.data is not None and getattr(args, "mqtt", False):
+        raise ZealError("--data replays your readings through the serial boards; the fleet "
+                        "demo (--mqtt) replays the shipped data only")
+    tuples = None
+    if args.data is not None and other:  # --attributes or --shuffle: a tuple a tick
+        from ..demo.data import tuples_from_file
+
+        tuples = tuples_from_file(args.data, args.column, args.count, args.range, args.unit)
+    if args.data is None and args.count is None:
+        args.count = 5000  # the shipped data's rows (with --data: every row of the file)
     if args.plots and other:
         raise ZealError("--plots draws the grid and table demo's figures; %s has none yet"
                         % ", ".join(other))
@@ -112,12 +122,16 @@ def run(args) -> int:
     if shuffle_cli.demo_wants_shuffle(args):
         from ..demo.shuffle import cmd_demo_shuffle
 
-        return cmd_demo_shuffle(args)
+        return cmd_demo_shuffle(args, tuples)
     if getattr(args, "attributes", False):  # multi-attribute boards (zeal.demo.attributes)
         from ..demo.attributes import run_multi_demo
 
+        if args.mechanism != GRID or args.bits != "auto":
+            raise ZealError("--mechanism and --bits are the grid and table boards'; a "
+                            "multi-attribute report sends each attribute by its own "
+                            "mechanism (seed 001's PM/HM at epsilon/k)")
         doc = run_multi_demo(db=args.db, epsilon=args.epsilon, count=args.count,
-                             devices=args.devices, progress=not args.json)
+                             devices=args.devices, progress=not args.json, data=tuples)
         if args.json:
             print(json.dumps(doc, indent=1))
         return 0
@@ -130,11 +144,11 @@ def run(args) -> int:
             print(json.dumps(doc, indent=1))
         return 0
     from ..demo import run_demo
-    from ..demo.data import from_file
+    from ..demo.data import scalar_from_args
 
     data = None
     if args.data is not None:
-        data = from_file(args.data, args.column, args.count, args.range, args.unit)
+        data = scalar_from_args(args.data, args.column, args.count, args.range, args.unit)
     doc = run_demo(db=args.db, epsilon=args.epsilon, bits=args.bits,
                    count=args.count, devices=args.devices,
                    plots=args.plots, progress=not args.json, mechanism=args.mechanism,

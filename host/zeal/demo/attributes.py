@@ -17,6 +17,7 @@ each numeric attribute, and a "demo" section (dataset, boards, units, the wire-c
 """
 import hashlib
 import os
+import re
 import tempfile
 import time
 from fractions import Fraction
@@ -30,7 +31,8 @@ from ..mechanism.core.words import CounterWords, system_words
 from ..wire.codec import device_name, encode_data_payload
 from ..analysis.analyze import analyze
 from ..analysis.multi_report import format_text
-from .common import aarhus_rows, board_slices, check_arguments, dataset_text, printer
+from .common import board_slices, check_arguments, printer
+from .data import aarhus_tuples, range_notes
 
 COLUMNS = ("light", "humidity", "noise", "temperature")
 # ranges: the data's extremes +- 1 (tools/exp_multi.py's convention), humidity the Zeal
@@ -45,8 +47,22 @@ TIMEOUT = 120.0
 
 
 # ---- the demo ---------------------------------------------------------------------------------------
-def demo_profile(epsilon=1.0, k=None, columns=COLUMNS):
-    return MP.build([Numeric(c, *RANGES[c]) for c in columns], epsilon, k=k)
+def attribute_names(columns) -> tuple:
+    """A multi profile's attribute names for these columns: each column's name with every
+    character outside A-Z a-z 0-9 - made "-", cut to 16 characters (multi.md); names that
+    come out alike are a one-line error."""
+    names = tuple((re.sub(r"[^A-Za-z0-9-]", "-", c) or "-")[:16] for c in columns)
+    if len(set(names)) != len(names):
+        raise ZealError("columns %s give the same attribute name (A-Z a-z 0-9 -, at most 16 "
+                        "characters): rename them in the file" % ", ".join(map(repr, columns)))
+    return names
+
+
+def demo_profile(epsilon=1.0, k=None, columns=COLUMNS, ranges=None):
+    """The multi profile of numeric `columns` on `ranges` ({name: (lo, hi)}; default the
+    Aarhus columns' RANGES)."""
+    ranges = RANGES if ranges is None else ranges
+    return MP.build([Numeric(c, *ranges[c]) for c in columns], epsilon, k=k)
 
 
 def _firmware_has_multi() -> bool:
@@ -136,16 +152,25 @@ def _run_virtual(prof, slices, ids, keys, path, tmp, say, progress):
 
 
 def run_multi_demo(*, db=None, epsilon=1.0, k=None, count=2000, devices=4, progress=True,
-                   seed=None, boards="auto") -> dict:
+                   seed=None, boards="auto", data=None) -> dict:
     """Run the multi-attribute demo and return its document (module docstring); print the
-    explained table on stdout (progress on stderr) unless progress=False. seed: tests only
-    (vector mode keys: reproducible, never private data)."""
-    check_arguments(count, devices, db)
+    explained table on stdout (progress on stderr) unless progress=False. data: the reading
+    tuples to replay (a demo.data.TupleData; default the first `count` rows of the Aarhus
+    columns). seed: tests only (vector mode keys: reproducible, never private data)."""
+    if data is None:
+        data = aarhus_tuples(COLUMNS, RANGES, UNITS, count)
+    check_arguments(len(data.rows), devices, db)
     if boards not in ("auto", "virtual", "reference"):
         raise ZealError("boards must be auto, virtual or reference")
     say = printer(progress)
-    rows = aarhus_rows(COLUMNS, count)
-    prof = demo_profile(epsilon, k)
+    rows = data.rows
+    names = attribute_names(data.names)
+    if names != tuple(data.names):
+        say("attribute names: %s (a multi profile's names are A-Z a-z 0-9 -, at most 16 "
+            "characters)" % ", ".join("%s for %s" % (a, c) for a, c in zip(names, data.names)
+                                      if a != c))
+        data.names = names
+    prof = demo_profile(epsilon, k, data.names, dict(zip(data.names, data.ranges)))
     if boards == "auto":
         boards = "virtual" if _firmware_has_multi() else "reference"
     say("multi profile %s: %s, epsilon %g, k = %d of d = %d per report, %d bits per report "
@@ -161,26 +186,30 @@ def run_multi_demo(*, db=None, epsilon=1.0, k=None, count=2000, devices=4, progr
         else:
             doc, link = _run_reference(prof, slices, ids, keys, path, say)
         elapsed = time.monotonic() - started
-    explain(doc, prof, rows, boards, link, elapsed)
+    explain(doc, prof, data, boards, link, elapsed)
     doc["database"] = db
     if progress:
         print(format_demo(doc))
     return doc
 
 
-def explain(doc, prof, rows, boards, link_bytes, elapsed) -> dict:
+def explain(doc, prof, data, boards, link_bytes, elapsed) -> dict:
     """Add the true means and the demo section to the multi document (in place)."""
+    rows = data.rows
+    units = dict(zip(data.names, data.units))
     for j, a in enumerate(doc["attributes"]):
         if a["kind"] == "numeric":
             total = sum(Fraction(r[j]) for r in rows)
             a["true_mean"] = float(total / len(rows))
-            a["unit"] = UNITS.get(a["name"])
+            a["unit"] = units.get(a["name"]) or None
     p = doc["profiles"][0]
     bound = prof.k * (prof.index_bits + max(a.bits for a in prof.attributes))
     n = doc["overall"]["n"]
     doc["demo"] = {
-        "dataset": dataset_text(COLUMNS, len(rows)),
-        "boards": boards, "units": UNITS, "ranges": RANGES, "seconds": elapsed,
+        "dataset": data.label,
+        "boards": boards, "units": units,
+        "ranges": {c: list(r) for c, r in zip(data.names, data.ranges)}, "seconds": elapsed,
+        "range_from_data": data.range_from_data, "readings_outside_range": data.outside,
         "wire": {"bits_per_report_data_frames": p["wire_bits_per_report"],
                  "bits_per_report_link": 8 * link_bytes / n if link_bytes else None,
                  "report_bits_bound": bound,
@@ -195,6 +224,7 @@ def format_demo(doc) -> str:
     w = doc["demo"]["wire"]
     lines = [format_text(doc, {a["name"]: a.get("unit") or "" for a in doc["attributes"]}), ""]
     lines.append("boards: %s; %s" % (doc["demo"]["boards"], doc["demo"]["dataset"]))
+    lines.extend(range_notes(doc["demo"]))
     lines.append("wire: %.2f bits per report in DATA frames (goal <= 1.3 x %d = %.2f bits: %s)%s"
                  % (w["bits_per_report_data_frames"], w["report_bits_bound"],
                     w["goal_bits_per_report"], "met" if w["within_goal"] else "NOT met",

@@ -13,7 +13,9 @@ widened by one unit; humidity the Zeal paper's [23.5, 83.9]); each board replays
 slice of the first `count` rows and sends one message per row (t = 1 coordinate at levels
 0..3). The profile is built for n = count (so the one batch the shuffler releases is the whole
 configured batch) at the given epsilon and delta; a count too small for any gamma < 1 is a
-one-line error naming the smallest count that works.
+one-line error naming the smallest count that works. With `data` (zeal demo --shuffle --data
+FILE) the boards replay the file's columns instead: d = the number of columns, each on its
+--range (or the data's own, not private), the batch n = every row (or --count).
 
 Identities. The demo started the boards, so it knows their identities: each board's device id
 and the session nonce of every boot (read from the boards' own HELLO frames by a witness
@@ -54,7 +56,8 @@ from ..wire import codec, transport
 from ..wire.deframer import Deframer
 from ..analysis.analyze import analyze
 from .attributes import RANGES, UNITS
-from .common import aarhus_rows, board_slices, check_arguments, dataset_text, printer
+from .common import board_slices, check_arguments, printer
+from .data import aarhus_tuples, range_notes
 
 
 COLUMNS = ("light", "humidity", "temperature")
@@ -67,21 +70,23 @@ TIMEOUT = 120.0
 
 
 # ---- the profile --------------------------------------------------------------------------------
-def demo_profile(epsilon, delta, n, t=T):
-    """The demo's shuffle profile (d = 3 columns, levels 0..3, t messages a reading, batch
-    of n readings)."""
+def demo_profile(epsilon, delta, n, t=T, ranges=None):
+    """The demo's shuffle profile (d = one coordinate per range, default the 3 columns'
+    RANGES; levels 0..3, t messages a reading, batch of n readings)."""
+    ranges = [RANGES[c] for c in COLUMNS] if ranges is None else list(ranges)
     try:
-        return SP.build_from(epsilon=epsilon, delta=delta, n=n, d=len(COLUMNS), k=LEVELS, t=t,
-                             ranges=[RANGES[c] for c in COLUMNS])
+        return SP.build_from(epsilon=epsilon, delta=delta, n=n, d=len(ranges), k=LEVELS, t=t,
+                             ranges=ranges)
     except ProfileError as exc:
         msg = str(exc)
         if msg.startswith("no blanket probability"):
             low = S.smallest_n(Fraction(SP.float_at_most(epsilon, "epsilon")),
-                               Fraction(SP.float_at_most(delta, "delta")), len(COLUMNS),
+                               Fraction(SP.float_at_most(delta, "delta")), len(ranges),
                                LEVELS, t)
             if low is not None:
                 msg = ("no blanket probability below 1 exists for a batch of %d readings at "
-                       "epsilon %g, delta %g, t = %d: give --count %d or more"
+                       "epsilon %g, delta %g, t = %d: give a batch of %d readings or more "
+                       "(--count, or a --data file of that many rows)"
                        % (n, epsilon, delta, t, low))
         raise ZealError(msg) from None
 
@@ -304,20 +309,24 @@ def identity_control(prof, tmp, key=None) -> dict:
 
 
 def run_shuffle_demo(*, db=None, epsilon=1.0, delta=None, count=5000, devices=4,
-                     progress=True, seed=None, t=None) -> dict:
+                     progress=True, seed=None, t=None, data=None) -> dict:
     """Run the shuffle demo and return its document (module docstring); print the explained
-    figures on stdout (progress on stderr) unless progress=False."""
+    figures on stdout (progress on stderr) unless progress=False. data: the reading tuples to
+    replay (a demo.data.TupleData; default the first `count` rows of the 3 Aarhus
+    columns)."""
     delta = DELTA if delta is None else delta
     t = T if t is None else t
+    if data is None:
+        data = aarhus_tuples(COLUMNS, RANGES, UNITS, count)
+    count, d = len(data.rows), len(data.names)
     check_arguments(count, devices, db)
-    if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= len(COLUMNS):
-        raise ZealError("--t must be 1 to %d (the demo's %d columns), got %r"
-                        % (len(COLUMNS), len(COLUMNS), t))
+    if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= d:
+        raise ZealError("--t must be 1 to %d (the demo's %d columns), got %r" % (d, d, t))
     say = printer(progress)
-    rows = aarhus_rows(COLUMNS, count)
-    prof = demo_profile(epsilon, delta, count, t)
+    rows = data.rows
+    prof = demo_profile(epsilon, delta, count, t, data.ranges)
     say("shuffle profile %s: %s, epsilon %g, delta %g, n = %d, levels 0..%d, t = %d, gamma %.4f, "
-        "%d bits per message" % (prof.fingerprint[:16], ", ".join(COLUMNS), prof.epsilon,
+        "%d bits per message" % (prof.fingerprint[:16], ", ".join(data.names), prof.epsilon,
                                  prof.delta, prof.n, prof.levels, prof.t, float(prof.gamma),
                                  prof.bits))
     slices, ids, keys = board_slices(rows, devices, b"sdemo-%02d", seed, b"zeal-shuffle-demo")
@@ -329,7 +338,7 @@ def run_shuffle_demo(*, db=None, epsilon=1.0, delta=None, count=5000, devices=4,
             seen.setdefault("device %s" % codec.device_name(dev), dev)
         hits = identity_hits(path, seen)
         control = identity_control(prof, tmp, keys[0] and hashlib.sha256(keys[0]).digest())
-    out = explain(doc, prof, rows, summary, seen, hits, control, seconds, len(slices))
+    out = explain(doc, prof, data, summary, seen, hits, control, seconds, len(slices))
     out["database"] = db
     if progress:
         print(format_demo(out))
@@ -368,13 +377,14 @@ def expected_mse(prof, rows) -> float:
     return total
 
 
-def explain(doc, prof, rows, summary, seen, hits, control, seconds, boards) -> dict:
+def explain(doc, prof, data, summary, seen, hits, control, seconds, boards) -> dict:
     """The demo's document from `zeal analyze`'s (module docstring)."""
     (r,) = [s for s in doc["shuffle"] if s["fingerprint"] == prof.fingerprint]
+    rows = data.rows
     raw, mapped = _truth(prof, rows)
     coords = []
-    for c, name in enumerate(COLUMNS):
-        coords.append({"name": name, "unit": UNITS.get(name, ""), "range": list(prof.ranges[c]),
+    for c, name in enumerate(data.names):
+        coords.append({"name": name, "unit": data.units[c], "range": list(prof.ranges[c]),
                        "estimate": r["mean"][c], "true_mean": float(raw[c]),
                        "estimate01": r["mean01"][c], "true_mean01": float(mapped[c]),
                        "pairs": r["pairs_per_coordinate"][c]})
@@ -396,7 +406,8 @@ def explain(doc, prof, rows, summary, seen, hits, control, seconds, boards) -> d
         "identity_control": control,
         "coordinates": coords,
         "shuffle": r,
-        "demo": {"dataset": dataset_text(COLUMNS, len(rows)),
+        "demo": {"dataset": data.label, "range_from_data": data.range_from_data,
+                 "readings_outside_range": data.outside,
                  "boards": boards, "batch": prof.n, "batch_messages": prof.n * prof.t,
                  "messages_per_reading": prof.t, "seconds": seconds,
                  "gamma": float(prof.gamma), "bits_per_message": prof.bits,
@@ -427,8 +438,9 @@ def format_demo(doc) -> str:
                      % (c["name"], width, c["unit"].strip("()"), _g(c["estimate"], "%.4f"),
                         c["true_mean"], _g(c["estimate01"], "%.6f"), c["true_mean01"],
                         c["pairs"]))
-    lines.append("normalised MSE              %s (squared error of the mean vector in [0, 1]^3, "
-                 "dimensionless)" % _g(doc["normalized_mse"]))
+    lines.extend(range_notes(d))
+    lines.append("normalised MSE              %s (squared error of the mean vector in [0, 1]^%d, "
+                 "dimensionless)" % (_g(doc["normalized_mse"]), len(doc["coordinates"])))
     lines.append("expected MSE                %s (exact, for these readings: what one run "
                  "scatters around)" % _g(doc["mse_expected"]))
     lines.append("MSE bound at k = %d          %s (a bound on the EXPECTED MSE for any data in "
@@ -437,9 +449,10 @@ def format_demo(doc) -> str:
                  % (r["levels"], _g(doc["mse_bound"]), _g(doc["mse_bound_paper"])))
     if doc["guarantee"] == "configured":
         lines.append("privacy (shuffled batch)    (epsilon, delta) = (%s, %s) per reading (all "
-                     "3 coordinates; it holds for any t): the configured guarantee, for the "
+                     "%d coordinates; it holds for any t): the configured guarantee, for the "
                      "batch of %d messages as a whole (not per report)"
-                     % (_g(doc["epsilon"]), _g(doc["delta"]), r["messages"]))
+                     % (_g(doc["epsilon"]), _g(doc["delta"]), len(doc["coordinates"]),
+                        r["messages"]))
     else:
         lines.append("privacy (shuffled batch)    %s: the configured (%s, %s) is NOT delivered"
                      % ("none" if doc["epsilon"] is None else "(%s, %s) only"
@@ -455,7 +468,8 @@ def format_demo(doc) -> str:
     return "\n".join(lines)
 
 
-def cmd_demo_shuffle(args) -> int:
+def cmd_demo_shuffle(args, data=None) -> int:
+    """`zeal demo --shuffle`; data: the reading tuples of --data FILE (demo.data.TupleData)."""
     if getattr(args, "attributes", False):
         raise ZealError("--shuffle and --attributes are two demos: give one")
     for opt, default in (("mechanism", "grid"), ("bits", "auto"), ("plots", None)):
@@ -463,7 +477,7 @@ def cmd_demo_shuffle(args) -> int:
             raise ZealError("--%s does not apply to the shuffle demo" % opt)
     doc = run_shuffle_demo(db=args.db, epsilon=args.epsilon, delta=args.delta,
                            count=args.count, devices=args.devices, progress=not args.json,
-                           t=getattr(args, "t", None))
+                           t=getattr(args, "t", None), data=data)
     if args.json:
         print(json.dumps(doc, indent=1))
     return 0
