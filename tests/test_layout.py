@@ -23,7 +23,7 @@ PACKAGE = os.path.join(HOST, "zeal")
 # each) and the command line on top.
 # "zeal" is the package's __init__ (its version), which imports nothing.
 LAYERS = ("zeal", "errors", "text", "contract", "mechanism", "paper", "wire", "board", "collect",
-          "analysis", "demo", "commands", "cli", "__main__")
+          "analysis", "demo", "live", "commands", "cli", "__main__")
 
 
 def _modules():

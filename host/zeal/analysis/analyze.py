@@ -476,6 +476,30 @@ def format_table(doc: dict, footer: bool = True, paper: bool = False) -> str:
     return "\n".join(lines)
 
 
+def headline(doc: dict, unit: str = "") -> str:
+    """The estimates of `analyze`'s document in one short line (`zeal run`'s live line): the
+    mean with its 99 % interval; a multi-attribute store each numeric attribute's; a
+    shuffled batch each coordinate's mean (its error bound is the batch's, not an interval).
+    `unit` follows each one-reading figure."""
+    if "sections" in doc:
+        return "; ".join(headline(d, unit) for d in doc["sections"])
+    unit = (" " + unit) if unit else ""
+    if "shuffle" in doc:
+        return "; ".join("means (%s) of %d messages" % (", ".join(_num(m, "%.4g")
+                                                                  for m in r["mean"]),
+                                                      r["messages"]) for r in doc["shuffle"])
+    if doc.get("multi"):
+        return "  ".join("%s %s [%s, %s]" % (a["name"], _num(a["mean_calibrated"], "%.4g"),
+                                             _num(a["ci99"][0], "%.4g"),
+                                             _num(a["ci99"][1], "%.4g"))
+                         for a in doc["attributes"] if a["kind"] == "numeric")
+    o = doc["overall"]
+    ci = o.get("ci99")
+    return "estimate %s%s, 99%% interval %s" % (
+        _num(o["mean_calibrated"], "%.4f"), unit,
+        "-" if ci is None else "[%.4f, %.4f]%s" % (ci[0], ci[1], unit))
+
+
 # Figures a reports-file archive cannot give (no devices, frames, links or events): absent.
 _NO_COLLECTION = {"wire_bits_per_report": None, "data_bits_per_report": None,
                   "rejected_frames": None, "gaps": None, "reboots": None,

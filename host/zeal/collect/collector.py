@@ -547,18 +547,21 @@ def cmd_collect(args) -> int:
         baudrate=args.baud, log=show.say, verbose=args.verbose))
 
 
-def run_command(args, make, extra=None) -> int:
-    """`zeal collect`'s run, serial or MQTT: open --db, run the collector `make(store, show)`
-    builds with the progress line `show`, print the summary (text, or JSON with `extra(c)`'s
-    keys added); the exit status."""
+def run_command(args, make, extra=None, show=None, finale=None) -> int:
+    """`zeal collect`'s run, serial or MQTT (and `zeal run`'s): open --db, run the collector
+    `make(store, show)` builds with the progress line `show` (default a ProgressLine), print
+    the summary (text, or JSON with `extra(c)`'s keys added); `finale(store, doc)` (the store
+    still open) adds to the JSON document and returns lines printed after the summary's. The
+    exit status."""
     import json
 
     # A short busy timeout at the start (a locked database is reported at once), a longer
     # one while running; past it a write is tried again (Writer.call), until --store-wait
     # if given.
     store = open_store(args.db, timeout=1.0)
+    doc, tail = None, []
     try:
-        show = ProgressLine()
+        show = ProgressLine() if show is None else show(store)
         c = make(store, show)
         store.write()
         store.set_timeout(LOCK_WAIT)
@@ -569,14 +572,16 @@ def run_command(args, make, extra=None) -> int:
             c.writer.flush_status_lines()  # (an MQTT collector's run ends without it)
         finally:
             show.end()
+        doc = summary_doc(pr)
+        doc.update(extra(c) if extra is not None else {})
+        if finale is not None:
+            tail = finale(store, doc)
     finally:
         store.close()
     if args.json:
-        doc = summary_doc(pr)
-        doc.update(extra(c) if extra is not None else {})
         print(json.dumps(doc, indent=1))
     else:
-        for line in summary_lines(pr):
+        for line in summary_lines(pr) + list(tail):
             print(line)
     if c.stopped_by == signal.SIGINT:  # Ctrl-C: the summary, then as every command ends on it
         raise KeyboardInterrupt

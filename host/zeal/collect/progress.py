@@ -192,14 +192,16 @@ class Latency:
 
 
 class ProgressLine:
-    """~2 updates/s rewritten in place on a terminal; a plain line every 5 s otherwise. The
+    """~2 updates/s rewritten in place on a terminal; a plain line every 5 s otherwise (or
+    every `every` s); `extra(progress)`, if given, adds its text to each update. The
     rate shown is that since the previous update (the summary gives the run's average).
     `say(text)`: a line of its own (a device STATUS...), above the progress line."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream=None, extra=None, every=None):
         self.stream = stream if stream is not None else sys.stderr  # as it is now
         self.tty = self.stream.isatty()
-        self.every = 0.5 if self.tty else 5.0
+        self.every = every if every is not None else 0.5 if self.tty else 5.0
+        self.extra = extra  # extra(progress): text added to the line (zeal run's estimate)
         self.last = (0.0, 0)  # (elapsed, reports) at the previous update
         self.width = 0
         self.text = ""
@@ -211,6 +213,8 @@ class ProgressLine:
         rate = (pr.reports - self.last[1]) / dt
         self.last = (pr.elapsed, pr.reports)
         text = "%6.1f s  %s" % (pr.elapsed, pr.line(rate))
+        if self.extra is not None:
+            text += "  " + self.extra(pr)
         if self.tty:
             self.stream.write("\r" + text.ljust(self.width))
             self.width = len(text)
