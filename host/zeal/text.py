@@ -10,7 +10,11 @@ idempotent (applied at the source and again where a line is printed, it changes 
 second time); a device's literal text "\\x1b" reads the same as an escaped ESC, and neither
 does anything to the terminal. Machine-readable output (JSON) keeps the text as data:
 json.dumps escapes it itself.
+
+`progress_bar(...)`: the bar long work draws on stderr (tqdm), for the commands and the
+analysis they call alike.
 """
+import sys
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -33,3 +37,13 @@ def shown(text) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() or c == " " else _escape(c) for c in text)
+
+
+def progress_bar(total=None, unit="it", what=None, quiet=False):
+    """A progress bar on stderr (tqdm), as a context manager with update(n): drawn only when
+    stderr is a terminal and not `quiet` (a command's --json); else every call does nothing."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, unit_scale=True, desc=what, file=sys.stderr,
+                leave=False, dynamic_ncols=True,
+                disable=quiet or not getattr(sys.stderr, "isatty", lambda: False)())

@@ -83,6 +83,7 @@ import numpy as np
 
 from ..collect.store import Store, StoreError, is_url, open_store
 from ..errors import ZealError
+from ..text import progress_bar
 from ..mechanism import kinds
 from ..mechanism.grid.profile import Profile
 from .decode import (ROW_ARRIVAL, ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ,
@@ -275,8 +276,12 @@ def write_atomically(path: str, write, binary: bool) -> None:
         raise
 
 
-def _write_csv(fh, cols: _Columns) -> None:
+CSV_CHUNK = 65_536  # rows a progress step writes
+
+
+def _write_csv(fh, cols: _Columns, tick=None) -> None:
     import csv
+    import itertools
 
     out = csv.writer(fh, lineterminator="\n")
     out.writerow(EXPORT_COLUMNS)
@@ -286,8 +291,15 @@ def _write_csv(fh, cols: _Columns) -> None:
     arrival = cols.expand(cols.arrival_text(), object)
     fp = cols.expand(cols.frame_fp, object)
     est = map(repr, cols.estimate.tolist())  # repr: the shortest text that reads back exact
-    out.writerows(zip(dev, boot, seq, cols.report.tolist(), arrival, est, cols.low.tolist(),
-                      fp, cols.attribute.tolist(), cols.name, cols.value))
+    rows = zip(dev, boot, seq, cols.report.tolist(), arrival, est, cols.low.tolist(),
+               fp, cols.attribute.tolist(), cols.name, cols.value)
+    while True:
+        chunk = list(itertools.islice(rows, CSV_CHUNK))
+        if not chunk:
+            break
+        out.writerows(chunk)
+        if tick is not None:
+            tick(len(chunk))
 
 
 def _parquet_table(cols: _Columns, meta: dict):
@@ -344,13 +356,14 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: str = "",
-           meta=None, summary=None) -> int:
+           meta=None, summary=None, quiet: bool = False) -> int:
     """Write every report (one row each, or one per attribute or value of a multi report;
     columns EXPORT_COLUMNS) to `path` as `fmt` ('csv' or 'parquet'), atomically. Returns the
     row count; `summary` (a dict), if given, receives "rows" and "reports". `path` '-' writes to stdout (Parquet only
     when stdout is not a terminal). The metadata goes into a Parquet file's schema; for CSV to
     `meta` if given, else to sidecar_path(path) (none for CSV on stdout without `meta`).
-    `meta` given with Parquet writes the same JSON there too."""
+    `meta` given with Parquet writes the same JSON there too. A progress bar on stderr (a
+    terminal only; not when `quiet`) counts the rows written."""
     if fmt not in EXPORT_FORMATS:
         raise ZealError("export format must be one of %s, got %r" % (", ".join(EXPORT_FORMATS),
                                                                      fmt))
@@ -375,11 +388,13 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
     cols = _Columns(data)
     doc = metadata(cols, data.profiles, unit=unit, include_vector=include_vector)
     if fmt == "csv":
-        if path == "-":
-            _write_csv(sys.stdout, cols)
-            sys.stdout.flush()
-        else:
-            write_atomically(path, lambda fh: _write_csv(fh, cols), binary=False)
+        with progress_bar(cols.n, "row", "writing CSV", quiet=quiet) as bar:
+            if path == "-":
+                _write_csv(sys.stdout, cols, bar.update)
+                sys.stdout.flush()
+            else:
+                write_atomically(path, lambda fh: _write_csv(fh, cols, bar.update),
+                                 binary=False)
     else:
         _, pq = _parquet()
         table = _parquet_table(cols, doc)
@@ -420,7 +435,7 @@ def cmd_export(args) -> int:
     got = {}
     with open_store(args.db, read_only=True) as store:
         export(store, out, args.format, include_vector=args.include_vector, unit=unit,
-               meta=meta, summary=got)
+               meta=meta, summary=got, quiet=as_json)
     what = "%d reports" % got["reports"]
     if got["rows"] != got["reports"]:  # a multi report: a row per attribute (and value)
         what = "%d rows (%d reports)" % (got["rows"], got["reports"])

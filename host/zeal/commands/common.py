@@ -71,16 +71,6 @@ def progress(line):
     print("zeal: %s" % line, file=sys.stderr, flush=True)
 
 
-def progress_bar(total=None, unit="it", what=None, quiet=False):
-    """A progress bar on stderr (tqdm), as a context manager with update(n): drawn only when
-    stderr is a terminal and not `quiet` (a command's --json); else every call does nothing."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, unit_scale=True, desc=what, file=sys.stderr,
-                leave=False, dynamic_ncols=True,
-                disable=quiet or not getattr(sys.stderr, "isatty", lambda: False)())
-
-
 # ---- option types (argparse calls them: a bad spelling is one usage line) ------------------------
 def bits_arg(text):
     if text == "auto":

@@ -1,7 +1,8 @@
 """`zeal perturb`: privatise readings, one report (or several) a line."""
 import sys
 
-from .common import InputError, ZealError, lines, open_io, progress_bar
+from .common import InputError, ZealError, lines, open_io
+from ..text import progress_bar
 
 FORMATS = ("bits", "low", "float")
 

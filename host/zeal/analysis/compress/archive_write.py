@@ -34,12 +34,13 @@ def _best_time(fn, budget: float = MIN_TIME_S):
     return out, best
 
 
-def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict) -> dict:
+def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict,
+            tick=None) -> dict:
     """{codec name: {"blobs": [bytes per stream, None where the codec does not apply to the
     stream's shape], "bytes", "encode_s", "decode_s"}} for every codec (times: one pass over
     every stream, the best of passes filling MIN_TIME_S), each blob checked to decode to its
     stream exactly (ArchiveError otherwise: a codec that does not round-trip is a bug, never
-    a silently wrong archive)."""
+    a silently wrong archive). tick(name), if given, is called as each codec is done."""
     out = {}
     for name, codec in codecs.items():
         coders = [stream_codec(name, codec, profiles[s.fp]) for s in streams]
@@ -55,6 +56,8 @@ def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict) -
         out[name] = {"blobs": blobs, "bytes": sum(len(b) for b in blobs if b is not None),
                      "applies": all(b is not None for b in blobs),
                      "encode_s": enc_s, "decode_s": dec_s}
+        if tick is not None:
+            tick(name)
     return out
 
 

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from ...errors import ReportError, ZealError
+from ...text import progress_bar
 from . import archive as A
 from . import entropy
 from . import kind_codecs
@@ -192,9 +193,10 @@ def size_table(n: int, sizes: dict, entropy: float, basis: str, *, unit: str = "
             "codecs": rows}
 
 
-def group_tables(streams, profiles, available, readings=None) -> tuple:
+def group_tables(streams, profiles, available, readings=None, tick=None) -> tuple:
     """([size table per stream shape present], {codec: {"blobs": [per stream]}}): each
-    shape's streams measured apart (compress.archive.measure), the blobs in stream order."""
+    shape's streams measured apart (compress.archive.measure; tick(codec) as each is done),
+    the blobs in stream order."""
     tables, blobs = [], {name: [None] * len(streams) for name in available}
     for shape, info in GROUPS.items():
         idx = [i for i, s in enumerate(streams)
@@ -206,7 +208,7 @@ def group_tables(streams, profiles, available, readings=None) -> tuple:
         profs = {fp: profiles[fp] for fp in fps}
         n = sum(s.n for s in mine)
         entropy, basis = entropy_bound(mine, profs, readings if shape == "patterns" else None)
-        sizes = A.measure(mine, profs, available)
+        sizes = A.measure(mine, profs, available, tick)
         if shape == "patterns":
             cr = 64.0
         else:
@@ -338,7 +340,14 @@ def cmd_compress(args) -> int:
         raise ZealError("--readings: the exact entropy bound is computed for window-grid "
                         "profiles; without --readings the table is measured against the "
                         "reports' plug-in entropy")
-    tables, sizes = group_tables(streams, profiles, available, readings)
+    shapes = {SH.shape_of(profiles[s.fp]).name for s in streams}
+    with progress_bar(len(available) * len(shapes), "codec", "measuring codecs",
+                      quiet=args.json) as bar:
+        def tick(name):
+            bar.set_postfix_str(name)
+            bar.update(1)
+
+        tables, sizes = group_tables(streams, profiles, available, readings, tick)
     doc = dict(tables[0])          # the first group's figures at the top (as before groups)
     doc["groups"] = tables
     out = args.out or A.default_path(origin)
