@@ -1,7 +1,7 @@
 """`python -m zeal`: the `zeal` command (the same entry point as the console script)."""
 import sys
 
-from .cli import main
+from .cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

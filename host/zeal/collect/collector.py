@@ -502,7 +502,6 @@ class Collector(Source):
             with self.holding():  # no reader competes with the next one's start
                 for t in self._threads:
                     t.start()
-            reason = "stopped"
             try:
                 next_commit = started + FLUSH
                 while not self._stop.is_set():
@@ -510,12 +509,9 @@ class Collector(Source):
                     # the next round's time is counted from this round's commit: a commit that
                     # takes long is followed by one bounded batch, then a commit, at once
                     next_commit = self._committed_at + FLUSH
-                    why = ending.reason(self.progress, self.ports)
-                    if why is not False:
-                        reason = why
+                    if ending.over(self.progress, self.ports):
                         break
-                if self.interrupted:
-                    reason = "interrupted"
+                reason = ending.final(self.interrupted)
                 self._stop.set()
                 self._wind_down(started)  # includes each reader's final close
             except BaseException:

@@ -17,6 +17,19 @@ class Ending:
 
     def __init__(self, duration: Optional[float], reports: Optional[int], until_stopped: bool):
         self.duration, self.reports, self.until_stopped = duration, reports, until_stopped
+        self.why = "stopped"  # the reason, once `over` has said the run ends (else stop())
+
+    def over(self, progress, streams) -> bool:
+        """Whether the run ends now (its reason kept for `final`)."""
+        why = self.reason(progress, streams)
+        if why is False:
+            return False
+        self.why = why
+        return True
+
+    def final(self, interrupted: bool):
+        """The run's reason for `finish`: "interrupted" by a signal, else what ended it."""
+        return "interrupted" if interrupted else self.why
 
     def reason(self, progress, streams):
         if self.duration is not None and progress.elapsed >= self.duration:

@@ -487,7 +487,6 @@ class MqttCollector(Source):
         ending = Ending(duration, reports, until_stopped)
         started = time.monotonic()
         client = self._client = self._make_client()
-        reason = "stopped"
         with stop_signals(self._on_signal):
             try:
                 if self._connect(client, None if duration is None else started + duration):
@@ -501,12 +500,9 @@ class MqttCollector(Source):
                         continue
                     self._commit_all(started)
                     next_commit = time.monotonic() + FLUSH
-                    why = ending.reason(self.progress, self.ports)
-                    if why is not False:
-                        reason = why
+                    if ending.over(self.progress, self.ports):
                         break
-                if self.interrupted:
-                    reason = "interrupted"
+                reason = ending.final(self.interrupted)
             finally:
                 self._stop.set()
         if self._fatal is not None:
