@@ -1,6 +1,7 @@
 """Progress bars (issue 22): long work draws a bar on stderr when stderr is a terminal -- and
 only then, and never with --json: `zeal perturb` (bytes read), `zeal compress` (codecs
-measured), `zeal export --format csv` (rows written). Each command runs with its stderr on a
+measured), `zeal export --format csv` (rows written), `zeal reproduce` (its longest step, the
+exact grids of CRandTR; the other steps are progress lines). Each command runs with its stderr on a
 pseudo-terminal, then on a pipe, then (on the terminal) with --json."""
 import fcntl
 import os
@@ -59,12 +60,13 @@ def work(tmp_path_factory):
     (["perturb", "--profile", "p.json", "--input", "r.txt", "-o", "out.txt"], "B/s"),
     (["compress", "--db", "demo.db", "--out", "a.zeal"], "measuring codecs"),
     (["export", "--db", "demo.db", "--format", "csv", "-o", "x.csv"], "writing CSV"),
+    (["reproduce", "--quick", "--out", "figures"], "CRandTR: humidity exact mechanism:"),
 ])
 def test_a_bar_on_a_terminal_only(work, argv, bar):
     rc, err = _stderr(argv, work, tty=True)
     assert rc == 0 and bar in err, err[-2000:]
     rc, err = _stderr(argv, work, tty=False)
     assert rc == 0 and bar not in err and "\r" not in err, err[-2000:]
-    if argv[0] != "perturb":  # (perturb has no --json: its output is the reports)
+    if argv[0] not in ("perturb", "reproduce"):  # (no --json: their output is files)
         rc, err = _stderr(argv + ["--json"], work, tty=True)
         assert rc == 0 and bar not in err, err[-2000:]

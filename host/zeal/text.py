@@ -44,6 +44,7 @@ def progress_bar(total=None, unit="it", what=None, quiet=False):
     stderr is a terminal and not `quiet` (a command's --json); else every call does nothing."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, unit_scale=True, desc=what, file=sys.stderr,
+    return tqdm(total=total, unit=unit, desc=what, file=sys.stderr,
+                unit_scale=total is None or total >= 10_000,  # 1.2M/3.4M, but 7/52
                 leave=False, dynamic_ncols=True,
                 disable=quiet or not getattr(sys.stderr, "isatty", lambda: False)())

@@ -14,6 +14,7 @@ from ...mechanism.grid.profile import from_bits, from_exponent
 from ...mechanism.grid.reports import floats_from_offsets
 from ...paper import formulas as pf
 from ...paper import sampler as ps
+from ...text import progress_bar
 from .. import datasets
 from .data import (EPS, SEED, Data, _offset_totals, exact_mean, exact_run, exponents,
                    float_run, rel_errors_exact, rel_errors_float)
@@ -218,7 +219,9 @@ def cr_tr(d: Data, quick=False, seed=SEED, log=lambda m: None) -> dict:
         % (d.name, len(pts), ", ".join(found) or "none"))
     ex = {"abar": [], "E": [], "m": [], "delta": [], "tr": [], "cr": {}, "entropy": [],
           "sd": []}
-    for e in range(e_enc, e_max + 1, step):
+    exps = range(e_enc, e_max + 1, step)
+    bar = progress_bar(len(exps), "grid", "CRandTR: %s exact mechanism" % d.name)
+    for e in exps:
         prof = from_exponent(d.lo, d.hi, eps, e)
         off = exact_run(d, prof, rng, runs)
         ex["abar"].append(pf.abar(d.lo, d.hi, eps, e))
@@ -231,6 +234,8 @@ def cr_tr(d: Data, quick=False, seed=SEED, log=lambda m: None) -> dict:
         for name, codec in found.items():
             ex["cr"].setdefault(name, []).append(len(codec.encode(bits, prof)) * 8 / words)
         ex["entropy"].append(_entropy(prof, d) / 64.0 if prof.bits <= 40 else math.nan)
+        bar.update(1)
+    bar.close()
     log("CRandTR: %s exact mechanism, m = %d..%d" % (d.name, min(ex["m"]), max(ex["m"])))
     return {"data": d.name, "label": d.label, "n": d.n, "float": fl, "exact": ex, "runs": runs,
             "mean": float(d.mean),
