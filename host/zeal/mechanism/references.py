@@ -36,14 +36,13 @@ the rest of [-A, A] otherwise, so the density is e^eps p0 on the window and
 p0 = t D/(2 s^2) outside (ratio exactly e^eps). Variance
 (t + 1) x^2/D + s((t + 1)^3 + D)/(3 t^2 D^2); at t = e^{eps/2} this is PM's formula.
 
-Left out (definitions not pinned down from the sources at hand):
-- the PTT family and I-PTT (seed 002): the seed's text has lost its equations (Def. 6,
-  Eqs. 8-15); the natural reading (a window of half-width k centred at a x on [-k-a, k+a],
-  k = (eta - 1) a) is exactly `Piecewise` with t = 1/(eta - 1), and no member of that family
-  beats Duchi's worst case as eps -> 0 (its limit is min_t (1+t)^4/(3t^2) = 16/3 > 4 per
-  eps^2), which contradicts the seed's Theorem 9 — so that reading is not the paper's.
-- Three-Outputs (Zhao et al.): its optimised P[0 | 0] (cases by eps) could not be recovered.
-- N-output and HM-NP (Baek & Chung): defined by a numerical optimisation, not a closed form.
+- `PTT` (seed 002's I-PTT, eta = 19/10 by default) and `PMOpt` (PM-OPT): the window family
+  at t = eta - 1 and at the t of least worst case (the root of t^4 + 2E t^3 - 2E t - E^2).
+  The seed's text lost its equations; the reading here (k = (eta - 1) a) is the one the
+  authors' figures agree with (I-PTT: 5.43146 at eps = 1), and under it the seed's Theorem 9
+  holds only for eps > 1.4506 (shared_spec/published.md).
+
+Three-Outputs, N-output, HM-TP and HM-NP: zeal.mechanism.published.
 """
 from __future__ import annotations
 
@@ -55,7 +54,7 @@ from ..errors import InputError, ZealError
 
 __all__ = [
     "Reference", "Laplace", "SCDF", "Staircase", "Duchi", "Piecewise", "PM", "PMSub", "HM",
-    "Scaled", "hm_epsilon_star", "all_references",
+    "Scaled", "hm_epsilon_star", "all_references", "PTT", "PMOpt", "pm_opt_t",
 ]
 
 
@@ -281,6 +280,56 @@ class PMSub(Piecewise):
 
     def __repr__(self) -> str:
         return f"PMSub(epsilon={self.epsilon!r})"
+
+
+class PTT(Piecewise):
+    """Seed 002's I-PTT (Ma, Zhu, Wang): a window L(x) = kx - a, R(x) = kx + a with k fixed at
+    (eta - 1) a, density e^eps q inside and q outside, normalised and unbiased -- which is
+    exactly the window family at t = eta - 1 (PM is eta = 1 + e^{eps/2}). The seed's example
+    eta = 19/10 is the default. Its Theorem 9 (eta = 1.9 beats Duchi at every eps) does not
+    hold under this reading: it does for eps > 1.4506 only (shared_spec/published.md)."""
+
+    name = "ptt"
+
+    def __init__(self, *, epsilon, eta=1.9):
+        e = _epsilon(epsilon)
+        eta = float(eta)
+        if not (math.isfinite(eta) and eta > 1):
+            raise ZealError(f"eta must be finite and > 1, got {eta!r}")
+        self.eta = eta
+        super().__init__(epsilon=e, t=eta - 1)
+
+    def __repr__(self) -> str:
+        return f"PTT(epsilon={self.epsilon!r}, eta={self.eta!r})"
+
+
+def pm_opt_t(epsilon) -> float:
+    """PM-OPT's window shape: the positive root of t^4 + 2E t^3 - 2E t - E^2 (E = e^eps),
+    the t that minimises the family's worst case (d/dt of Var(1) = 0), by bisection on
+    [1, E] (the quartic is -E^2 - 2E + 1 + 2E < 0 at t = 1 and > 0 at t = E)."""
+    ee = math.exp(_epsilon(epsilon))
+    f = lambda t: t ** 4 + 2 * ee * t ** 3 - 2 * ee * t - ee * ee  # noqa: E731
+    lo, hi = 1.0, max(ee, 1.0)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if f(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return (lo + hi) / 2
+
+
+class PMOpt(Piecewise):
+    """PM-OPT: the member of the window family (PM, PM-SUB, PTT) of least worst case."""
+
+    name = "pm-opt"
+
+    def __init__(self, *, epsilon):
+        e = _epsilon(epsilon)
+        super().__init__(epsilon=e, t=pm_opt_t(e))
+
+    def __repr__(self) -> str:
+        return f"PMOpt(epsilon={self.epsilon!r})"
 
 
 def hm_epsilon_star() -> float:
