@@ -23,9 +23,9 @@ REQUIRED = {"mechanism", "bits", "worst_variance", "mean_variance", "exact", "on
             "entropy_bits"}
 REFERENCES = ("laplace", "scdf", "staircase", "duchi", "pm", "hm", "pm-sub")
 # row -> (zeal profile --mechanism KIND, its bits at --bits 4)
-TABLES = {"duchi-table": ("duchi", 1), "three-outputs": ("three-outputs", 2),
+TABLES = {"duchi-table": ("duchi", 1), "three-outputs-lp": ("three-outputs", 2),
           "pm-table": ("pm", 4), "pm-sub-table": ("pm-sub", 4), "hm-table": ("hm", 4),
-          "n-output": ("n-output", 4), "optimal": ("optimal", 4)}
+          "n-output-lp": ("n-output", 4), "optimal": ("optimal", 4)}
 
 
 def run(argv, capsys):
@@ -62,7 +62,7 @@ def data_file(tmp_path_factory):
 def result(request, data_file):
     """(epsilon, rows by name) of `zeal compare --range -1 1 --epsilon EPS --bits 4 --data`."""
     eps = request.param
-    rows = compare.compare("-1", "1", eps, bits=4, data=readings())
+    rows = compare.compare("-1", "1", eps, bits=4, data=readings(), floor_inputs=9)
     return Fraction(eps), {r["mechanism"]: r for r in rows}
 
 
@@ -89,10 +89,11 @@ def brute_grid_worst(g: ExactGrid) -> Fraction:
 
 def test_rows_and_json_keys(result):
     _, rows = result
-    assert set(rows) == set(REFERENCES) | {"window-grid"} | set(TABLES)
+    assert set(rows) == set(REFERENCES) | set(PUBLISHED_ROWS) | {"window-grid", "floor"} | \
+        set(TABLES)
     for name, r in rows.items():
-        assert REQUIRED <= set(r), name
-        exact = name not in REFERENCES
+        assert REQUIRED <= set(r) and "above_floor" in r, name
+        exact = name not in REFERENCES + PUBLISHED_ROWS + ("floor",)
         assert r["exact"] is exact
         assert r["on_device"] is exact       # the grid and every table profile run on a board
         if exact:
@@ -100,6 +101,8 @@ def test_rows_and_json_keys(result):
             if name != "window-grid":     # the grid sends the profile's m (checked below)
                 assert r["bits"] == max(1, (r["cells"] - 1).bit_length()), name
             assert r["bits"] <= 4
+        elif r["cells"] is not None:      # a published finite output set: Three-Outputs, N-output
+            assert r["bits"] == (r["cells"] - 1).bit_length() and r["entropy_bits"] is None
         else:
             assert r["bits"] is None and r["entropy_bits"] is None
 
@@ -173,9 +176,9 @@ def test_optimal_is_the_designer_and_the_smallest(result):
     # grid: one anchor per cell; it can land a hair either side, e.g. 0.87088 vs 0.87094 at
     # eps = 2, so it is held to 0.1%)
     others = [v["worst_variance"] for k, v in rows.items()
-              if k not in ("optimal", "n-output", "three-outputs")]
+              if k not in ("optimal", "n-output-lp", "three-outputs-lp", "floor")]
     assert r["worst_variance"] < min(others)
-    assert r["worst_variance"] <= 1.001 * rows["n-output"]["worst_variance"]
+    assert r["worst_variance"] <= 1.001 * rows["n-output-lp"]["worst_variance"]
 
 
 def test_entropy_at_most_bits_sent(result):
@@ -188,15 +191,16 @@ def test_entropy_at_most_bits_sent(result):
 def test_cli_json_text_and_plot(tmp_path, data_file, capsys):
     png = tmp_path / "cmp.png"
     code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "3",
-                          "--data", data_file, "--json", "--plot", str(png)], capsys)
+                          "--data", data_file, "--json", "--plot", str(png),
+                          "--floor-inputs", "7"], capsys)
     assert code == 0
     rows = json.loads(out)
     assert isinstance(rows, list) and all(REQUIRED <= set(r) for r in rows)
     assert "designing optimal" in err and "clamped" in err      # progress on stderr
     blob = png.read_bytes()
     assert blob[:8] == b"\x89PNG\r\n\x1a\n" and len(blob) > 10000
-    code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "3"],
-                         capsys)
+    code, out, err = run(["compare", "--range", "-1", "1", "--epsilon", "1", "--bits", "3",
+                          "--floor-inputs", "7"], capsys)
     assert code == 0
     assert "runs on device" in out and "(reading unit)^2" in out
     lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()}
@@ -206,15 +210,17 @@ def test_cli_json_text_and_plot(tmp_path, data_file, capsys):
 
 
 def test_without_data_mean_is_null_and_table_profile_limit():
-    rows = {r["mechanism"]: r for r in compare.compare("0", "50", "1", bits=9)}
+    rows = {r["mechanism"]: r for r in compare.compare("0", "50", "1", bits=9,
+                                                        floor_inputs=None)}
     assert all(r["mean_variance"] is None for r in rows.values())
     for name in ("optimal", "pm-table", "hm-table", "pm-sub-table"):
         assert rows[name]["worst_variance"] is None and not rows[name]["on_device"], name
         assert "at most 6 bits" in rows[name]["note"], name
     # the natural sizes stand: Duchi (1 bit) and Three-Outputs (2 bits) at any --bits
     assert rows["duchi-table"]["bits"] == 1 and rows["duchi-table"]["on_device"]
-    assert rows["three-outputs"]["bits"] == 2
-    assert rows["n-output"]["bits"] == 4      # one anchor per cell: at most 16 cells
+    assert rows["three-outputs-lp"]["bits"] == 2
+    assert rows["n-output-lp"]["bits"] == 4      # one anchor per cell: at most 16 cells
+    assert all(r["above_floor"] is None for r in rows.values())   # no floor asked for
     assert rows["window-grid"]["bits"] == 9
 
 
@@ -254,11 +260,52 @@ def test_unwritable_plot(tmp_path, capsys):
 def test_without_scipy_the_optimal_row_says_why_and_the_rest_stands(monkeypatch):
     import sys
 
+    from zeal.mechanism import published
+
+    from zeal.mechanism import floor
+
+    published._alone.cache_clear()  # N-outputs searched by earlier tests (with scipy)
+    floor._solve.cache_clear()       # and floors solved
     monkeypatch.setitem(sys.modules, "scipy", None)   # `import scipy...` -> ImportError
     monkeypatch.setitem(sys.modules, "scipy.optimize", None)
     rows = {r["mechanism"]: r for r in compare.compare(-1, 1, 1, bits=3)}
-    for name in ("optimal", "n-output", "three-outputs"):    # the LP-designed kinds
+    # the LP-designed kinds, the published searches and the floor (a conic program)
+    for name in ("optimal", "n-output-lp", "three-outputs-lp", "n-output", "hm-np", "floor"):
         assert rows[name]["worst_variance"] is None, name
         assert "zeal-mcu[design]" in rows[name]["note"], name
     for name in ("window-grid", "duchi-table", "pm-table", "pm-sub-table", "hm-table"):
         assert rows[name]["worst_variance"] is not None, name
+
+
+# ---- the published mechanisms and the floor (issue 23) ------------------------------------------
+PUBLISHED_ROWS = ("ptt", "pm-opt", "three-outputs", "hm-tp", "n-output", "hm-np")
+
+
+def test_every_row_has_its_distance_to_the_floor(result):
+    """The floor row is below every mechanism's worst case, and above_floor is the ratio."""
+    _, rows = result
+    bound = rows["floor"]["worst_variance"]
+    assert rows["floor"]["above_floor"] == 1.0 and rows["floor"]["kind"] == "floor"
+    for name in PUBLISHED_ROWS + REFERENCES + tuple(TABLES) + ("window-grid",):
+        r = rows[name]
+        assert r["above_floor"] == r["worst_variance"] / bound, name
+        assert r["above_floor"] >= 1 - 1e-9, name
+
+
+def test_the_published_rows_on_a_range(capsys):
+    """On [0, 50] the published mechanisms' rows are their [-1, 1] worst cases times 25^2;
+    Three-Outputs and N-output send ceil(log2 N) bits; the floor scales the same way."""
+    from zeal.mechanism import published as P
+    from zeal.mechanism.floor import floor
+
+    code, out, err = run(["compare", "--range", "0", "50", "--epsilon", "2", "--bits", "2",
+                          "--floor-inputs", "9", "--json"], capsys)
+    assert code == 0
+    rows = {r["mechanism"]: r for r in json.loads(out)}
+    assert rows["hm-np"]["worst_variance"] == pytest.approx(625 * P.hm_np(2).worst_variance())
+    assert rows["three-outputs"]["cells"] == 3 and rows["three-outputs"]["bits"] == 2
+    n = P.noutput_best_n(2)
+    assert rows["n-output"]["cells"] == n.cells == 3
+    assert rows["floor"]["worst_variance"] == pytest.approx(625 * floor(2, 9).value)
+    for name in PUBLISHED_ROWS:
+        assert rows[name]["kind"] == "reference" and not rows[name]["exact"], name

@@ -52,7 +52,8 @@ EPSILON_MAX = 20
 VARIANCE_UNIT = "(reading unit)^2"
 ROW_KEYS = ("mechanism", "kind", "bits", "cells", "worst_variance", "worst_variance_exact",
             "mean_variance", "mean_variance_exact", "entropy_bits", "exact", "on_device",
-            "note")
+            "note", "above_floor")
+FLOOR_INPUTS = 13   # J of the floor's conic program: ~10 s an epsilon, within 0.1 % of J = 15
 
 
 # ---- inputs ---------------------------------------------------------------------------------
@@ -190,6 +191,33 @@ def _row(mechanism, kind, *, bits=None, cells=None, worst=None, mean=None, entro
     }
 
 
+def _published(epsilon):
+    """[(name, mechanism or the one-line reason it is n/a)] of the later published
+    mechanisms (zeal.mechanism.published; N-output and HM-NP search with scipy)."""
+    from ..mechanism import published as P
+    from ..mechanism.references import PTT, PMOpt
+
+    out = [("ptt", PTT(epsilon=epsilon)), ("pm-opt", PMOpt(epsilon=epsilon)),
+           ("three-outputs", P.ThreeOutputs(epsilon=epsilon)), ("hm-tp", P.hm_tp(epsilon))]
+    for name, make in (("n-output", P.noutput_best_n), ("hm-np", P.hm_np)):
+        try:
+            out.append((name, make(epsilon)))
+        except ImportError:
+            out.append((name, "n/a: its search needs scipy (pip install 'zeal-mcu[design]')"))
+    return out
+
+
+NOTES = {
+    "ptt": "float reference: seed 002's I-PTT, eta = 19/10 (the window family at t = 0.9)",
+    "pm-opt": "float reference: the window family's best member (PM, PM-SUB and PTT are "
+              "members)",
+    "three-outputs": "float reference: Zhao et al., the published P0",
+    "hm-tp": "float reference: PM-SUB and Three-Outputs mixed at the best weight",
+    "n-output": "float reference: Baek & Chung's construction, the best N and outputs",
+    "hm-np": "float reference: Baek & Chung's HM-NP (N-output and PM-SUB)",
+}
+
+
 def _reference_rows(lo, hi, epsilon, data):
     import numpy as np
     from ..mechanism.references import Scaled, all_references
@@ -200,15 +228,41 @@ def _reference_rows(lo, hi, epsilon, data):
         xs = np.array([float(x) for x in counts], dtype=float)
         ws = np.array(list(counts.values()), dtype=float)
         xs = np.clip(xs, float(lo), float(hi))
-    for mech in all_references(float(epsilon)):
+    mechs = [(m.name, m) for m in all_references(float(epsilon))] + _published(float(epsilon))
+    for name, mech in mechs:
+        if isinstance(mech, str):
+            rows.append(_row(name, "reference", exact=False, on_device=False, note=mech))
+            continue
         scaled = Scaled(mech, lo=float(lo), hi=float(hi))
         mean = None
         if xs is not None:
             mean = float(np.dot(np.asarray(scaled.variance(xs)), ws) / ws.sum())
-        rows.append(_row(mech.name, "reference", worst=scaled.worst_variance(), mean=mean,
+        cells = getattr(mech, "cells", None)  # a finite output set (Three-Outputs, N-output)
+        rows.append(_row(name, "reference", worst=scaled.worst_variance(), mean=mean,
+                         cells=cells, bits=None if cells is None else (cells - 1).bit_length(),
                          exact=False, on_device=False,
-                         note="float reference (closed form); continuous output"))
+                         note=NOTES.get(name, "float reference (closed form); continuous "
+                                              "output")))
     return rows
+
+
+def _floor_row(lo, hi, epsilon, inputs, progress):
+    """The `floor` row: no unbiased epsilon-LDP mechanism on [lo, hi] has a smaller worst
+    case (zeal.mechanism.floor; its proof: shared_spec/floor.md)."""
+    from ..mechanism.floor import floor
+
+    progress("the floor: a conic program on %d inputs (%d output patterns), about %s ..."
+             % (inputs, (1 << inputs) - 1, "10 s" if inputs >= 13 else "a second"))
+    try:
+        f = floor(float(epsilon), inputs)
+    except ZealError as exc:
+        return _row("floor", "floor", exact=False, on_device=False, note="n/a: %s" % exc)
+    progress("floor computed in %.1f s" % f.seconds)
+    return _row("floor", "floor", worst=f.on_range(float(lo), float(hi)), exact=False,
+                on_device=False,
+                note="proven lower bound for every unbiased epsilon-LDP mechanism: the dual "
+                     "of the minimax program on %d equally spaced inputs (solver gap %.1e "
+                     "relative)" % (inputs, (f.primal - f.value) / f.value))
 
 
 def _grid_row(lo, hi, eps_text, bits, data):
@@ -254,9 +308,11 @@ def _table_row(name, table, data, note, kind="table"):
 
 
 # (row name, table_profile mechanism): every kind `zeal profile --mechanism` writes
-TABLE_ROWS = (("duchi-table", "duchi"), ("three-outputs", "three-outputs"),
+# (the LP on Three-Outputs' and N-output's structures: "-lp"; the published constructions are
+# the reference rows of those names)
+TABLE_ROWS = (("duchi-table", "duchi"), ("three-outputs-lp", "three-outputs"),
               ("pm-table", "pm"), ("pm-sub-table", "pm-sub"), ("hm-table", "hm"),
-              ("n-output", "n-output"), ("optimal", "optimal"))
+              ("n-output-lp", "n-output"), ("optimal", "optimal"))
 N_OUTPUT_BITS_MAX = 4   # n-output has one anchor per cell: 2^4 cells x 16 anchors fit a profile
 
 
@@ -308,11 +364,14 @@ def _table_rows(lo, hi, eps, bits, data, progress):
     return rows
 
 
-def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None) -> list:
-    """The rows (dicts with ROW_KEYS) for every mechanism on [lo, hi] at `epsilon`.
+def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None,
+            floor_inputs=FLOOR_INPUTS) -> list:
+    """The rows (dicts with ROW_KEYS) for every mechanism on [lo, hi] at `epsilon`, the
+    `floor` row last, every row's `above_floor` its worst case over the floor.
 
     lo, hi, epsilon: exact numbers (Fraction, int or decimal text); bits: None or 1..52;
-    data: None or a list of readings (exact); progress: a callable taking one line."""
+    data: None or a list of readings (exact); progress: a callable taking one line;
+    floor_inputs: the floor's J (None: no floor row, above_floor null)."""
     progress = progress or (lambda line: None)
     lo, hi = parse_number(lo, "lo"), parse_number(hi, "hi")
     eps = parse_number(epsilon, "epsilon")
@@ -335,6 +394,13 @@ def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None) -> list:
     progress("window grid (exact analysis)")
     rows.append(_grid_row(lo, hi, eps_text, bits, data))
     rows.extend(_table_rows(lo, hi, eps, bits, data, progress))
+    bound = None
+    if floor_inputs is not None:
+        rows.append(_floor_row(lo, hi, eps, floor_inputs, progress))
+        bound = rows[-1]["worst_variance"]
+    for r in rows:
+        r["above_floor"] = (None if bound is None or r["worst_variance"] is None
+                            else r["worst_variance"] / bound)
     return rows
 
 
@@ -345,22 +411,25 @@ def _fmt_var(value):
 
 def format_table(rows, *, lo, hi, epsilon, data_label=None) -> str:
     head = ("mechanism", "kind", "cells", "bits sent", "entropy (bits/report)",
-            "worst variance", "mean variance", "exact", "runs on device")
+            "worst variance", "x floor", "mean variance", "exact", "runs on device")
     body = []
     for r in rows:
-        cont = r["kind"] == "reference"
+        cont = r["kind"] == "reference" and r["cells"] is None
         unavailable = r["worst_variance"] is None
         body.append((
             r["mechanism"], r["kind"],
             "-" if r["cells"] is None else str(r["cells"]),
-            "n/a (continuous)" if cont else ("-" if unavailable else str(r["bits"])),
-            "n/a (continuous)" if cont else (
+            "n/a (continuous)" if cont else ("-" if unavailable or r["bits"] is None
+                                             else str(r["bits"])),
+            "n/a (continuous)" if cont else "-" if r["kind"] == "floor" else
+            "n/a (float reference)" if not r["exact"] else (
                 "-" if unavailable else ("n/a (needs --data)" if r["entropy_bits"] is None
                                           else "%.4f" % r["entropy_bits"])),
             _fmt_var(r["worst_variance"]),
+            "-" if r.get("above_floor") is None else "%.4f" % r["above_floor"],
             ("n/a (needs --data)" if data_label is None and not unavailable
              else _fmt_var(r["mean_variance"])),
-            "yes" if r["exact"] else "no (float)",
+            "yes" if r["exact"] else ("bound" if r["kind"] == "floor" else "no (float)"),
             "yes" if r["on_device"] else "no",
         ))
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -377,8 +446,10 @@ def format_table(rows, *, lo, hi, epsilon, data_label=None) -> str:
                  "the firmware runs (the window grid, or a table profile written by zeal "
                  "profile --mechanism KIND); variances of one report's estimate in %s."
                  % VARIANCE_UNIT)
+    lines.append("x floor = worst variance / the floor's: how far above the least worst case "
+                 "any unbiased mechanism can have.")
     for r in rows:
-        if r["note"] and r["kind"] != "reference":
+        if r["note"]:
             lines.append("%s: %s" % (r["mechanism"], r["note"]))
     return "\n".join(lines)
 
@@ -387,8 +458,10 @@ def plot(rows, path, *, lo, hi, epsilon, bits_label=""):
     """A PNG: worst variance per mechanism (bars, log scale), coloured by kind; the data's
     mean variance as points when present."""
     from .plots import new_figure
-    shown = [r for r in rows if r["worst_variance"] is not None]
-    fig = new_figure(9.0, 5.8, who="zeal compare --plot")
+    shown = [r for r in rows if r["worst_variance"] is not None and r["kind"] != "floor"]
+    bound = next((r["worst_variance"] for r in rows
+                  if r["kind"] == "floor" and r["worst_variance"] is not None), None)
+    fig = new_figure(9.0, 6.6, who="zeal compare --plot")
     ax = fig.add_subplot(1, 1, 1)
     colours = {"reference": "#9aa5b1", "host": "#4c78a8", "device": "#e45756"}
     labels = {"reference": "float reference (not exact)",
@@ -405,12 +478,16 @@ def plot(rows, path, *, lo, hi, epsilon, bits_label=""):
     if means:
         ax.plot([m for _, m in means], [y for y, _ in means], "kD", markersize=5,
                 label="mean variance over the data")
+    if bound is not None:
+        ax.axvline(bound, color="black", linestyle="--", linewidth=1,
+                   label="floor: no unbiased mechanism has a smaller worst case")
     ax.set_yticks(ys)
     ax.set_yticklabels(["%s (%s)" % (r["mechanism"], "continuous" if r["bits"] is None
                                      else "%d bit%s" % (r["bits"], "" if r["bits"] == 1 else "s"))
                         for r in shown])
     ax.invert_yaxis()
-    values = [r["worst_variance"] for r in shown] + [m for _, m in means]
+    values = [r["worst_variance"] for r in shown] + [m for _, m in means] + (
+        [] if bound is None else [bound])
     if values and max(values) / min(values) > 3:
         ax.set_xscale("log")
     ax.set_xlabel("worst-case variance of one report's estimate over [%s, %s] "
@@ -418,7 +495,8 @@ def plot(rows, path, *, lo, hi, epsilon, bits_label=""):
     ax.set_ylabel("mechanism (bits sent per report)")
     ax.set_title("zeal compare: epsilon = %s%s" % (epsilon, bits_label))
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8,
+              frameon=False)
     fig.tight_layout()
     try:
         fig.savefig(path, format="png")
@@ -444,7 +522,11 @@ def cmd_compare(args) -> int:
     def progress(line):
         print("zeal compare: %s" % line, file=sys.stderr, flush=True)
 
-    rows = compare(lo, hi, args.epsilon.strip(), bits=bits, data=data, progress=progress)
+    inputs = getattr(args, "floor_inputs", FLOOR_INPUTS)
+    if inputs != 0 and not 2 <= inputs <= 17:
+        raise ZealError("--floor-inputs must be 2 to 17 (or 0: no floor), got %d" % inputs)
+    rows = compare(lo, hi, args.epsilon.strip(), bits=bits, data=data, progress=progress,
+                   floor_inputs=inputs or None)
     if args.plot:
         plot(rows, args.plot, lo=lo_t, hi=hi_t, epsilon=args.epsilon.strip(),
              bits_label="" if bits is None else ", --bits %d" % bits)

@@ -125,6 +125,7 @@ class ThreeOutputs(Reference):
             raise ZealError("P0 must be in [0, E/(E+2)], got %r" % p0)
         self.p0 = p0
         self.c = e * (e + 1) / ((e - 1) * (e - p0))
+        self.cells = 3
 
     def probabilities(self, x):
         """(P(C | x), P(0 | x), P(-C | x)) for x (arrays)."""
@@ -186,6 +187,7 @@ class NOutput(Reference):
                             % (1 / self.t))
         self.a = np.array(a)
         self.values = np.concatenate([-self.a[::-1], [0.0] if odd else [], self.a])
+        self.cells = len(self.values)
         # probability rows at the anchors 0 = x_0 < x_1 < ... < x_n = 1
         self.anchors = np.concatenate([[0.0], self.t * self.a])
         self.anchors[-1] = 1.0  # t a_n = 1 exactly (float rounding aside)

@@ -198,6 +198,7 @@ class Duchi(Reference):
     def __init__(self, *, epsilon):
         self.epsilon = _epsilon(epsilon)
         self.b = (math.exp(self.epsilon) + 1) / (math.exp(self.epsilon) - 1)
+        self.cells = 2   # a finite output set: one bit
 
     def _sample(self, x, rng):
         up = rng.random(x.shape) < 0.5 + x / (2 * self.b)
