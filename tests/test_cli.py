@@ -332,7 +332,8 @@ def test_profile_json_worst_variance_of_the_grid_is_exact(tmp_path, rng, eps, bi
 
 @pytest.mark.parametrize("mechanism, bits, cells", [
     ("duchi", None, 2), ("pm", "3", 8), ("hm", "3", 8), ("pm-sub", "2", 4),
-    ("three-outputs", None, 3), ("optimal", "2", 4), ("n-output", "2", 4)])
+    ("three-outputs", None, 3), ("optimal", "2", 4), ("n-output-lp", "2", 4),
+    ("three-outputs-lp", None, 3)])
 def test_profile_json_of_a_table_is_exact_and_the_file_loads(tmp_path, mechanism, bits, cells):
     from zeal.mechanism.grid import profile as P
     from zeal.mechanism import kinds
@@ -355,7 +356,7 @@ def test_profile_json_of_a_table_is_exact_and_the_file_loads(tmp_path, mechanism
     bound = exp_lower_bound(_exact(doc["epsilon_stored"]))
     assert _exact(doc["privacy_ratio_exact"]) == ratio <= bound
     assert _exact(doc["exp_epsilon_bound_exact"]) == bound
-    designed = mechanism in ("optimal", "n-output", "three-outputs")
+    designed = mechanism in ("optimal", "n-output-lp", "three-outputs-lp")
     assert ("designed in" in done.stderr) == designed               # progress while it solves
 
 

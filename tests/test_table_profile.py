@@ -288,7 +288,8 @@ def test_checks_agree_with_the_exact_table():
 # ---- constructors --------------------------------------------------------------------------------
 @pytest.mark.parametrize("mechanism, bits, eps", [
     ("duchi", 1, 0.5), ("pm", 2, 1.0), ("pm", 4, 4.0), ("pm-sub", 3, 2.0), ("hm", 3, 2.0),
-    ("hm", 4, 0.5), ("three-outputs", 2, 1.0), ("n-output", 3, 1.0), ("optimal", 3, 2.0)])
+    ("hm", 4, 0.5), ("three-outputs", 2, 1.0), ("three-outputs", 2, 4.0),
+    ("three-outputs-lp", 2, 1.0), ("n-output-lp", 3, 1.0), ("optimal", 3, 2.0)])
 def test_build_every_mechanism(mechanism, bits, eps):
     prof = TP.build(-1.0, 1.0, eps, mechanism, bits)
     back = kinds.loads(prof.to_json())
@@ -299,9 +300,9 @@ def test_build_every_mechanism(mechanism, bits, eps):
     for r in range(prof.anchors + 1):       # exactly unbiased at every anchor
         assert sum(p * g for p, g in zip(t.probs[r], t.output_values())) == t.anchor(r)
     assert all(sum(row) <= 1 << 32 for row in prof.weights)
-    if mechanism == "three-outputs":
+    if mechanism.startswith("three-outputs"):
         assert (prof.n_cells, prof.anchors) == (3, 2)
-    if mechanism == "n-output":
+    if mechanism == "n-output-lp":
         assert prof.anchors + 1 == prof.n_cells == 1 << bits
     if mechanism in ("pm", "pm-sub"):
         # the window family's N/Nc = t + 1: t = e^(eps/2) (PM) or e^(eps/3) (PM-SUB)
@@ -330,7 +331,8 @@ def test_build_refuses_bad_inputs():
     for args, what in (((1.0, -1.0, 1.0, "pm", 3), "range"), ((-1.0, 1.0, 0.0, "pm", 3), "eps"),
                        ((-1.0, 1.0, 1.0, "laplace", 3), "mechanism"),
                        ((-1.0, 1.0, 1.0, "pm", 7), "bits"), ((-1.0, 1.0, 1.0, "pm", 1), "pm"),
-                       ((-1.0, 1.0, 1.0, "n-output", 5), "n-output")):
+                       ((-1.0, 1.0, 1.0, "n-output-lp", 5), "n-output-lp"),
+                       ((-1.0, 1.0, 1.0, "n-output", 4), "n-output as published")):
         with pytest.raises(ProfileError) as exc:
             TP.build(*args)
         assert "\n" not in str(exc.value), what

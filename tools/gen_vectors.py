@@ -267,6 +267,7 @@ def table_profile_set() -> dict:
            "t-duchi": TP.build(20.0, 80.0, 1.0, "duchi", 1),
            "t-hm-3bit": TP.build(-40.0, 125.0, 2.0, "hm", 3),
            "t-pm-2bit": TP.build(23.5, 83.9, 0.5, "pm", 2),
+           "t-three-outputs": TP.build(23.5, 83.9, 1.0, "three-outputs", 2),
            "t-optimal-3bit-adc": TP.build(0.0, 3.3, 1.0, "optimal", 3, calibration=adc)}
     hand = out["t-hand"]
     if (hand.values, hand.value_den, hand.worst_variance()) != ([-1, 2], 1, 9):

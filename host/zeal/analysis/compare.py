@@ -44,8 +44,8 @@ from ..errors import InputError, ProfileError, ZealError
 PROFILE_TABLE_BITS_MAX = 6  # a table profile (zeal-table/1) holds at most 64 cells
 # `zeal profile/demo --mechanism KIND --bits auto`: a table mechanism's natural size (Duchi
 # 2 cells, Three-Outputs 3), else DEFAULT_TABLE_BITS
-NATURAL_TABLE_BITS = {"duchi": 1, "three-outputs": 2}
-DESIGNED = ("optimal", "n-output", "three-outputs")   # solved by the LP designer (scipy)
+NATURAL_TABLE_BITS = {"duchi": 1, "three-outputs": 2, "three-outputs-lp": 2}
+DESIGNED = ("optimal", "n-output-lp", "three-outputs-lp")   # solved by the LP designer (scipy)
 DEFAULT_TABLE_BITS = 4      # tables and `optimal` without --bits
 BITS_MAX = 52               # the window grid's widest report
 EPSILON_MAX = 20
@@ -310,9 +310,10 @@ def _table_row(name, table, data, note, kind="table"):
 # (row name, table_profile mechanism): every kind `zeal profile --mechanism` writes
 # (the LP on Three-Outputs' and N-output's structures: "-lp"; the published constructions are
 # the reference rows of those names)
-TABLE_ROWS = (("duchi-table", "duchi"), ("three-outputs-lp", "three-outputs"),
-              ("pm-table", "pm"), ("pm-sub-table", "pm-sub"), ("hm-table", "hm"),
-              ("n-output-lp", "n-output"), ("optimal", "optimal"))
+TABLE_ROWS = (("duchi-table", "duchi"), ("three-outputs-table", "three-outputs"),
+              ("three-outputs-lp", "three-outputs-lp"), ("pm-table", "pm"),
+              ("pm-sub-table", "pm-sub"), ("hm-table", "hm"), ("n-output-lp", "n-output-lp"),
+              ("optimal", "optimal"))
 N_OUTPUT_BITS_MAX = 4   # n-output has one anchor per cell: 2^4 cells x 16 anchors fit a profile
 
 
@@ -322,7 +323,7 @@ def _kind_bits(mechanism, bits):
     if mechanism in NATURAL_TABLE_BITS:
         return NATURAL_TABLE_BITS[mechanism]
     tb = DEFAULT_TABLE_BITS if bits is None else bits
-    return min(tb, N_OUTPUT_BITS_MAX) if mechanism == "n-output" else tb
+    return min(tb, N_OUTPUT_BITS_MAX) if mechanism == "n-output-lp" else tb
 
 
 def _table_rows(lo, hi, eps, bits, data, progress):
@@ -346,7 +347,7 @@ def _table_rows(lo, hi, eps, bits, data, progress):
                 rows.append(_row(name, kind, exact=True, on_device=False, note="n/a: %s" % exc))
                 continue
             progress("designing %s at %d bits (%d cells); a few seconds ..."
-                     % (mech, b, 3 if mech == "three-outputs" else 1 << b))
+                     % (mech, b, 3 if mech == "three-outputs-lp" else 1 << b))
         else:
             progress("exact table %s at %d bits" % (mech, b))
         start = time.perf_counter()

@@ -9,7 +9,8 @@ from ..analysis.shuffle_cli import DEFAULT_LEVELS, DEFAULT_T
 GRID = "grid"
 # zeal.mechanism.table.profile.MECHANISMS (kept here so the parser needs no import; a test
 # checks the two agree)
-TABLE_MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "n-output", "optimal")
+TABLE_MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "three-outputs-lp",
+                    "n-output-lp", "optimal")
 MECHANISMS = (GRID,) + TABLE_MECHANISMS
 VARIANCE_UNIT = "(reading unit)^2"
 _UNITS = {"lo": "(reading unit)", "hi": "(reading unit)", "worst_input": "(reading unit)",
@@ -62,7 +63,7 @@ def add(sub):
     g.add_argument("--bits", type=bits_arg, default="auto", metavar="M|auto",
                    help="bits per report; grid: 'auto' = fewest bits whose variance is within "
                         "1%% of the continuous piecewise mechanism at every input; tables: 1 "
-                        "to 6, 'auto' = 1 for duchi, 2 for three-outputs, else 4 (default "
+                        "to 6, 'auto' = 1 for duchi, 2 for three-outputs(-lp), else 4 (default "
                         "%(default)s)")
     g.add_argument("--exponent", type=int, metavar="E",
                    help="binade exponent instead of bits (default: from --bits)")
@@ -71,7 +72,7 @@ def add(sub):
     p.add_argument("--cal-offset", metavar="Q", help="raw-count calibration offset (with "
                    "--cal-gain; default: none)")
     p.add_argument("--objective", choices=("worst", "data"), default=None,
-                   help="designed tables (optimal, n-output, three-outputs): minimise the "
+                   help="designed tables (optimal, n-output-lp, three-outputs-lp): minimise the "
                         "worst-case variance over [LO, HI], or the variance averaged over "
                         "--data (default: worst, or data when --data is given)")
     p.add_argument("--data", metavar="FILE",

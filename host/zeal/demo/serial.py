@@ -9,7 +9,7 @@ AVG* and its bias on a coarse grid, the bits per report measured on the wire, an
 protects (one reading) and how it adds up over a day of one board's readings.
 
 `--mechanism` (default grid): a table kind (optimal, pm, hm, duchi, three-outputs, pm-sub,
-n-output) runs a table profile (zeal-table/1) on the boards instead of the window grid; AVG*
+three-outputs-lp, n-output-lp) runs a table profile (zeal-table/1) on the boards instead of the window grid; AVG*
 is then not applicable (null in the document: a window-grid notion), and the demo section
 names the mechanism and its exact worst-case variance.
 

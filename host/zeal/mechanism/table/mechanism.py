@@ -72,11 +72,20 @@ Exact family members (item 3), on N cells (a device with m bits allows N <= 2^m)
   (~0.61, the paper's threshold), else alpha = 0 and HM is Duchi. Each column belongs to one
   part, so its ratio is that part's; Var_HM(x) = alpha Var_PMtable(x) + (1-alpha) Var_D(x)
   exactly (both parts unbiased).
-- Three-Outputs, PM-SUB and N-output: built as profiles by zeal.mechanism.table.profile.build
-  (PM-SUB is `pm` at Zhao et al.'s window t = e^(eps/3); Three-Outputs and N-output take
-  their structure from the papers — 3 cells with anchors lo, mid, hi; N cells with N
-  anchors — and their probabilities from the LP designer, zeal.mechanism.table.design: derived,
-  not transcribed, since their exact laws are not in the sources at hand).
+- `three_outputs`: Zhao et al.'s Three-Outputs as published (shared_spec/published.md) with
+  the budget ratio L in place of E: 3 cells {-C, 0, C}, C = L(L+1)/((L-1)(L-P0)), anchors
+  lo, mid, hi (R = 2), rows (at x = -1, 0, 1 on [-1, 1])
+      [(L-P0)/(L+1), P0/L, (L-P0)/(L(L+1))],  [(1-P0)/2, P0, (1-P0)/2],  and the mirror,
+  P0 the published rule's root with L for E, as a rational (a denominator <= 2^(s/3)) clamped
+  to [0, L/(L+2)]: every column's ratio is exactly L (zero column: P0 vs P0/L; outer ones:
+  (L-P0)/(L+1) vs (L-P0)/(L(L+1))) and the middle row lies between. Below ln 2 (P0 = 0) it
+  is Duchi's two cells.
+- PM-SUB, and the LP versions of Three-Outputs and N-output: built as profiles by
+  zeal.mechanism.table.profile.build (PM-SUB is `pm` at Zhao et al.'s window t = e^(eps/3);
+  three-outputs-lp and n-output-lp take their structure from the papers — 3 cells with
+  anchors lo, mid, hi; N cells with N anchors — and their probabilities from the LP designer,
+  zeal.mechanism.table.design). The published N-output is not a table profile: its anchors
+  x_j = t a_j do not fall on a table's evenly spaced anchors.
 
 The device format of a table ("zeal-table/1": integer weights, output values a_j/Q) and its
 check list are zeal.mechanism.table.profile's (shared_spec/profile.md); the sampler is
@@ -364,4 +373,28 @@ def hm(lo, hi, epsilon, *, cells, scale_bits=32) -> Table:
               values=part.output_values() + duchi_part.output_values())
     t.alpha = alpha
     t.pm_part, t.duchi_part = part, duchi_part
+    return t
+
+
+def three_outputs(lo, hi, epsilon, *, scale_bits=32, ratio=None) -> Table:
+    """Zhao et al.'s Three-Outputs as published, exactly (module doc); Duchi's table below
+    ln 2, where the published P0 is 0."""
+    from ..published import three_outputs_p0
+
+    lo, hi = as_fraction(lo, "lo"), as_fraction(hi, "hi")
+    ratio = budget_ratio(epsilon, scale_bits) if ratio is None else as_fraction(ratio, "ratio")
+    if not ratio > 1:
+        raise ProfileError("epsilon too small for a ratio above 1 at this scale")
+    big = ratio
+    # a small denominator for P0 keeps the integer rows within 2^32 (with the ratio's 2^-s)
+    p0 = Fraction(three_outputs_p0(math.log(big))).limit_denominator(1 << max(4, scale_bits // 3))
+    p0 = min(max(p0, Fraction(0)), big / (big + 2))
+    if p0 == 0:
+        return duchi(lo, hi, epsilon, scale_bits=scale_bits, ratio=ratio)
+    h, mid = (hi - lo) / 2, (hi + lo) / 2
+    c = big * (big + 1) / ((big - 1) * (big - p0))
+    edge = [(big - p0) / (big + 1), p0 / big, (big - p0) / (big * (big + 1))]
+    rows = _integer_rows([edge, [(1 - p0) / 2, p0, (1 - p0) / 2], edge[::-1]])
+    t = Table(lo, hi, epsilon, rows, values=[mid - h * c, mid, mid + h * c])
+    t.p0 = p0
     return t

@@ -33,7 +33,9 @@ ENTRIES_MAX = 320                 # (R + 1) * N
 ROW_TOTAL_MAX = 1 << 32
 WEIGHT_DIGITS = 8
 VALUE_LIMIT = 1 << 63             # |a_j| < 2^63, 1 <= Q < 2^63
-MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "n-output", "optimal")
+MECHANISMS = ("duchi", "pm", "hm", "three-outputs", "pm-sub", "three-outputs-lp",
+              "n-output-lp", "optimal")
+DESIGNED = ("optimal", "n-output-lp", "three-outputs-lp")   # the LP designer's (scipy)
 
 _INT_KEYS = ("anchors", "bits", "cells", "value_den")
 _REQUIRED = ("format", "lo", "hi", "epsilon", "anchors", "cells", "bits", "weights", "values",
@@ -341,12 +343,15 @@ def build_table(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=Non
     if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 6:
         raise ProfileError("bits must be an integer in [1, 6] for a table profile, got %r"
                            % (bits,))
+    if mechanism == "n-output":
+        raise ProfileError("n-output as published is not a table profile (its anchors are not "
+                           "evenly spaced); n-output-lp is the LP on its structure")
     if mechanism not in MECHANISMS:
         raise ProfileError("mechanism must be one of %s, got %r"
                            % (", ".join(MECHANISMS), mechanism))
-    if objective != "worst" and mechanism not in ("optimal", "n-output", "three-outputs"):
-        raise ProfileError("--objective data needs a designed mechanism (optimal, n-output, "
-                           "three-outputs)")
+    if objective != "worst" and mechanism not in DESIGNED:
+        raise ProfileError("--objective data needs a designed mechanism (%s)"
+                           % ", ".join(DESIGNED))
     n = 1 << bits
     if mechanism == "duchi":
         return _scaled(lambda s: T.duchi(lo, hi, eps, scale_bits=s))
@@ -363,11 +368,15 @@ def build_table(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=Non
     if mechanism == "three-outputs":
         if bits < 2:
             raise ProfileError("three-outputs needs 2 bits (3 cells)")
+        return _scaled(lambda s: T.three_outputs(lo, hi, eps, scale_bits=s))
+    if mechanism == "three-outputs-lp":
+        if bits < 2:
+            raise ProfileError("three-outputs-lp needs 2 bits (3 cells)")
         return D.design(lo, hi, eps, 2, cells=3, anchors=3, objective=objective, data=data)
-    if mechanism == "n-output":
+    if mechanism == "n-output-lp":
         if n > 16:
-            raise ProfileError("n-output has N anchors for N = 2^bits cells: at most 4 bits "
-                               "fit a table profile's %d weights" % ENTRIES_MAX)
+            raise ProfileError("n-output-lp has N anchors for N = 2^bits cells: at most 4 "
+                               "bits fit a table profile's %d weights" % ENTRIES_MAX)
         return D.design(lo, hi, eps, bits, anchors=n, objective=objective, data=data)
     return D.design(lo, hi, eps, bits, anchors=anchors, objective=objective, data=data)
 
@@ -379,11 +388,11 @@ def build(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None, anc
     Transcribed from the papers (exact versions, zeal.mechanism.table.mechanism): duchi (2 cells, 1
     bit), pm (2^bits cells, Wang et al.'s window N/Nc = e^(eps/2) + 1), hm (Wang et al.'s
     alpha; Duchi alone at eps <= eps*), pm-sub (Zhao et al.: the same window family at
-    t = e^(eps/3), N/Nc = t + 1). Derived rather than transcribed (their structure from the
-    papers, their probabilities from the LP of zeal.mechanism.table.design): three-outputs (3
-    cells, anchors lo, mid, hi: Zhao et al.'s structure), n-output (N = 2^bits cells on an
-    even grid, N anchors: Baek & Chung's piecewise-linear structure), optimal (the designer,
-    default 17 anchors). The budget ratio of the transcribed ones is floor(L 2^s)/2^s with
+    t = e^(eps/3), N/Nc = t + 1), three-outputs (Zhao et al.'s published P0; 3 cells, anchors
+    lo, mid, hi). Derived rather than transcribed (their structure from the papers, their
+    probabilities from the LP of zeal.mechanism.table.design): three-outputs-lp (3 cells,
+    anchors lo, mid, hi), n-output-lp (N = 2^bits cells on an even grid, N anchors: Baek &
+    Chung's piecewise-linear structure), optimal (the designer, default 17 anchors). The budget ratio of the transcribed ones is floor(L 2^s)/2^s with
     the largest s <= 32 that keeps every row total within 2^32."""
     table = build_table(lo, hi, epsilon, mechanism, bits, objective=objective, data=data,
                         anchors=anchors)
