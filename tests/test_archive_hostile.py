@@ -120,7 +120,7 @@ def analyze_ok(capsys, path):
 
 # ---- the legitimate archive still reads ---------------------------------------------------------
 @pytest.mark.parametrize("codec", ["packed", "zstd", "lzma", "bz2", "lz4", "pcodec", "rans",
-                                   "greedygd"])
+                                   "greedygd", "adaptive"])
 def test_a_legitimate_archive_still_reads(tmp_path, capsys, codec):
     doc = analyze_ok(capsys, legit(tmp_path, codec))
     assert doc["overall"]["n"] == 48 and doc["overall"]["gaps"] == 2

@@ -160,7 +160,8 @@ def demo_dbs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["multi", "shuffle", "all"])
-@pytest.mark.parametrize("codec", [None, "packed", "rans", "zstd", "pcodec", "greedygd"])
+@pytest.mark.parametrize("codec", [None, "packed", "rans", "zstd", "pcodec", "greedygd",
+                                   "adaptive"])
 def test_analyze_archive_is_analyze_db(demo_dbs, tmp_path, capsys, kind, codec):
     db = demo_dbs[kind]
     if codec and codec not in compress.codecs():
@@ -225,7 +226,7 @@ def _manifest(src, dst, edit):
              if name == "manifest.json" else data)
 
 
-@pytest.mark.parametrize("codec", ["rans", "packed"])
+@pytest.mark.parametrize("codec", ["rans", "packed", "adaptive"])
 def test_damaged_multi_and_shuffle_archives_are_one_line_errors(demo_dbs, tmp_path, capsys,
                                                                  codec):
     if codec not in compress.codecs():
@@ -260,7 +261,12 @@ def test_damaged_multi_and_shuffle_archives_are_one_line_errors(demo_dbs, tmp_pa
     rc, err = blob_edit(lambda b: b[:len(b) // 2])
     assert rc == 1
     blob_edit(lambda b: b[:len(b) // 2] + bytes([b[len(b) // 2] ^ 0xFF]) + b[len(b) // 2 + 1:])
-    rc, err = blob_edit(lambda b: b[:4] + struct.pack("<Q", 1 << 40) + b[12:])
+    if codec == "adaptive":   # n is LEB128 there
+        from zeal.analysis.compress.adaptive import _leb, _unleb
+
+        rc, err = blob_edit(lambda b: b[:4] + _leb(1 << 40) + b[_unleb(b, 4)[1]:])
+    else:
+        rc, err = blob_edit(lambda b: b[:4] + struct.pack("<Q", 1 << 40) + b[12:])
     assert rc == 1 and ("more than" in err or "symbols" in err), err
     # a multi stream's codec swapped for one that does not apply
     _manifest(good, bad, lambda d: dict(d, streams=[

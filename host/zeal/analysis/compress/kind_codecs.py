@@ -426,6 +426,142 @@ class MessagesRans(_Messages, _Rans):
         return out
 
 
+# ---- adaptive (compress.adaptive): the uniform part under its exact law, each group of values
+# under a model the decoder learns as it decodes (no model stored) ----------------------------------
+def _t(limit: int) -> int:
+    return max(int(limit) - 1, 0).bit_length()
+
+
+class _AdaptiveShape:
+    """The profile required; a damaged blob is one ZealError whatever constriction raises."""
+    needs_profile, name, package = True, "adaptive", "constriction"
+
+    def __init__(self):
+        from .adaptive import Adaptive
+        self._coder = Adaptive()
+
+    def encode(self, symbols, profile) -> bytes:
+        if profile is None:
+            raise ZealError("codec %r needs the reports' profile" % self.name)
+        return self._encode(symbols, profile)
+
+    def decode(self, blob, profile, limit=None) -> np.ndarray:
+        from .adaptive import header
+
+        if profile is None:
+            raise ZealError("codec %r needs the reports' profile" % self.name)
+        view = memoryview(blob)
+        n, at = header(view, self.MAGIC, None if limit is None else self._reports(limit,
+                                                                                   profile))
+        try:
+            return self._decode(view, at, n, profile)
+        except ZealError:
+            raise
+        except Exception as exc:   # constriction's and numpy's errors on a damaged blob
+            raise ZealError("adaptive: cannot decode the blob (%s)" % type(exc).__name__) \
+                from None
+
+    def __repr__(self):
+        return "<codec adaptive (%s)>" % self.shape
+
+
+class PairsAdaptive(_AdaptiveShape):
+    """Blob: "ZAP1", n (LEB128), the subset ranks' ANS words (uniform on C(d, k)), then per
+    attribute its values (in report order) as an adaptive part at the attribute's width."""
+    shape, MAGIC = "pairs", b"ZAP1"
+
+    @staticmethod
+    def _reports(limit, profile):
+        return limit // (2 * profile.k)
+
+    def _encode(self, symbols, profile) -> bytes:
+        j, y = _pairs(symbols, profile)
+        d, k = profile.d, profile.k
+        out = [self.MAGIC, self._coder_leb(j.shape[0]),
+               self._coder.uniform(math.comb(d, k), subset_ranks(j, d))]
+        for a, limit in enumerate(_limits(profile)):
+            out.append(self._coder.encode_parts(y[j == a].astype(np.uint64), _t(limit)))
+        return b"".join(out)
+
+    def _coder_leb(self, n):
+        from .adaptive import _leb
+        return _leb(n)
+
+    def _decode(self, view, at, n, profile):
+        d, k = profile.d, profile.k
+        ranks, at = self._coder.read_uniform(view, at, math.comb(d, k), n)
+        if ranks.size and int(ranks.max()) >= math.comb(d, k):
+            raise ZealError("adaptive: a subset rank out of range")
+        j = subsets(d, k)[ranks]
+        y = np.zeros(j.shape, dtype=np.uint64)
+        for a, limit in enumerate(_limits(profile)):
+            where = j == a
+            vals, at = self._coder.decode_parts(view, at, int(where.sum()), _t(limit))
+            if vals.size and int(vals.max()) >= limit:
+                raise ZealError("adaptive: attribute %d has a value out of its range" % a)
+            y[where] = vals
+        return np.stack([j.astype(np.uint64), y], axis=2).reshape(-1)
+
+
+class MessagesAdaptive(_AdaptiveShape):
+    """Blob: "ZAM1", n (LEB128), the count of invalid messages (LEB128), their positions and
+    m bits (as rans keeps them), the coordinates' ANS words (uniform on d), then per
+    coordinate its levels as an adaptive part."""
+    shape, MAGIC = "messages", b"ZAM1"
+
+    @staticmethod
+    def _reports(limit, profile):
+        return limit
+
+    def _encode(self, symbols, profile) -> bytes:
+        from .adaptive import _leb
+
+        p = profile.params
+        s = np.asarray(symbols, dtype=np.uint64)
+        c, y, valid = MessagesRans._split(s, p)
+        bad = np.flatnonzero(~valid)
+        width = int(s.size).bit_length()
+        cv, yv = c[valid], y[valid]
+        out = [self.MAGIC, _leb(s.size), _leb(bad.size),
+               pack_bits(bad.astype(np.uint64), width), pack_bits(s[bad], profile.bits),
+               self._coder.uniform(p.d, cv)]
+        for coord in range(p.d):
+            out.append(self._coder.encode_parts(yv[cv == coord], _t(p.k + 1)))
+        return b"".join(out)
+
+    def _decode(self, view, at, n, profile):
+        from .adaptive import _unleb
+
+        p = profile.params
+        nbad, at = _unleb(view, at)
+        if nbad > n:
+            raise ZealError("adaptive: %d invalid messages among %d" % (nbad, n))
+        width = int(n).bit_length()
+        pos = unpack_bits(view[at:], nbad, width).astype(np.int64)
+        at += -(-nbad * width // 8)
+        bad = unpack_bits(view[at:], nbad, profile.bits)
+        at += -(-nbad * profile.bits // 8)
+        if nbad and (int(pos.max()) >= n or np.unique(pos).size != nbad):
+            raise ZealError("adaptive: invalid messages' positions out of range or repeated")
+        nvalid = n - nbad
+        cv, at = self._coder.read_uniform(view, at, p.d, nvalid)
+        if cv.size and int(cv.max()) >= p.d:
+            raise ZealError("adaptive: a coordinate out of range")
+        yv = np.zeros(nvalid, dtype=np.uint64)
+        for coord in range(p.d):
+            where = cv == coord
+            vals, at = self._coder.decode_parts(view, at, int(where.sum()), _t(p.k + 1))
+            if vals.size and int(vals.max()) > p.k:
+                raise ZealError("adaptive: a level out of range")
+            yv[where] = vals
+        out = np.empty(n, dtype=np.uint64)
+        mask = np.ones(n, dtype=bool)
+        mask[pos] = False
+        out[mask] = cv.astype(np.uint64) | (yv << np.uint64(p.coord_bits))
+        out[pos] = bad
+        return out
+
+
 # ---- the registry's codecs on these shapes ------------------------------------------------------
 def _adapt(name, codec, table):
     if not getattr(codec, "needs_profile", False):
@@ -437,13 +573,16 @@ def _adapt(name, codec, table):
 def for_pairs(name, codec):
     """The codec the archive runs on pairs streams for the registry's codec `name` (None: it
     does not apply)."""
-    return _adapt(name, codec, {"packed": PairsPacked, "rans": PairsRans})
+    return _adapt(name, codec, {"packed": PairsPacked, "rans": PairsRans,
+                                "adaptive": PairsAdaptive})
 
 
 def for_messages(name, codec):
-    return _adapt(name, codec, {"packed": MessagesPacked, "rans": MessagesRans})
+    return _adapt(name, codec, {"packed": MessagesPacked, "rans": MessagesRans,
+                                "adaptive": MessagesAdaptive})
 
 
-__all__ = ["PairsPacked", "PairsRans", "MessagesPacked", "MessagesRans", "exact_law",
+__all__ = ["PairsPacked", "PairsRans", "MessagesPacked", "MessagesRans", "PairsAdaptive",
+           "MessagesAdaptive", "exact_law",
            "exact_law_bits", "subsets", "subset_ranks", 
            "for_pairs", "for_messages"]

@@ -23,6 +23,9 @@ Every codec has the shape the registry (zeal.analysis.compress) documents: `name
   so uniform low bits lose almost nothing. `constriction` is used rather than hand-written
   coding (issue 9: a maintained package is preferred).
 
+- adaptive: order-0 rANS whose model the decoder learns as it decodes (compress.adaptive):
+  no counts stored, so small streams cost near their entropy.
+
 Headers are little-endian; a blob of the wrong kind, or one made for another profile's m, is
 refused with a ZealError.
 
@@ -405,6 +408,29 @@ class Rans:
         return "<codec rans>"
 
 
+class AdaptiveOffsets:
+    """`adaptive` (compress.adaptive) on the grid's and tables' offsets j = k - k_lo."""
+    name, package, needs_profile = "adaptive", "constriction", True
+
+    def __init__(self):
+        from .adaptive import Adaptive
+        self._coder = Adaptive()
+
+    def encode(self, bits, profile) -> bytes:
+        j = _offsets(self.name, bits, profile)
+        return self._coder.encode_symbols(j, _bits_needed(profile.n_cells - 1))
+
+    def decode(self, blob, profile, limit=None) -> np.ndarray:
+        _need_profile(self.name, profile)
+        j = self._coder.decode_symbols(blob, _bits_needed(profile.n_cells - 1), limit)
+        if j.shape[0] and int(j.max()) >= profile.n_cells:
+            raise ZealError("adaptive: a decoded report is not on the profile's grid")
+        return j + np.uint64(kinds.of(profile).report_pattern(profile)[0])
+
+    def __repr__(self):
+        return "<codec adaptive>"
+
+
 #: (name, pip package or None, factory) for every rival; a factory raises ImportError when
 #: its library is missing (the registry then leaves the codec out, and `get` names the package)
 CODECS = (
@@ -415,4 +441,5 @@ CODECS = (
     ("pcodec", "pcodec", Pcodec),
     ("packed", None, Packed),
     ("rans", "constriction", Rans),
+    ("adaptive", "constriction", AdaptiveOffsets),
 )
