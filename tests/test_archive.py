@@ -173,6 +173,9 @@ def test_archive_layout_and_the_smallest_codec_per_stream(rich_db, tmp_path, cap
     every = compress.codecs()
     devices = [bytes.fromhex(d) for d in m["devices"]]
     nvec = sum(1 for r in data.rows if r[0] == DEV_B and r[1] == 0)
+    # the adaptive codec's model is shared by the streams of a profile, in manifest order:
+    # its context holds every earlier stream of the profile, whatever that stream's codec
+    contexts, back_contexts = {}, {}
     for s in m["streams"]:
         prof = data.profiles[s["profile"]]
         # the stream's reports, from the database directly (frame by frame)
@@ -180,10 +183,19 @@ def test_archive_layout_and_the_smallest_codec_per_stream(rich_db, tmp_path, cap
                 and r[0] == devices[s["device"]] and (i >= len(data.rows) - nvec) == s["vector"]]
         bits = A.decode_values(prof, mine).view(np.uint64)
         assert s["n"] == bits.size
-        sizes = {name: len(c.encode(bits, prof)) for name, c in every.items()}
+        ctx = contexts.setdefault(s["profile"], {})
+        back = back_contexts.setdefault(s["profile"], {})
+        sizes = {name: len(c.encode(bits, prof, context=ctx) if hasattr(c, "observe")
+                           else c.encode(bits, prof)) for name, c in every.items()}
         assert len(blobs[s["entry"]]) == s["bytes"] == min(sizes.values())
         assert sizes[s["codec"]] == min(sizes.values())
-        assert np.array_equal(every[s["codec"]].decode(blobs[s["entry"]], prof), bits)
+        codec = every[s["codec"]]
+        got = (codec.decode(blobs[s["entry"]], prof, context=back) if hasattr(codec, "observe")
+               else codec.decode(blobs[s["entry"]], prof))
+        assert np.array_equal(got, bits)
+        if "adaptive" in every:
+            every["adaptive"].observe(ctx, bits, prof)
+            every["adaptive"].observe(back, bits, prof)
 
 
 def test_frame_table_runs_are_exact():

@@ -12,8 +12,14 @@ refreshed log2(n) times, each decode is one vectorised call, and the cost over t
 adaptive coder stays a few bits per bucket a refresh. b minimises the exact KT code length
 (log-gamma sums, no coding) plus the raw bits.
 
+A model shared by the streams of one profile (an archive's context): the decoder of an
+archive has decoded the earlier streams of a profile before a later one, whatever their
+codecs, so a stream's model may start from the counts of all of them (`histogram`, kept per
+profile and per group of values by the archive, zeal.analysis.compress.archive_read and
+archive_write; shared_spec/archive.md). The 4 boards of a demo then learn one model, not 4.
+
 Blob: magic "ZAD1", n (LEB128), t, b (u8), the number of 32-bit ANS words (LEB128), the words
-(little-endian), the packed low bits. The pairs and messages shapes (compress.kind_codecs) code
+(little-endian), the packed low bits. One ANS stream a blob, whatever it holds. The pairs and messages shapes (compress.kind_codecs) code
 their uniform part (the attribute subset, the coordinate) under its exact law and each group
 of values (an attribute's, a coordinate's levels) as such a part. Untrusted blobs: n is checked against `limit` before
 anything is allocated, t against the profile, b <= min(t, B_MAX_BITS).
@@ -64,36 +70,57 @@ def blocks(n: int):
     return out
 
 
-def kt_bits(counts: np.ndarray) -> float:
+def _lg(x) -> float:
+    return float(np.sum([math.lgamma(v) for v in np.asarray(x, dtype=np.float64)]))
+
+
+def kt_bits(counts: np.ndarray, prior=None) -> float:
     """The Krichevsky-Trofimov code length in bits of a sequence with these bucket counts
-    (independent of the order): -log2 prod_s G(c_s + 1/2)/G(1/2) * G(B/2)/G(n + B/2)."""
-    c = counts[counts > 0].astype(np.float64)
-    big_b = counts.shape[0]
-    n = float(counts.sum())
-    ln = (math.lgamma(n + big_b / 2) - math.lgamma(big_b / 2)
-          - float(np.sum([math.lgamma(x + 0.5) for x in c])) + c.shape[0] * math.lgamma(0.5))
+    (independent of the order), the model starting from the `prior` counts (default none):
+    -log2 prod_s G(p_s + c_s + 1/2)/G(p_s + 1/2) * G(P + B/2)/G(P + n + B/2)."""
+    c = np.asarray(counts, dtype=np.float64)
+    p = np.zeros_like(c) if prior is None else np.asarray(prior, dtype=np.float64)
+    big_b = c.shape[0]
+    live = c > 0
+    ln = (math.lgamma(p.sum() + c.sum() + big_b / 2) - math.lgamma(p.sum() + big_b / 2)
+          - _lg(p[live] + c[live] + 0.5) + _lg(p[live] + 0.5))
     return ln / math.log(2)
 
 
-def choose_bits(j: np.ndarray, t: int) -> int:
-    """b in [0, min(t, B_MAX_BITS)] minimising KT bits of the buckets + raw low bits."""
+def _top(t: int) -> int:
+    return min(t, B_MAX_BITS)
+
+
+def _reduce(hist: np.ndarray, b: int) -> np.ndarray:
+    return hist.reshape(1 << b, -1).sum(axis=1)
+
+
+def histogram(j: np.ndarray, t: int) -> np.ndarray:
+    """The counts of j's top min(t, B_MAX_BITS) bits: what a context keeps of a stream."""
+    top = _top(t)
+    return np.bincount((j >> np.uint64(t - top)).astype(np.int64), minlength=1 << top)
+
+
+def choose_bits(j: np.ndarray, t: int, prior=None) -> int:
+    """b in [0, min(t, B_MAX_BITS)] minimising the KT bits of the buckets (after `prior`, a
+    histogram at the top bits) + the raw low bits."""
     n = j.shape[0]
-    top = min(t, B_MAX_BITS)
-    counts = np.bincount((j >> np.uint64(t - top)).astype(np.int64), minlength=1 << top)
+    top = _top(t)
+    counts = histogram(j, t)
     best, best_cost = 0, None
     for b in range(top, -1, -1):
-        c = counts.reshape(1 << b, -1).sum(axis=1) if b < top else counts
-        cost = (kt_bits(c) if b else 0.0) + n * (t - b)
+        c = _reduce(counts, b)
+        pc = None if prior is None else _reduce(prior, b)
+        cost = (kt_bits(c, pc) if b else 0.0) + n * (t - b)
         if best_cost is None or cost < best_cost:
             best, best_cost = b, cost
     return best
 
 
 class Adaptive:
-    """The adaptive coder (module doc). `encode_parts(j, t)` / `decode_parts(view, at, n, t)`
-    are the coded part alone (b, the ANS words, the low bits: no magic, no n), for the
-    shapes that code several groups (compress.kind_codecs); `encode_symbols` /
-    `decode_symbols` the whole blob of one group."""
+    """The adaptive coder (module doc). `encode_all` / `decode_all` code a uniform part and
+    groups of values in one ANS stream (no magic, no n: the shapes of compress.kind_codecs
+    frame them); `encode_symbols` / `decode_symbols` the whole blob of one group."""
     name, package, needs_profile = "adaptive", "constriction", True
 
     def __init__(self):
@@ -104,84 +131,99 @@ class Adaptive:
         p = counts.astype(np.float64) + 0.5
         return self._lib.stream.model.Categorical(p / p.sum(), perfect=False)
 
-    def uniform(self, size: int, symbols) -> bytes:
-        """Symbols uniform on 0..size-1 (an exact law the decoder knows): the ANS words."""
-        if size <= 1 or not len(symbols):
-            return _leb(0)
-        coder = self._lib.stream.stack.AnsCoder()
-        coder.encode_reverse(np.asarray(symbols, dtype=np.int32),
-                             self._lib.stream.model.Uniform(int(size)))
-        words = coder.get_compressed().astype("<u4")
-        return _leb(words.shape[0]) + words.tobytes()
+    def _start(self, prior, b):
+        return (np.zeros(1 << b, dtype=np.int64) if prior is None
+                else _reduce(prior, b).astype(np.int64))
 
-    def read_uniform(self, view, at: int, size: int, n: int):
-        nwords, at = _unleb(view, at)
-        if at + 4 * nwords > len(view):
-            raise ZealError("adaptive: blob truncated")
-        if size <= 1 or n == 0:
-            return np.zeros(n, dtype=np.int64), at + 4 * nwords
-        words = np.frombuffer(bytes(view[at:at + 4 * nwords]), dtype="<u4").astype(np.uint32)
-        coder = self._lib.stream.stack.AnsCoder(words)
-        sym = np.asarray(coder.decode(self._lib.stream.model.Uniform(int(size)), n),
-                         dtype=np.int64)
-        return sym, at + 4 * nwords
-
-    def encode_parts(self, j: np.ndarray, t: int) -> bytes:
-        n = j.shape[0]
-        b = choose_bits(j, t) if n else 0
-        shift = t - b
-        sym = (j >> np.uint64(shift)).astype(np.int64)
-        words = np.zeros(0, dtype="<u4")
-        if b and n:
-            spans = blocks(n)
-            models, counts = [], np.zeros(1 << b, dtype=np.int64)
+    def encode_all(self, uniform, groups) -> bytes:
+        """One ANS stream for a blob: `uniform` (size, symbols) -- a part whose exact law,
+        uniform on 0..size-1, the decoder knows -- or None, then `groups`, [(values, t,
+        prior)]: each group's bucket bits b (u8 each), the word count (LEB128) and words,
+        then each group's raw low bits. One coder for every part: its final state and the
+        rounding to 32-bit words are paid once a blob, not once a part."""
+        plans = []
+        for values, t, prior in groups:
+            values = np.asarray(values, dtype=np.uint64)
+            n = values.shape[0]
+            b = choose_bits(values, t, prior) if n else 0
+            shift = t - b
+            sym = (values >> np.uint64(shift)).astype(np.int64)
+            spans, models = (blocks(n) if b and n else []), []
+            counts = self._start(prior, b)
             for lo, hi in spans:
                 models.append(self._model(counts))
-                counts += np.bincount(sym[lo:hi], minlength=1 << b)
-            coder = self._lib.stream.stack.AnsCoder()
+                counts = counts + np.bincount(sym[lo:hi], minlength=1 << b)
+            plans.append((b, shift, sym, spans, models, values))
+        coder = self._lib.stream.stack.AnsCoder()
+        for b, shift, sym, spans, models, _ in reversed(plans):
             for (lo, hi), model in zip(reversed(spans), reversed(models)):
                 coder.encode_reverse(sym[lo:hi].astype(np.int32), model)
-            words = coder.get_compressed().astype("<u4")
-        return b"".join([struct.pack("<B", b), _leb(words.shape[0]), words.tobytes(),
-                         pack_bits(j, shift)])
+        if uniform is not None and uniform[0] > 1 and len(uniform[1]):
+            coder.encode_reverse(np.asarray(uniform[1], dtype=np.int32),
+                                 self._lib.stream.model.Uniform(int(uniform[0])))
+        words = coder.get_compressed().astype("<u4")
+        return b"".join([bytes(p[0] for p in plans), _leb(words.shape[0]), words.tobytes()]
+                        + [pack_bits(p[5], p[1]) for p in plans])
 
-    def decode_parts(self, view, at: int, n: int, t: int):
-        """(j, the offset after the part)."""
-        if at >= len(view):
+    def decode_all(self, view, at: int, uniform, ngroups: int, groups_for):
+        """(uniform symbols or None, [values per group], offset after): the inverse of
+        encode_all; `uniform` (size, n) or None; `groups_for(uniform symbols)` gives the
+        groups' [(count, t, prior)] (their counts may depend on the uniform part)."""
+        if at + ngroups > len(view):
             raise ZealError("adaptive: blob truncated")
-        b = view[at]
-        if b > min(t, B_MAX_BITS):
-            raise ZealError("adaptive: blob made for another profile (t = %d, b = %d)" % (t, b))
-        nwords, at = _unleb(view, at + 1)
+        bs = [view[at + g] for g in range(ngroups)]
+        nwords, at = _unleb(view, at + ngroups)
         if at + 4 * nwords > len(view):
             raise ZealError("adaptive: blob truncated")
-        shift = t - b
-        if b and n:
-            words = np.frombuffer(bytes(view[at:at + 4 * nwords]), dtype="<u4").astype(np.uint32)
-            coder = self._lib.stream.stack.AnsCoder(words)
-            sym = np.empty(n, dtype=np.int64)
-            counts = np.zeros(1 << b, dtype=np.int64)
-            for lo, hi in blocks(n):
-                got = np.asarray(coder.decode(self._model(counts), hi - lo), dtype=np.int64)
-                sym[lo:hi] = got
-                counts += np.bincount(got, minlength=1 << b)
-        else:
-            sym = np.zeros(n, dtype=np.int64)
+        words = np.frombuffer(bytes(view[at:at + 4 * nwords]), dtype="<u4").astype(np.uint32)
         at += 4 * nwords
-        low = unpack_bits(view[at:], n, shift)
-        at += -(-n * shift // 8)
-        return (sym.astype(np.uint64) << np.uint64(shift)) | low, at
+        # (no words: every symbol fitted in the coder's initial state, as it can when they
+        # are all alike)
+        coder = self._lib.stream.stack.AnsCoder(words)
+        sym_u = None
+        if uniform is not None:
+            size, n = uniform
+            if size > 1 and n:
+                sym_u = np.asarray(coder.decode(self._lib.stream.model.Uniform(int(size)), n),
+                                   dtype=np.int64)
+            else:
+                sym_u = np.zeros(n, dtype=np.int64)
+        specs = groups_for(sym_u)
+        if len(specs) != ngroups:
+            raise ZealError("adaptive: blob made for another profile")
+        syms = []
+        for b, (n, t, prior) in zip(bs, specs):
+            if b > min(t, B_MAX_BITS):
+                raise ZealError("adaptive: blob made for another profile (t = %d, b = %d)"
+                                % (t, b))
+            sym = np.zeros(n, dtype=np.int64)
+            if b and n:
+                counts = self._start(prior, b)
+                for lo, hi in blocks(n):
+                    got = np.asarray(coder.decode(self._model(counts), hi - lo), dtype=np.int64)
+                    sym[lo:hi] = got
+                    counts = counts + np.bincount(got, minlength=1 << b)
+            syms.append((sym, t - b))
+        out = []
+        for (sym, shift), (n, t, _prior) in zip(syms, specs):
+            low = unpack_bits(view[at:], n, shift)
+            at += -(-n * shift // 8)
+            out.append((sym.astype(np.uint64) << np.uint64(shift)) | low)
+        return sym_u, out, at
 
-    def encode_symbols(self, j: np.ndarray, t: int) -> bytes:
+    def encode_symbols(self, j: np.ndarray, t: int, prior=None) -> bytes:
         """The blob of offsets j (uint64, each < 2^t)."""
-        return MAGIC + _leb(j.shape[0]) + struct.pack("<B", t) + self.encode_parts(j, t)
+        return (MAGIC + _leb(j.shape[0]) + struct.pack("<B", t)
+                + self.encode_all(None, [(j, t, prior)]))
 
-    def decode_symbols(self, blob, t_expected: int, limit=None) -> np.ndarray:
+    def decode_symbols(self, blob, t_expected: int, limit=None, prior=None) -> np.ndarray:
         view = memoryview(blob)
         n, at = header(view, MAGIC, limit)
         if at >= len(view) or view[at] != t_expected:
             raise ZealError("adaptive: blob made for another profile")
-        return self.decode_parts(view, at + 1, n, t_expected)[0]
+        _, (j,), _ = self.decode_all(view, at + 1, None, 1,
+                                     lambda _u: [(n, t_expected, prior)])
+        return j
 
 
 def header(view, magic: bytes, limit=None):

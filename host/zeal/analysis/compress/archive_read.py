@@ -108,6 +108,19 @@ class ArchivedData:
         return self._offsets[fp]
 
 
+def _observe(context, bits, profile) -> None:
+    """Every stream of a profile, whatever its codec, joins the adaptive codec's shared model
+    (as archive_write.shared adds it when writing)."""
+    from . import get
+
+    try:
+        coder = stream_codec("adaptive", get("adaptive"), profile)
+    except ZealError:      # its library is not installed: no adaptive stream can be read
+        return
+    if coder is not None:
+        coder.observe(context, bits, profile)
+
+
 def read(path: str) -> Archive:
     """Open and check an archive; every stream decoded (codec from the registry), within the
     limits of compress.archive_format."""
@@ -171,6 +184,7 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
                                "does not keep" % (path, fp[:16], kinds.of(prof).name))
         profiles[fp] = prof
     offsets = []
+    contexts = {}   # per profile: what the adaptive codec's shared model has seen
     for s in m["streams"]:
         prof = profiles[s["profile"]]
         shape = SH.shape_of(prof)
@@ -185,8 +199,10 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
                                % (what, s["codec"], shape.name))
         blob = read_entry(z, path, s["entry"], F.stream_bytes_cap(count, shape.models(prof)),
                           "%d symbols' worth" % count)
+        ctx = contexts.setdefault(s["profile"], {})
         try:
-            bits = codec.decode(blob, prof, limit=count)
+            bits = (codec.decode(blob, prof, limit=count, context=ctx)
+                    if hasattr(codec, "observe") else codec.decode(blob, prof, limit=count))
         except ZealError as exc:
             raise ArchiveError("%s: %s" % (what, exc)) from None
         except Exception as exc:       # a damaged blob: whatever the codec's library raises
@@ -203,5 +219,6 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
                 raise ArchiveError(str(exc)) from None
         if j.size != count:
             raise ArchiveError("%s: %d symbols, the manifest says %d" % (what, j.size, count))
+        _observe(ctx, bits, prof)
         offsets.append(j)
     return Archive(path, m, profiles, offsets, cols)

@@ -34,6 +34,28 @@ def _best_time(fn, budget: float = MIN_TIME_S):
     return out, best
 
 
+def shared(coders, streams, profiles, what, blobs=None) -> list:
+    """Every stream encoded (what="encode": bytes) or its blob decoded ("decode"), in the
+    archive's order. A codec that shares a model between the streams of one profile (one
+    with `observe`: adaptive) gets a context per profile, which every stream of that profile
+    is added to once coded: the order the reader decodes them (archive_read)."""
+    contexts, out = {}, []
+    for i, (c, s) in enumerate(zip(coders, streams)):
+        if c is None:
+            out.append(None)
+            continue
+        prof = profiles[s.fp]
+        if not hasattr(c, "observe"):
+            out.append(bytes(c.encode(s.bits, prof)) if what == "encode"
+                       else c.decode(blobs[i], prof))
+            continue
+        ctx = contexts.setdefault(s.fp, {})
+        out.append(bytes(c.encode(s.bits, prof, context=ctx)) if what == "encode"
+                   else c.decode(blobs[i], prof, context=ctx))
+        c.observe(ctx, s.bits, prof)
+    return out
+
+
 def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict,
             tick=None) -> dict:
     """{codec name: {"blobs": [bytes per stream, None where the codec does not apply to the
@@ -44,11 +66,8 @@ def measure(streams: List[Stream], profiles: Dict[str, Profile], codecs: dict,
     out = {}
     for name, codec in codecs.items():
         coders = [stream_codec(name, codec, profiles[s.fp]) for s in streams]
-        blobs, enc_s = _best_time(lambda: [None if c is None else
-                                           bytes(c.encode(s.bits, profiles[s.fp]))
-                                           for c, s in zip(coders, streams)])
-        backs, dec_s = _best_time(lambda: [None if c is None else c.decode(b, profiles[s.fp])
-                                           for c, b, s in zip(coders, blobs, streams)])
+        blobs, enc_s = _best_time(lambda: shared(coders, streams, profiles, "encode"))
+        backs, dec_s = _best_time(lambda: shared(coders, streams, profiles, "decode", blobs))
         for s, back in zip(streams, backs):
             if back is not None and not np.array_equal(np.asarray(back, dtype=np.uint64),
                                                        s.bits):

@@ -440,12 +440,12 @@ class _AdaptiveShape:
         from .adaptive import Adaptive
         self._coder = Adaptive()
 
-    def encode(self, symbols, profile) -> bytes:
+    def encode(self, symbols, profile, context=None) -> bytes:
         if profile is None:
             raise ZealError("codec %r needs the reports' profile" % self.name)
-        return self._encode(symbols, profile)
+        return self._encode(symbols, profile, {} if context is None else context)
 
-    def decode(self, blob, profile, limit=None) -> np.ndarray:
+    def decode(self, blob, profile, limit=None, context=None) -> np.ndarray:
         from .adaptive import header
 
         if profile is None:
@@ -454,12 +454,20 @@ class _AdaptiveShape:
         n, at = header(view, self.MAGIC, None if limit is None else self._reports(limit,
                                                                                    profile))
         try:
-            return self._decode(view, at, n, profile)
+            return self._decode(view, at, n, profile, {} if context is None else context)
         except ZealError:
             raise
         except Exception as exc:   # constriction's and numpy's errors on a damaged blob
             raise ZealError("adaptive: cannot decode the blob (%s)" % type(exc).__name__) \
                 from None
+
+    def observe(self, context, symbols, profile) -> None:
+        """Add a stream's values to the context (per group: its histogram)."""
+        from .adaptive import histogram
+
+        for g, (values, t) in enumerate(self._groups(symbols, profile)):
+            h = histogram(values.astype(np.uint64), t)
+            context[g] = h if g not in context else context[g] + h
 
     def __repr__(self):
         return "<codec adaptive (%s)>" % self.shape
@@ -474,32 +482,42 @@ class PairsAdaptive(_AdaptiveShape):
     def _reports(limit, profile):
         return limit // (2 * profile.k)
 
-    def _encode(self, symbols, profile) -> bytes:
+    def _groups(self, symbols, profile):
+        j, y = _pairs(symbols, profile)
+        return [(y[j == a], _t(limit)) for a, limit in enumerate(_limits(profile))]
+
+    def _encode(self, symbols, profile, context) -> bytes:
         j, y = _pairs(symbols, profile)
         d, k = profile.d, profile.k
-        out = [self.MAGIC, self._coder_leb(j.shape[0]),
-               self._coder.uniform(math.comb(d, k), subset_ranks(j, d))]
-        for a, limit in enumerate(_limits(profile)):
-            out.append(self._coder.encode_parts(y[j == a].astype(np.uint64), _t(limit)))
-        return b"".join(out)
+        groups = [(y[j == a], _t(limit), context.get(a))
+                  for a, limit in enumerate(_limits(profile))]
+        return b"".join([self.MAGIC, self._coder_leb(j.shape[0]), self._coder.encode_all(
+            (math.comb(d, k), subset_ranks(j, d)), groups)])
 
     def _coder_leb(self, n):
         from .adaptive import _leb
         return _leb(n)
 
-    def _decode(self, view, at, n, profile):
+    def _decode(self, view, at, n, profile, context):
         d, k = profile.d, profile.k
-        ranks, at = self._coder.read_uniform(view, at, math.comb(d, k), n)
-        if ranks.size and int(ranks.max()) >= math.comb(d, k):
-            raise ZealError("adaptive: a subset rank out of range")
-        j = subsets(d, k)[ranks]
+        limits = _limits(profile)
+        table = subsets(d, k)
+
+        def groups_for(ranks):
+            if ranks.size and int(ranks.max()) >= math.comb(d, k):
+                raise ZealError("adaptive: a subset rank out of range")
+            j = table[ranks]
+            return [(int((j == a).sum()), _t(limit), context.get(a))
+                    for a, limit in enumerate(limits)]
+
+        ranks, values, at = self._coder.decode_all(view, at, (math.comb(d, k), n),
+                                                   len(limits), groups_for)
+        j = table[ranks]
         y = np.zeros(j.shape, dtype=np.uint64)
-        for a, limit in enumerate(_limits(profile)):
-            where = j == a
-            vals, at = self._coder.decode_parts(view, at, int(where.sum()), _t(limit))
+        for a, (limit, vals) in enumerate(zip(limits, values)):
             if vals.size and int(vals.max()) >= limit:
                 raise ZealError("adaptive: attribute %d has a value out of its range" % a)
-            y[where] = vals
+            y[j == a] = vals
         return np.stack([j.astype(np.uint64), y], axis=2).reshape(-1)
 
 
@@ -513,7 +531,13 @@ class MessagesAdaptive(_AdaptiveShape):
     def _reports(limit, profile):
         return limit
 
-    def _encode(self, symbols, profile) -> bytes:
+    def _groups(self, symbols, profile):
+        p = profile.params
+        c, y, valid = MessagesRans._split(np.asarray(symbols, dtype=np.uint64), p)
+        cv, yv = c[valid], y[valid]
+        return [(yv[cv == coord], _t(p.k + 1)) for coord in range(p.d)]
+
+    def _encode(self, symbols, profile, context) -> bytes:
         from .adaptive import _leb
 
         p = profile.params
@@ -522,14 +546,12 @@ class MessagesAdaptive(_AdaptiveShape):
         bad = np.flatnonzero(~valid)
         width = int(s.size).bit_length()
         cv, yv = c[valid], y[valid]
-        out = [self.MAGIC, _leb(s.size), _leb(bad.size),
-               pack_bits(bad.astype(np.uint64), width), pack_bits(s[bad], profile.bits),
-               self._coder.uniform(p.d, cv)]
-        for coord in range(p.d):
-            out.append(self._coder.encode_parts(yv[cv == coord], _t(p.k + 1)))
-        return b"".join(out)
+        groups = [(yv[cv == coord], _t(p.k + 1), context.get(coord)) for coord in range(p.d)]
+        return b"".join([self.MAGIC, _leb(s.size), _leb(bad.size),
+                         pack_bits(bad.astype(np.uint64), width), pack_bits(s[bad], profile.bits),
+                         self._coder.encode_all((p.d, cv), groups)])
 
-    def _decode(self, view, at, n, profile):
+    def _decode(self, view, at, n, profile, context):
         from .adaptive import _unleb
 
         p = profile.params
@@ -544,16 +566,19 @@ class MessagesAdaptive(_AdaptiveShape):
         if nbad and (int(pos.max()) >= n or np.unique(pos).size != nbad):
             raise ZealError("adaptive: invalid messages' positions out of range or repeated")
         nvalid = n - nbad
-        cv, at = self._coder.read_uniform(view, at, p.d, nvalid)
-        if cv.size and int(cv.max()) >= p.d:
-            raise ZealError("adaptive: a coordinate out of range")
+
+        def groups_for(cv):
+            if cv.size and int(cv.max()) >= p.d:
+                raise ZealError("adaptive: a coordinate out of range")
+            return [(int((cv == coord).sum()), _t(p.k + 1), context.get(coord))
+                    for coord in range(p.d)]
+
+        cv, values, at = self._coder.decode_all(view, at, (p.d, nvalid), p.d, groups_for)
         yv = np.zeros(nvalid, dtype=np.uint64)
-        for coord in range(p.d):
-            where = cv == coord
-            vals, at = self._coder.decode_parts(view, at, int(where.sum()), _t(p.k + 1))
+        for coord, vals in enumerate(values):
             if vals.size and int(vals.max()) > p.k:
                 raise ZealError("adaptive: a level out of range")
-            yv[where] = vals
+            yv[cv == coord] = vals
         out = np.empty(n, dtype=np.uint64)
         mask = np.ones(n, dtype=bool)
         mask[pos] = False

@@ -409,23 +409,33 @@ class Rans:
 
 
 class AdaptiveOffsets:
-    """`adaptive` (compress.adaptive) on the grid's and tables' offsets j = k - k_lo."""
+    """`adaptive` (compress.adaptive) on the grid's and tables' offsets j = k - k_lo. A
+    `context` (a dict the caller keeps per profile) holds the histogram of the earlier
+    streams' offsets, which `observe` adds each stream to: the model starts from it."""
     name, package, needs_profile = "adaptive", "constriction", True
 
     def __init__(self):
         from .adaptive import Adaptive
         self._coder = Adaptive()
 
-    def encode(self, bits, profile) -> bytes:
+    def encode(self, bits, profile, context=None) -> bytes:
         j = _offsets(self.name, bits, profile)
-        return self._coder.encode_symbols(j, _bits_needed(profile.n_cells - 1))
+        prior = None if context is None else context.get("j")
+        return self._coder.encode_symbols(j, _bits_needed(profile.n_cells - 1), prior)
 
-    def decode(self, blob, profile, limit=None) -> np.ndarray:
+    def decode(self, blob, profile, limit=None, context=None) -> np.ndarray:
         _need_profile(self.name, profile)
-        j = self._coder.decode_symbols(blob, _bits_needed(profile.n_cells - 1), limit)
+        prior = None if context is None else context.get("j")
+        j = self._coder.decode_symbols(blob, _bits_needed(profile.n_cells - 1), limit, prior)
         if j.shape[0] and int(j.max()) >= profile.n_cells:
             raise ZealError("adaptive: a decoded report is not on the profile's grid")
         return j + np.uint64(kinds.of(profile).report_pattern(profile)[0])
+
+    def observe(self, context, bits, profile) -> None:
+        from .adaptive import histogram
+
+        h = histogram(_offsets(self.name, bits, profile), _bits_needed(profile.n_cells - 1))
+        context["j"] = h if "j" not in context else context["j"] + h
 
     def __repr__(self):
         return "<codec adaptive>"
