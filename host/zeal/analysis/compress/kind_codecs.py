@@ -412,18 +412,31 @@ class MessagesRans(_Messages, _Rans):
         for where, sym in self._decode_groups(coder, models, cv, "rans: coordinate %d's model "
                                               "counts %d levels; %d messages carry it"):
             yv[where] = sym.astype(np.uint64)
-        width = int(n).bit_length()
-        pos = unpack_bits(view[at:], nbad, width).astype(np.int64)
-        at += -(-nbad * width // 8)
-        bad = unpack_bits(view[at:], nbad, profile.bits)
-        if nbad and (int(pos.max()) >= n or np.unique(pos).size != nbad):
-            raise ZealError("rans: invalid messages' positions out of range or repeated")
-        out = np.empty(n, dtype=np.uint64)
-        mask = np.ones(n, dtype=bool)
-        mask[pos] = False
-        out[mask] = cv.astype(np.uint64) | (yv << np.uint64(p.coord_bits))
-        out[pos] = bad
-        return out
+        pos, bad, _ = _invalid(view, at, n, nbad, profile, self.name)
+        return _messages(n, pos, bad, cv, yv, p)
+
+
+def _invalid(view, at, n, nbad, profile, name):
+    """(positions, messages, next offset) of the invalid messages a blob keeps apart."""
+    width = int(n).bit_length()
+    pos = unpack_bits(view[at:], nbad, width).astype(np.int64)
+    at += -(-nbad * width // 8)
+    bad = unpack_bits(view[at:], nbad, profile.bits)
+    at += -(-nbad * profile.bits // 8)
+    if nbad and (int(pos.max()) >= n or np.unique(pos).size != nbad):
+        raise ZealError("%s: invalid messages' positions out of range or repeated" % name)
+    return pos, bad, at
+
+
+def _messages(n, pos, bad, cv, yv, p) -> np.ndarray:
+    """The n messages: the valid ones rebuilt from coordinate and level, the invalid in
+    their places."""
+    out = np.empty(n, dtype=np.uint64)
+    mask = np.ones(n, dtype=bool)
+    mask[pos] = False
+    out[mask] = cv.astype(np.uint64) | (yv << np.uint64(p.coord_bits))
+    out[pos] = bad
+    return out
 
 
 # ---- adaptive (compress.adaptive): the uniform part under its exact law, each group of values
@@ -558,13 +571,7 @@ class MessagesAdaptive(_AdaptiveShape):
         nbad, at = _unleb(view, at)
         if nbad > n:
             raise ZealError("adaptive: %d invalid messages among %d" % (nbad, n))
-        width = int(n).bit_length()
-        pos = unpack_bits(view[at:], nbad, width).astype(np.int64)
-        at += -(-nbad * width // 8)
-        bad = unpack_bits(view[at:], nbad, profile.bits)
-        at += -(-nbad * profile.bits // 8)
-        if nbad and (int(pos.max()) >= n or np.unique(pos).size != nbad):
-            raise ZealError("adaptive: invalid messages' positions out of range or repeated")
+        pos, bad, at = _invalid(view, at, n, nbad, profile, self.name)
         nvalid = n - nbad
 
         def groups_for(cv):
@@ -579,12 +586,7 @@ class MessagesAdaptive(_AdaptiveShape):
             if vals.size and int(vals.max()) > p.k:
                 raise ZealError("adaptive: a level out of range")
             yv[cv == coord] = vals
-        out = np.empty(n, dtype=np.uint64)
-        mask = np.ones(n, dtype=bool)
-        mask[pos] = False
-        out[mask] = cv.astype(np.uint64) | (yv << np.uint64(p.coord_bits))
-        out[pos] = bad
-        return out
+        return _messages(n, pos, bad, cv, yv, p)
 
 
 # ---- the registry's codecs on these shapes ------------------------------------------------------
