@@ -43,6 +43,12 @@ then golden section around the best grid point (the value is not unimodal in C, 
 grid first); the search solves each program once with nine cuts per interval. The chosen C
 is rounded to a multiple of 1/1024 (an exact rational) before the final, cut-refined solve.
 
+A warped output grid (`warp` gamma, not yet the default): the outputs at C sign(s)|s|^gamma
+for s evenly spaced, rounded to integers a_j over WARP_Q = 2^16 and the program solved on
+them; the rounding's unbiasedness repair then needs three adjacent cells whose gaps are
+coprime (Bezout: `_round_general`). At eps = 4, 4 bits, 20 anchors, gamma = 0.8 the exact
+table is 4.33 % above the proven floor (the even grid's: 5.4 %).
+
 Needs scipy (the `design` extra: pip install 'zeal-mcu[design]'); imported when used.
 
 Rounding and repair (exact). Every row gets the same total T (a multiple of every anchor's
@@ -124,6 +130,7 @@ class _Program:
         self.h = 2.0 / r
         self.np_ = (r + 1) * n
         self.weights = weights  # None: worst case; else per-anchor weights of M_r (data)
+        self.shape = None       # the outputs' positions s_j in [-1, 1] (g_j = C s_j); None: even
         self.nv = self.np_ + n + (1 if weights is None else 0)
         # the ratio rows: m_j - P <= 0 and P - E' m_j <= 0
         _, coo_matrix, _, _ = _scipy()
@@ -152,7 +159,7 @@ class _Program:
         np = self.np
         linprog, coo_matrix, csr_matrix, vstack = _scipy()
         n, rr = self.n, self.r
-        g = np.linspace(-c, c, n)
+        g = np.linspace(-c, c, n) if self.shape is None else c * self.shape
         g2 = g * g
         ridx = np.repeat(np.arange(rr + 1), n)
         pidx = np.arange(self.np_)
@@ -289,6 +296,86 @@ def _round(p, c, n, rr, l_bound, e_prime):
     return w, total
 
 
+WARP_Q = 1 << 16   # a warped grid's values are integers a_j over WARP_Q (on [-1, 1])
+
+
+def _warp_shape(n, gamma):
+    import numpy as np
+    s = np.linspace(-1.0, 1.0, n)
+    return np.sign(s) * np.abs(s) ** gamma
+
+
+def _grid_integers(c, shape):
+    """a_j = round(C s_j WARP_Q), odd-symmetric and strictly increasing (ProfileError if two
+    coincide)."""
+    n = len(shape)
+    a = [int(round(float(c) * float(shape[j]) * WARP_Q)) for j in range(n)]
+    for j in range(n // 2):
+        a[n - 1 - j] = -a[j]
+    if n % 2:
+        a[n // 2] = 0
+    if any(a[j + 1] <= a[j] for j in range(n - 1)):
+        raise ProfileError("the warped output grid has two equal values; try another warp")
+    return a
+
+
+def _solve_triple(d1, d2, f):
+    """Integers (p, q) with d1 p + (d1 + d2) q = f and |q| <= d1/2, or None (gcd > 1)."""
+    if math.gcd(d1, d2) != 1:
+        return None
+    if d1 == 1:
+        return f, 0
+    q = (f * pow(d1 + d2, -1, d1)) % d1
+    if q > d1 // 2:
+        q -= d1
+    return (f - (d1 + d2) * q) // d1, q
+
+
+def _round_general(p, a, rr, l_bound, e_prime):
+    """Integer weights from the float law p on the integer grid a (values a_j / WARP_Q on
+    [-1, 1]): clamp, scale, round as `_round`; each row's two residuals (sum W = T, and
+    sum_j a_j W[r][j] = T WARP_Q u_r) fixed exactly on three adjacent cells k, k+1, k+2 whose
+    value gaps d1, d2 are coprime: x_k + x_{k+1} + x_{k+2} = e0 and d1 x_{k+1} +
+    (d1 + d2) x_{k+2} = e1 - a_k e0 (Bezout), the triple with the most weight whose columns
+    still pass the exact ratio check."""
+    n = len(a)
+    total = (TOTAL // (2 * rr)) * 2 * rr       # T: T WARP_Q u_r is an integer at every anchor
+    targets = [total * WARP_Q * (-rr + 2 * r) // rr for r in range(rr + 1)]
+    w = [[0] * n for _ in range(rr + 1)]
+    for j in range(n):
+        col = [float(p[r][j]) for r in range(rr + 1)]
+        floor = min(col)
+        if max(col) <= 0 or floor <= 0:
+            continue
+        for r in range(rr + 1):
+            w[r][j] = int(round(min(max(col[r], floor), e_prime * floor) * total))
+    for r in range(rr + 1):
+        e0 = total - sum(w[r])
+        e1 = targets[r] - sum(a[j] * w[r][j] for j in range(n))
+        if e0 == 0 and e1 == 0:
+            continue
+        triples = sorted(range(n - 2), key=lambda k: (-min(w[r][k:k + 3]), k))
+        for k in triples:
+            if min(w[r][k:k + 3]) == 0:
+                continue
+            got = _solve_triple(a[k + 1] - a[k], a[k + 2] - a[k + 1], e1 - a[k] * e0)
+            if got is None:
+                continue
+            x = (e0 - got[0] - got[1], got[0], got[1])
+            if any(w[r][k + i] + x[i] < 0 for i in range(3)):
+                continue
+            for i in range(3):
+                w[r][k + i] += x[i]
+            if all(_ok([w[s][k + i] for s in range(rr + 1)], l_bound) for i in range(3)):
+                break
+            for i in range(3):
+                w[r][k + i] -= x[i]
+        else:
+            raise ProfileError("the designer could not round row %d exactly on the warped "
+                               "grid; try another warp" % r)
+    return w, total
+
+
 VALUE_DEN_MAX = 1 << 63   # a table profile's value_den bound (table_profile)
 
 
@@ -309,9 +396,11 @@ def _values(w, c, lo, hi, epsilon):
 
 
 def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
-          cells=None) -> Design:
+          cells=None, warp=None) -> Design:
     """Design a table mechanism (see the module docstring); returns the `Design`. `cells`
-    (default 2^bits, at most 2^bits) sets N; `anchors` the number of anchor rows R+1."""
+    (default 2^bits, at most 2^bits) sets N; `anchors` the number of anchor rows R+1.
+    `warp` gamma (default None: the even grid): the outputs at C sign(s)|s|^gamma for s
+    evenly spaced on [-1, 1], as integers over WARP_Q, rounded by `_round_general`."""
     import numpy as np
     from .mechanism import Table
     t_start = time.perf_counter()
@@ -347,6 +436,10 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
         np.add.at(weights, k + 1, t)
         weights /= u.size
     prog = _Program(n, rr, e_prime, weights)
+    if warp is not None:
+        if not (isinstance(warp, (int, float)) and 0.3 <= warp <= 3):
+            raise ProfileError("warp must be a number in [0.3, 3], got %r" % (warp,))
+        prog.shape = _warp_shape(n, float(warp))
     c_float = _search(prog, float(eps_f))
     c = Fraction(round(c_float * C_DENOMINATOR), C_DENOMINATOR)
     zero = ()
@@ -361,15 +454,27 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
         zero = tuple(sorted(zero + small))
     else:
         raise ProfileError("the designer could not settle which cells to use")
-    w, _ = _round(p, c, n, rr, l_bound, e_prime)
-    table = Table(lo, hi, epsilon, w, values=_values(w, c, lo_f, hi_f, epsilon))
+    if warp is None:
+        w, _ = _round(p, c, n, rr, l_bound, e_prime)
+        values = _values(w, c, lo_f, hi_f, epsilon)
+    else:
+        # the law solved again on the integer grid itself (g_j = a_j / WARP_Q), so that the
+        # rounding's residuals are those of the weights alone
+        a = _grid_integers(c, prog.shape)
+        prog.shape = np.array(a, dtype=float) / (float(c) * WARP_Q)
+        value, p = prog.run(float(c), zero)
+        w, _ = _round_general(p, a, rr, l_bound, e_prime)
+        mid, half = (lo_f + hi_f) / 2, (hi_f - lo_f) / 2
+        values = [mid + half * Fraction(x, WARP_Q) for x in a]
+    table = Table(lo, hi, epsilon, w, values=values)
     return Design(table=table, half_width=c, lp_value=value,
                   seconds=time.perf_counter() - t_start, zeroed=zero)
 
 
-def design(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None, cells=None):
+def design(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None, cells=None,
+           warp=None):
     """An optimal exact table mechanism (a `Table`) for [lo, hi], epsilon and `bits` bits per
     report: `objective` "worst" minimises the worst-case variance over [lo, hi], "data" the
     variance averaged over `data` (readings in the range's units; clamped into it)."""
     return solve(lo, hi, epsilon, bits, anchors=anchors, objective=objective, data=data,
-                 cells=cells).table
+                 cells=cells, warp=warp).table
