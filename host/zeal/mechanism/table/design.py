@@ -259,10 +259,10 @@ def _ok(column, l_bound):
     return lo > 0 and hi <= l_bound * lo
 
 
-def _round(p, c, n, rr, l_bound, e_prime):
-    """Integer weights from the float law p: clamp, scale, round, repair (module docstring)."""
-    targets = _moments(rr, n, c)
-    total = _row_total(targets)
+def _scaled_weights(p, n, rr, total, e_prime) -> list:
+    """The float law p as integer rows of total `total` (before the repair): each column
+    clamped into [its floor, E' times it], scaled and rounded; a column zero somewhere stays
+    zero."""
     w = [[0] * n for _ in range(rr + 1)]
     for j in range(n):
         col = [float(p[r][j]) for r in range(rr + 1)]
@@ -271,6 +271,14 @@ def _round(p, c, n, rr, l_bound, e_prime):
             continue
         for r in range(rr + 1):
             w[r][j] = int(round(min(max(col[r], floor), e_prime * floor) * total))
+    return w
+
+
+def _round(p, c, n, rr, l_bound, e_prime):
+    """Integer weights from the float law p: clamp, scale, round, repair (module docstring)."""
+    targets = _moments(rr, n, c)
+    total = _row_total(targets)
+    w = _scaled_weights(p, n, rr, total, e_prime)
     for r in range(rr + 1):
         m = targets[r] * total  # an integer: total is a multiple of its denominator
         e0 = total - sum(w[r])
@@ -341,14 +349,7 @@ def _round_general(p, a, rr, l_bound, e_prime):
     n = len(a)
     total = (TOTAL // (2 * rr)) * 2 * rr       # T: T WARP_Q u_r is an integer at every anchor
     targets = [total * WARP_Q * (-rr + 2 * r) // rr for r in range(rr + 1)]
-    w = [[0] * n for _ in range(rr + 1)]
-    for j in range(n):
-        col = [float(p[r][j]) for r in range(rr + 1)]
-        floor = min(col)
-        if max(col) <= 0 or floor <= 0:
-            continue
-        for r in range(rr + 1):
-            w[r][j] = int(round(min(max(col[r], floor), e_prime * floor) * total))
+    w = _scaled_weights(p, n, rr, total, e_prime)
     for r in range(rr + 1):
         e0 = total - sum(w[r])
         e1 = targets[r] - sum(a[j] * w[r][j] for j in range(n))
