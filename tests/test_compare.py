@@ -289,7 +289,7 @@ def test_every_row_has_its_distance_to_the_floor(result):
     assert rows["floor"]["above_floor"] == 1.0 and rows["floor"]["kind"] == "floor"
     for name in PUBLISHED_ROWS + REFERENCES + tuple(TABLES) + ("window-grid",):
         r = rows[name]
-        assert r["above_floor"] == r["worst_variance"] / bound, name
+        assert r["floor"] == bound and r["above_floor"] == r["worst_variance"] / bound, name
         assert r["above_floor"] >= 1 - 1e-9, name
 
 

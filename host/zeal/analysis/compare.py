@@ -52,7 +52,7 @@ EPSILON_MAX = 20
 VARIANCE_UNIT = "(reading unit)^2"
 ROW_KEYS = ("mechanism", "kind", "bits", "cells", "worst_variance", "worst_variance_exact",
             "mean_variance", "mean_variance_exact", "entropy_bits", "exact", "on_device",
-            "note", "above_floor")
+            "note", "floor", "above_floor")
 FLOOR_INPUTS = 13   # J of the floor's conic program: ~10 s an epsilon, within 0.1 % of J = 15
 
 
@@ -400,6 +400,7 @@ def compare(lo, hi, epsilon, *, bits=None, data=None, progress=None,
         rows.append(_floor_row(lo, hi, eps, floor_inputs, progress))
         bound = rows[-1]["worst_variance"]
     for r in rows:
+        r["floor"] = bound   # the floor's worst-case variance, the same on every row
         r["above_floor"] = (None if bound is None or r["worst_variance"] is None
                             else r["worst_variance"] / bound)
     return rows

@@ -34,8 +34,8 @@ def add(sub):
                         "(default %(default)s)")
     p.add_argument("--json", action="store_true",
                    help="print the rows as a JSON list instead of the table (each row's "
-                        "keys: mechanism, kind, worst_variance, above_floor, ...; the "
-                        "floor's row is named floor)")
+                        "keys: mechanism, kind, worst_variance, floor (the floor's worst "
+                        "variance), above_floor, ...; the floor's row is named floor)")
     p.add_argument("--plot", metavar="FILE",
                    help="also write a PNG of the worst variance per mechanism (needs "
                         "matplotlib)")
