@@ -10,6 +10,7 @@ after it is reported as the interruption it is. `console()` (the `zeal` script a
 zeal`) also ignores a Ctrl-C that comes once the command has finished: the process is
 exiting, and an interrupt in the interpreter's finalisation would print a traceback (or abort
 in a library's thread) after the command's last word."""
+import _thread
 import signal
 import sys
 import threading
@@ -20,6 +21,12 @@ def main(argv=None) -> int:
 
     def on_sigint(signum, frame):
         came.append(signum)
+        if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+            # an exception raised in the import system's lock callback is printed ("Exception
+            # ignored in ...", a traceback) and dropped: deliver the interrupt again a moment
+            # later, outside it
+            threading.Timer(0.01, _thread.interrupt_main).start()
+            return
         raise KeyboardInterrupt
 
     ours = threading.current_thread() is threading.main_thread() and \
