@@ -260,16 +260,29 @@ def hand_table_profile():
     return TP.from_table(TB.Table(-1, 1, 1, [[2, 1], [1, 2]]), epsilon=1.0)
 
 
+def hand_compact_profile():
+    """The hand table written compact (zeal-table/2): levels lo = (1, 1), hi = (2, 2); row 0
+    the run of hi cells 0..0 ("000100"), row 1 the run 1..1 ("010200"), no exceptions."""
+    return TP.from_table(TB.Table(-1, 1, 1, [[2, 1], [1, 2]]), epsilon=1.0,
+                         encoding="compact")
+
+
 def table_profile_set() -> dict:
     adc = P.Calibration(Fraction(33, 40950), Fraction(0))
     out = {"t-hand": hand_table_profile(),
+           "t2-hand": hand_compact_profile(),
            "t-optimal-4bit": TP.build(-1.0, 1.0, 1.0, "optimal", 4),
+           "t-optimal-6bit": TP.build(-40.0, 125.0, 4.0, "optimal", 6),
            "t-duchi": TP.build(20.0, 80.0, 1.0, "duchi", 1),
            "t-hm-3bit": TP.build(-40.0, 125.0, 2.0, "hm", 3),
            "t-pm-2bit": TP.build(23.5, 83.9, 0.5, "pm", 2),
            "t-three-outputs": TP.build(23.5, 83.9, 1.0, "three-outputs", 2),
            "t-optimal-3bit-adc": TP.build(0.0, 3.3, 1.0, "optimal", 3, calibration=adc)}
     hand = out["t-hand"]
+    packed = out["t2-hand"].canonical()
+    if (packed["levels"], packed["rows"]) != ("0000000100000002" "0000000100000002",
+                                              "000100" "010200"):
+        raise SystemExit("hand compact profile: reference gives %r" % (packed,))
     if (hand.values, hand.value_den, hand.worst_variance()) != ([-1, 2], 1, 9):
         raise SystemExit("hand table profile: reference gives a=%r Q=%r worst=%s; hand gives "
                          "a=[-1, 2] Q=1 worst=9" % (hand.values, hand.value_den,
@@ -317,9 +330,8 @@ def table_profile_cases(profiles: dict) -> list:
     bad("t-type-float", "value_den as a JSON float", "type",
         text=good.replace('"value_den": %d' % base["value_den"],
                           '"value_den": %d.0' % base["value_den"], 1))
-    bad("t-format", "format zeal-table/2; the sniff still sees zeal-table/1 (in an unknown "
-        "key): a table file, refused by its format check", "format",
-        rh(dict(base, format="zeal-table/2", comment="zeal-table/1")))
+    bad("t-format", "format zeal-table/3; the sniff sees zeal-table/: a table file, refused "
+        "by its format check", "format", rh(dict(base, format="zeal-table/3")))
     bad("t-missing", "no value_den", "missing",
         {k: v for k, v in base.items() if k != "value_den"})
     bad("t-missing-cal", "cal_gain without cal_offset", "missing", rh(dict(base, cal_gain="1")))
@@ -374,7 +386,79 @@ def table_profile_cases(profiles: dict) -> list:
     bad("t-privacy-eps", "the hand table at epsilon 0.5 (ratio 2 > e^0.5)", "privacy",
         rh(dict(hand, epsilon="0x%016x" % float64_to_bits(0.5))))
     bad("t-unbiased", "hand profile with a = (-1, +3)", "unbiased", rh(dict(hand, values="-1+3")))
+    compact_cases(profiles, bad)
     return cases
+
+
+def compact_cases(profiles, bad):
+    """Must-reject files of the compact version (zeal-table/2), one per rule it adds, on the
+    hand table (levels (1, 1)/(2, 2), rows "000100" "010200") and the 4-bit design."""
+    rh = rehashed
+    hand = json.loads(profiles["t2-hand"].to_json())
+    big = json.loads(profiles["t-optimal-4bit"].to_json())
+    lv = "0000000100000002" "0000000100000002"
+    bad("t2-missing", "zeal-table/2 without rows", "missing",
+        rh({k: v for k, v in hand.items() if k != "rows"}))
+    bad("t2-unknown", "zeal-table/2 with a weights key as well", "unknown",
+        rh(dict(hand, weights="00000002" "00000001" "00000001" "00000002")))
+    bad("t2-type-rows", "rows with an upper-case hex digit", "type",
+        rh(dict(hand, rows="000100" "0102A0")))
+    bad("t2-value-levels", "levels one cell short", "value", rh(dict(hand, levels=lv[:16])))
+    bad("t2-value-rows-short", "rows ends inside row 1's record", "value",
+        rh(dict(hand, rows="000100" "0102")))
+    bad("t2-value-rows-odd", "rows of an odd length", "value",
+        rh(dict(hand, rows="000100" "010200" "0")))
+    bad("t2-value-rows-extra", "a third record for two anchors", "value",
+        rh(dict(hand, rows="000100" "010200" "000000")))
+    bad("t2-value-run", "a run with a > b (cells 1..0)", "value",
+        rh(dict(hand, rows="010000" "010200")))
+    bad("t2-value-run-cells", "a run ending past the cells (b = 3 > N = 2)", "value",
+        rh(dict(hand, rows="000100" "010300")))
+    bad("t2-value-exceptions", "row 0 lists 5 exceptions (at most 4)", "value",
+        rh(dict(hand, rows="000105" + "0000000002" * 5 + "010200")))
+    bad("t2-value-exception-order", "row 0's exception cells not ascending", "value",
+        rh(dict(hand, rows="000002" "0100000001" "0000000002" "010200")))
+    bad("t2-value-exception-cell", "an exception in cell 2 of 2", "value",
+        rh(dict(hand, rows="000101" "0200000002" "010200")))
+    bad("t2-value-totals", "row 1 total 4, row 0 total 3 (one total for all rows)", "value",
+        rh(dict(hand, rows="000100" "000200")))
+    bad("t2-privacy-ratio", "levels (1, 3) in both cells: W = [[3, 1], [1, 3]], ratio 3 > e",
+        "privacy", rh(dict(hand, levels="0000000100000003" * 2)))
+    bad("t2-privacy-exception", "levels (4, 8) in both cells; row 1 lists cell 0 = 1 and "
+        "cell 1 = 11: totals 12 and 12, cell 0's ratio 8 > e", "privacy",
+        rh(dict(hand, levels="0000000400000008" * 2,
+                rows="000100" "010202" "0000000001" "010000000b")))
+    bad("t2-value-zero-total", "cell 1 zero in row 0 only (an exception 0): totals 2 and 3",
+        "value", rh(dict(hand, rows="000101" "0100000000" "010200")))
+    bad("t2-privacy-zero", "row 0 = (3, 0), row 1 = (1, 2): totals equal, cell 1 zero in "
+        "row 0 only (and cell 0's ratio 3 > e)", "privacy",
+        rh(dict(hand, rows="000002" "0000000003" "0100000000" "010200")))
+    bad("t2-unbiased", "hand compact profile with a = (-1, +3)", "unbiased",
+        rh(dict(hand, values="-1+3")))
+    # the 4-bit design, its first row with 1 to 3 exceptions: the first exception's weight up
+    # a unit and one more cell, listed one unit below its level: totals kept, the mean at
+    # that anchor moved
+    rows = bytes.fromhex(big["rows"])
+    levels = bytes.fromhex(big["levels"])
+    recs, o = [], 0
+    while o < len(rows):
+        k = rows[o + 2]
+        recs.append(rows[o:o + 3 + 5 * k])
+        o += 3 + 5 * k
+    r = next(i for i, rec in enumerate(recs) if 1 <= rec[2] <= 3)
+    a, b, k = recs[r][:3]
+    ex = [(recs[r][3 + 5 * i], int.from_bytes(recs[r][4 + 5 * i:8 + 5 * i], "big"))
+          for i in range(k)]
+    ex[0] = (ex[0][0], ex[0][1] + 1)
+    other = next(j for j in range(big["cells"]) if j not in [c for c, _ in ex]
+                 and int.from_bytes(levels[8 * j:8 * j + 4], "big") > 0)
+    level = int.from_bytes(levels[8 * other + (4 if a <= other < b else 0):][:4], "big")
+    ex = sorted(ex + [(other, level - 1)])
+    recs[r] = bytes([a, b, len(ex)]) + b"".join(bytes([c]) + w.to_bytes(4, "big")
+                                                for c, w in ex)
+    bad("t2-unbiased-design", "the 4-bit design, its first row with 1 to 3 exceptions: one "
+        "weight up a unit, another down (totals kept, that anchor biased)", "unbiased",
+        rh(dict(big, rows=b"".join(recs).hex())))
 
 
 def table_vectors() -> dict:
@@ -413,6 +497,14 @@ def table_vectors() -> dict:
     add("t-hand-ends", "x=-3 and x=1: clamped -3 -> pos 0 (one rounding word, row 0); x=hi -> "
         "pos 1 -> row 1", "t-hand", [d64(-3.0), d64(1.0)], words=[0, 0, top, 0],
         expect=[{"j": 0, "words_used": 2}, {"j": 0, "words_used": 2}])
+    # the same hand cases on the hand table written compact: the same reports
+    add("t2-hand-mid", "t-hand-mid on the compact hand table", "t2-hand",
+        [d64(0.0)], words=[0, 0], expect=[{"j": 0, "words_used": 2}])
+    add("t2-hand-row0-cell1", "t-hand-row0-cell1 on the compact hand table", "t2-hand",
+        [d64(0.0)], words=[top, 2 * third], expect=[{"j": 1, "words_used": 2}])
+    add("t2-hand-ends", "t-hand-ends on the compact hand table", "t2-hand",
+        [d64(-3.0), d64(1.0)], words=[0, 0, top, 0],
+        expect=[{"j": 0, "words_used": 2}, {"j": 0, "words_used": 2}])
     for pid, prof in profiles.items():
         lo, hi = Fraction(prof.lo), Fraction(prof.hi)
         if prof.calibration is not None:
@@ -428,7 +520,8 @@ def table_vectors() -> dict:
         add(pid + "-f32", "float32 readings (struct.pack('<f', x)) decoded exactly", pid,
             [d32(x) for x in xs], key=key_for(pid + "/f32"))
     return {"schema": "zeal-vectors/tables", "version": VERSION, "count": len(cases),
-            "notes": "Table profiles (zeal-table/1, profile.md) and the table sampler "
+            "notes": "Table profiles (zeal-table/1 dense, zeal-table/2 compact; profile.md) "
+                     "and the table sampler "
                      "(mechanism.md). kind 'profile': 'file' is the exact file text; valid "
                      "ones give canonical bytes, fingerprint, anchors, cells, bits; invalid "
                      "ones the reason code of the table check list. kind 'sample': 'profile' "

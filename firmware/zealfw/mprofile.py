@@ -38,7 +38,7 @@ except ImportError:  # CPython: the conformance runner and the tests run here to
         return x
 
 _MAX_MULTI_FILE = const(1522)
-_MAX_ATTR_FILE = const(4317)   # = zealfw.tprofile._MAX_TABLE_FILE, the longest attribute file
+_MAX_ATTR_FILE = const(5784)   # = zealfw.tprofile._MAX_TABLE_FILE, the longest attribute file
 _D_MAX = const(16)
 _EPS_MAX = const(20)
 _ONE = const(1 << 32)

@@ -97,10 +97,10 @@ def threshold(n, c, a, b):
 def load(path="zeal_profile.json"):
     """The checked profile from a file on the device filesystem. Reads at most _MAX_FILE + 1
     bytes into one buffer (one more than a profile can be, to tell "too long"); a table
-    profile (the dispatch rule of profile.md: "zeal-table/1" within those bytes) is read
+    profile (the dispatch rule of profile.md: "zeal-table/" within those bytes) is read
     again by zealfw.tprofile, with its own bound."""
     buf, n = read(path, _MAX_FILE + 1)
-    if buf.find(b"zeal-table/1", 0, n) >= 0:
+    if buf.find(b"zeal-table/", 0, n) >= 0:
         buf = None
         from . import tprofile
 
@@ -115,8 +115,8 @@ def loads(text, n=None):
         text = text.encode()  # a non-ASCII character becomes bytes >= 0x80: "json"
     if n is None:
         n = len(text)
-    # the dispatch rule of profile.md: "zeal-table/1" within the first _MAX_FILE + 1 bytes
-    if text.find(b"zeal-table/1", 0, n if n <= _MAX_FILE else _MAX_FILE + 1) >= 0:
+    # the dispatch rule of profile.md: "zeal-table/" within the first _MAX_FILE + 1 bytes
+    if text.find(b"zeal-table/", 0, n if n <= _MAX_FILE else _MAX_FILE + 1) >= 0:
         from . import tprofile
 
         return tprofile.loads(text, n)

@@ -195,7 +195,7 @@ def prepare(b, config_path, out, inp):
     # first 503 bytes (one more than a grid profile can be): "zeal-multi/1" a
     # multi-attribute header (zealfw.mprofile), "zeal-shuffle/" a shuffle profile of either
     # version (zealfw.sprofile, which refuses a withdrawn "zeal-shuffle/1" with reason
-    # format), "zeal-table/1" a table profile (zealfw.tprofile), else a grid profile
+    # format), "zeal-table/" a table profile of either version (zealfw.tprofile), else a grid profile
     # (zealfw.profile). Every loader's numbers(path) returns the same record
     # (zealfw.profile.numbers), which zealfw.main.run asks, never the kind. The result:
     # (loader, stage), the loader's module and the start's last stage ("build" for a board
@@ -209,7 +209,7 @@ def prepare(b, config_path, out, inp):
         return "profile", "build"
     for tag, kind in ((b"zeal-multi/1", ("mprofile", "mstart")),
                       (b"zeal-shuffle/", ("sprofile", "mstart")),
-                      (b"zeal-table/1", ("tprofile", "build"))):
+                      (b"zeal-table/", ("tprofile", "build"))):
         if buf.find(tag) >= 0:
             return kind
     return "profile", "build"

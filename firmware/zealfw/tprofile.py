@@ -48,6 +48,7 @@ from binascii import hexlify, unhexlify
 
 from .pfile import (ProfileError, bit_length, check_hex, check_string, f64,
                     exp_lower_bound, parse, parse_rational, rational_text, read)
+from .trows import expand
 
 try:
     from micropython import const
@@ -59,7 +60,7 @@ except ImportError:  # CPython: the conformance runner and the agreement tests r
 # indent=1) + "\n"): N = 64 and R = 4 (so (R+1) N = 320: 2560 hex digits of weights), 64
 # values of 20 characters, value_den 19 digits, both calibrations at 64 characters, the
 # three hex patterns and the fingerprint. Recomputed by tests/test_table_device.py.
-_MAX_TABLE_FILE = const(4317)
+_MAX_TABLE_FILE = const(5784)
 _MAX_ANCHORS = const(64)
 _MAX_CELLS = const(64)
 _MAX_WEIGHTS = const(320)     # (R + 1) N
@@ -137,13 +138,17 @@ def from_doc(doc):
     """Check a parsed table profile object; a Table, or ProfileError."""
     ints = ("anchors", "bits", "cells", "value_den")
     cals = ("cal_gain", "cal_offset")
-    required = ("format", "lo", "hi", "epsilon", "anchors", "cells", "bits", "weights",
-                "values", "value_den", "fingerprint")
     if type(doc) is not dict:
         raise ProfileError("type", "a profile is a JSON object")
-    if doc.get("format") != "zeal-table/1":
+    fmt = doc.get("format")
+    if fmt != "zeal-table/1" and fmt != "zeal-table/2":
         raise ProfileError("format", "unsupported table format (this firmware reads "
-                                     "zeal-table/1)")
+                                     "zeal-table/1 and zeal-table/2)")
+    dense = fmt == "zeal-table/1"
+    # the weights: dense, or two levels per cell and the rows' records (zealfw.trows)
+    wkeys = ("weights",) if dense else ("levels", "rows")
+    required = ("format", "lo", "hi", "epsilon", "anchors", "cells", "bits",
+                "values", "value_den", "fingerprint") + wkeys
     for key in required:
         if key not in doc:
             raise ProfileError("missing", "profile is missing %s" % key)
@@ -159,9 +164,9 @@ def from_doc(doc):
     for key in ("lo", "hi", "epsilon"):
         check_hex(key, doc[key], 16)
     check_hex("fingerprint", doc["fingerprint"], 64)
-    for key in ("weights", "values"):
+    for key in wkeys + ("values",):
         check_string(key, doc[key])
-        allowed = b"0123456789abcdef" if key == "weights" else b"0123456789+-"
+        allowed = b"0123456789+-" if key == "values" else b"0123456789abcdef"
         for ch in doc[key].encode():
             if ch not in allowed:
                 raise ProfileError("type", "%s has a character outside its alphabet" % key)
@@ -218,9 +223,10 @@ def from_doc(doc):
     n = doc["cells"]
     q = doc["value_den"]
     bits = doc["bits"]
-    if not 1 <= rr <= _MAX_ANCHORS or not 2 <= n <= _MAX_CELLS or (rr + 1) * n > _MAX_WEIGHTS:
+    if not 1 <= rr <= _MAX_ANCHORS or not 2 <= n <= _MAX_CELLS or (
+            dense and (rr + 1) * n > _MAX_WEIGHTS):
         raise ProfileError("value", "a table needs 1 <= R <= 64, 2 <= N <= 64, (R+1) N <= 320")
-    if len(doc["weights"]) != 8 * (rr + 1) * n:
+    if dense and len(doc["weights"]) != 8 * (rr + 1) * n:
         raise ProfileError("value", "weights must hold 8 (R+1) N hex digits")
     # values: N signed decimals, "+" or "-" then digits without leading zeros ("+0" for zero,
     # "-0" refused), |a_j| < 2^63; read as bytes (0x2B "+", 0x2D "-", 0x30 "0")
@@ -247,19 +253,52 @@ def from_doc(doc):
     text = None
     if not 1 <= q < _A_MAX:
         raise ProfileError("value", "value_den must be in [1, 2^63)")
-    w = unhexlify(doc["weights"])
+    if dense:
+        w = unhexlify(doc["weights"])
+        row = None
+    else:
+        w = _compact(doc["levels"], doc["rows"], rr + 1, n)
+        row = bytearray(n << 2)
     sums = []
     for r in range(rr + 1):
+        if row is None:
+            o = r * n
+        else:
+            expand(w[0], w[1], w[2][r], n, row)
+            o = 0
         s = 0
-        for j in range(r * n, r * n + n):
-            s += _w(w, j)
+        for j in range(o, o + n):
+            s += _w(w if row is None else row, j)
         if not 1 <= s <= _ROW_MAX:
             raise ProfileError("value", "every row total must be in [1, 2^32]")
+        if row is not None and sums and s != sums[0]:
+            raise ProfileError("value", "a compact table's rows must have one total")
         sums.append(s)
     m = bit_length(n - 1)
     if bits != (m if m > 1 else 1):
         raise ProfileError("derived", "bits must be max(1, bit_length(cells - 1))")
 
+    if row is not None:
+        _compact_checks(w, n, rr, a, q, sums[0], eps, row)
+        row = None
+    else:
+        _dense_checks(w, n, rr, a, q, sums, eps)
+    p = Table()
+    p.lo = lo
+    p.hi = hi
+    p.epsilon = eps
+    p.anchors = rr
+    p.n_cells = n
+    p.bits = bits
+    p.weights = w
+    p.sums = sums
+    p.cal = cal
+    p.fingerprint = digest
+    return p
+
+
+def _dense_checks(w, n, rr, a, q, sums, eps):
+    """Checks 12 and 13 on a dense table."""
     # privacy: per column, all zero or all positive with max/min of W[r][j]/S_r <= L, by
     # cross-multiplication (W[a][j]/S_a > W[b][j]/S_b <=> W[a][j] S_b > W[b][j] S_a)
     ls, ld = exp_lower_bound(eps[0], eps[1])
@@ -291,15 +330,68 @@ def from_doc(doc):
             t += _w(w, r * n + j) * a[j]
         if rr * t != r * sums[r] * q:
             raise ProfileError("unbiased", "the output values are biased at an anchor")
-    p = Table()
-    p.lo = lo
-    p.hi = hi
-    p.epsilon = eps
-    p.anchors = rr
-    p.n_cells = n
-    p.bits = bits
-    p.weights = w
-    p.sums = sums
-    p.cal = cal
-    p.fingerprint = digest
-    return p
+
+
+def _compact(levels, rows, nr, n):
+    """A compact table's (levels, records, row offsets) from its two strings, the records'
+    shape checked (profile.md, value): a <= b <= N, k <= 4, cells ascending inside N, nothing
+    left over."""
+    if len(levels) != n << 4:
+        raise ProfileError("value", "levels must hold 16 N hex digits")
+    if len(rows) & 1:
+        raise ProfileError("value", "rows ends inside a record")
+    lv = unhexlify(levels)
+    rb = unhexlify(rows)
+    offs = []
+    o = 0
+    end = len(rb)
+    while len(offs) < nr:
+        if o + 3 > end:
+            raise ProfileError("value", "rows ends inside a record")
+        k = rb[o + 2]
+        if rb[o] > rb[o + 1] or rb[o + 1] > n or k > 4 or o + 3 + 5 * k > end:
+            raise ProfileError("value", "a row's record is out of bounds")
+        offs.append(o)
+        c = -1
+        o += 3
+        while k:
+            if rb[o] <= c or rb[o] >= n:
+                raise ProfileError("value", "a row's exception cells must ascend inside N")
+            c = rb[o]
+            o += 5
+            k -= 1
+    if o != end:
+        raise ProfileError("value", "rows holds more than R + 1 records")
+    return lv, rb, offs
+
+
+def _compact_checks(w, n, rr, a, q, s, eps, row):
+    """Checks 12 and 13 on a compact table (every row total s), in one pass over the rows
+    (each written out by zealfw.trows): per column the least and largest entry, all zero or
+    max <= L min in integers (the totals are equal); R sum_j W[r][j] a_j == r s Q at every
+    anchor, refused after the privacy checks."""
+    lv, rb, offs = w
+    lo = [-1] * n
+    hi = [0] * n
+    biased = False
+    for r in range(rr + 1):
+        expand(lv, rb, offs[r], n, row)
+        t = 0
+        for j in range(n):
+            v = _w(row, j)
+            if lo[j] < 0 or v < lo[j]:
+                lo[j] = v
+            if v > hi[j]:
+                hi[j] = v
+            t += v * a[j]
+        if rr * t != r * s * q:
+            biased = True  # refused after the privacy checks (the list's order)
+    ls, ld = exp_lower_bound(eps[0], eps[1])
+    for j in range(n):
+        if hi[j] and not lo[j]:
+            raise ProfileError("privacy", "a column is zero in one row and not in another")
+        if hi[j] * ld > ls * lo[j]:
+            raise ProfileError("privacy", "a column ratio exceeds the certified bound of "
+                                          "e^epsilon")
+    if biased:
+        raise ProfileError("unbiased", "the output values are biased at an anchor")

@@ -28,6 +28,7 @@ except ImportError:  # CPython: the conformance runner also runs there
 import struct
 
 from . import mechanism
+from .trows import expand
 
 _M28 = const((1 << 28) - 1)  # a 28-bit limb
 
@@ -49,24 +50,37 @@ class Zeal(mechanism.Zeal):
         # sums compared in limbs
         rows = []
         u = wu = None
+        last = None
         for s in sums:
+            if s == last:  # a compact table's rows share one total: one tuple for all
+                rows.append(rows[-1])
+                continue
+            last = s
             if s >> 22 and not s >> 36:
                 wu = _WideUniform(s)
                 rows.append(wu.c)
             else:
                 u = mechanism.Uniform(s)
                 rows.append(u.c)
-        self._fin = (w, n, rows, u, wu)  # finish's: weights, N, the rows, the UNIFORMs
+        # a compact table (zeal-table/2): (levels, records, offsets); its drawn row is written
+        # out into one buffer of N weights (zealfw.trows) and scanned as a dense row
+        buf = bytearray(n << 2) if type(w) is tuple else None
+        self._fin = (w, n, rows, u, wu, buf)  # finish's: weights, N, the rows, UNIFORMs
 
     def finish(self, base, r, low, f, q):
         """The cell from the position's floor `base` and fraction (low + r/q) / 2^f."""
         words = self.words
         row = base + mechanism.bernoulli_frac(r, low, f, q, words)
-        w, n, rows, u, wu = self._fin
+        w, n, rows, u, wu, buf = self._fin
         # UNIFORM(S_row): the row's constants into the one Uniform or _WideUniform (no
         # allocation: the attribute exists)
         c = rows[row]
-        o = (row * n) << 2
+        if buf is None:
+            o = (row * n) << 2
+        else:
+            expand(w[0], w[1], w[2][row], n, buf)
+            w = buf
+            o = 0
         j = 0
         if len(c) == 4:  # wide: u = uh 2^16 + ul, the running sum likewise (weights by halves)
             wu.c = c

@@ -78,10 +78,14 @@ SMALL = 1e-5            # a column whose smallest probability is below this is s
 C_DENOMINATOR = 1024    # the output half-width C is a multiple of 1/1024
 TOTAL = 1 << 32         # row totals T are the multiple of the moment denominators nearest below
 BITS_MAX = 8
-DEFAULT_ANCHORS = 17    # R = 16 intervals
+DEFAULT_ANCHORS = 65    # R = 64 intervals (a table profile's most)
+SEARCH_ANCHORS = 17     # the coarse program of the C and output-position searches
+REFINE_CELLS_MAX = 16   # free output positions (`_refine`) up to 16 cells by default
+_REFINE_EVALS = 160     # programs the position search may solve
 _GRID_POINTS = 25
 _GOLDEN_STEPS = 12
 _CUT_ROUNDS = 12
+_FINE_ROUNDS = 4        # cut rounds of the designs' programs (the exact figure is the table's)
 _T0 = tuple(i / 8 for i in range(9))
 
 
@@ -251,60 +255,215 @@ def _row_total(targets):
     return max(1, TOTAL // den) * den
 
 
-def _ok(column, l_bound):
-    lo = min(column)
-    hi = max(column)
-    if hi == 0:
-        return True
-    return lo > 0 and hi <= l_bound * lo
+def _refine(prog, g, budget=_REFINE_EVALS):
+    """Free output positions (`refine`): a pattern search over the positive half of the
+    symmetric outputs g (the negative half mirrors it) on the coarse program: each position in
+    turn moves out, then in, by a step d (first 2 % of the outermost), kept if the program's
+    value drops; d halves after a sweep without a gain, down to 0.1 %, or after `budget`
+    programs. Deterministic. Returns the better g."""
+    np = prog.np
+    n = len(g)
+    half = n // 2
+    s = np.array(g[n - half:], dtype=float)     # the positive half (the middle 0 stays)
+
+    def full(x):
+        mid = [0.0] if n % 2 else []
+        return np.concatenate([-x[::-1], mid, x])
+
+    def value(x):
+        c = float(x[-1])
+        prog.shape = full(x) / c
+        return prog.run(c, rounds=1)[0]
+
+    best = value(s)
+    step, evals = 0.02 * s[-1], 1
+    floor_step = 1e-3 * s[-1]
+    while step >= floor_step and evals < budget:
+        gained = False
+        for k in range(half):
+            for sign in (1.0, -1.0):
+                x = s.copy()
+                x[k] += sign * step
+                if x[0] <= step / 4 or np.any(np.diff(x) <= step / 4):
+                    continue
+                v = value(x)
+                evals += 1
+                if v < best - 1e-12:
+                    s, best, gained = x, v, True
+                    break
+                if evals >= budget:
+                    break
+            if evals >= budget:
+                break
+        if not gained:
+            step /= 2
+    return full(s)
 
 
-def _scaled_weights(p, n, rr, total, e_prime) -> list:
-    """The float law p as integer rows of total `total` (before the repair): each column
-    clamped into [its floor, E' times it], scaled and rounded; a column zero somewhere stays
-    zero."""
-    w = [[0] * n for _ in range(rr + 1)]
-    for j in range(n):
-        col = [float(p[r][j]) for r in range(rr + 1)]
-        floor = min(col)
-        if max(col) <= 0 or floor <= 0:
+def _two_level(p, g, u, e_prime):
+    """Each anchor row re-solved alone: the least second moment sum_j P_j g_j^2 under the
+    column bounds m_j <= P_j <= E' m_j (m_j = min_r P[r][j], the program's floors), a law,
+    unbiased at u_r. A vertex of that polytope: every cell at m_j or E' m_j but at most two (the
+    staircase of the optimal mechanisms). No second moment rises, so neither does the worst
+    (or data) variance: Var between anchors is increasing in the anchors' variances."""
+    np = __import__("numpy")
+    linprog = _scipy()[0]
+    m = np.maximum(p.min(axis=0), 0.0)
+    bounds = [(float(m[j]), float(e_prime * m[j])) for j in range(len(g))]
+    a_eq = np.vstack([np.ones(len(g)), g])
+    out = p.copy()
+    for r in range(p.shape[0]):
+        res = linprog(g * g, A_eq=a_eq, b_eq=[1.0, u[r]], bounds=bounds, method="highs-ds")
+        if res.status != 0:
+            continue  # keep the program's row (it satisfies the same bounds)
+        x = res.x.copy()
+        for j in range(len(g)):  # snap the simplex's rounding noise onto the two levels
+            if abs(x[j] - m[j]) <= 1e-9 * max(m[j], 1e-300):
+                x[j] = m[j]
+            elif abs(x[j] - e_prime * m[j]) <= 1e-9 * max(m[j], 1e-300):
+                x[j] = e_prime * m[j]
+        out[r] = x
+    return out, m
+
+
+def _round_levels(p, m, v, targets, total, l_bound, e_prime):
+    """Integer weights on two levels per cell: lo_j = round(m_j T) and hi_j = round(E' m_j T)
+    (at most cap_j = floor(L lo_j)); a cell at m_j or E' m_j gets lo_j or hi_j exactly, any
+    other is rounded into [lo_j, hi_j]. Each row's two residuals (sum W = T,
+    sum_j v_j W[r][j] = targets[r]) are then fixed exactly on two or three cells
+    (`_solve_cells`), every entry kept in [lo_j, cap_j] -- so lo_j stays the column's least
+    entry and every column's ratio is at most cap_j/lo_j <= L by construction -- preferring
+    the repair that leaves the fewest cells off their two levels (the compact profile lists
+    those: zeal.mechanism.table.compact), then the smallest."""
+    n, rows = len(v), len(p)
+    lo = [int(round(float(m[j]) * total)) for j in range(n)]
+    cap = [math.floor(l_bound * x) for x in lo]   # no entry above: the column ratio <= L
+    hi = [min(int(round(e_prime * float(m[j]) * total)), cap[j]) for j in range(n)]
+    w = []
+    for r in range(rows):
+        row = []
+        for j in range(n):
+            x = float(p[r][j])
+            if x == m[j]:
+                row.append(lo[j])
+            elif x == e_prime * m[j]:
+                row.append(hi[j])
+            else:
+                row.append(min(max(int(round(x * total)), lo[j]), hi[j]))
+        w.append(row)
+    for r in range(rows):
+        row = w[r]
+        e0 = total - sum(row)
+        e1 = targets[r] - sum(a * x for a, x in zip(v, row))
+        if e0 == 0 and e1 == 0:
             continue
-        for r in range(rr + 1):
-            w[r][j] = int(round(min(max(col[r], floor), e_prime * floor) * total))
+        off = [lo[j] < row[j] < hi[j] for j in range(n)]
+        best = None
+        for wide in (False, True):
+            for cells in _candidates(off, wide):
+                moves = _solve_cells([v[j] for j in cells], e0, e1,
+                                     [(lo[j] - row[j], cap[j] - row[j]) for j in cells])
+                if moves is not None:
+                    best = _better(best, tuple(zip(cells, moves)), row, lo, hi)
+            if best is not None:
+                break
+        if best is None:
+            raise ProfileError("the designer could not round row %d exactly; try other bits "
+                               "or epsilon" % r)
+        for j, x in best[1]:
+            row[j] += x
     return w
 
 
-def _round(p, c, n, rr, l_bound, e_prime):
-    """Integer weights from the float law p: clamp, scale, round, repair (module docstring)."""
-    targets = _moments(rr, n, c)
-    total = _row_total(targets)
-    w = _scaled_weights(p, n, rr, total, e_prime)
-    for r in range(rr + 1):
-        m = targets[r] * total  # an integer: total is a multiple of its denominator
-        e0 = total - sum(w[r])
-        e1 = int(m) - sum(j * w[r][j] for j in range(n))
-        if e0 == 0 and e1 == 0:
+def _candidates(off, wide):
+    """The cell sets a row's repair tries: every pair, and every triple holding a cell
+    already off its levels (a cheap move: it is listed anyway); `wide`: every triple."""
+    n = len(off)
+    if wide:
+        for i in range(n):
+            for j in range(i + 1, n):
+                for k in range(j + 1, n):
+                    yield (i, j, k)
+        return
+    for k in range(n):
+        for l in range(k + 1, n):
+            yield (k, l)
+    for k in range(n):
+        if not off[k]:
             continue
-        pairs = sorted(range(n - 1), key=lambda k: (-min(w[r][k], w[r][k + 1]), k))
-        for k in pairs:
-            alpha = e1 - k * e0
-            beta = e0 - alpha
-            if w[r][k + 1] + alpha < 0 or w[r][k] + beta < 0:
-                continue
-            w[r][k + 1] += alpha
-            w[r][k] += beta
-            if (_ok([w[s][k] for s in range(rr + 1)], l_bound)
-                    and _ok([w[s][k + 1] for s in range(rr + 1)], l_bound)):
-                break
-            w[r][k + 1] -= alpha
-            w[r][k] -= beta
-        else:
-            raise ProfileError("the designer could not round row %d exactly; try other bits "
-                               "or epsilon" % r)
-    return w, total
+        for i in range(n):
+            for j in range(i + 1, n):
+                if k not in (i, j):
+                    yield tuple(sorted((k, i, j)))
 
 
-WARP_Q = 1 << 16   # a warped grid's values are integers a_j over WARP_Q (on [-1, 1])
+def _solve_cells(v, e0, e1, room):
+    """Integer moves x (one per cell, values v ascending) with sum x = e0 and
+    sum v x = e1, each x_c within room[c] = (low, high); the smallest such (in sum |x|) for
+    two or three cells, or None. Three cells: x_1 d1 + x_2 d2 = e1 - v_0 e0 (d = gaps from
+    v_0) has the integer family x_1 = x1' + t d2/g, x_2 = x2' - t d1/g when g = gcd(d1, d2)
+    divides it; t is taken inside the rooms."""
+    f = e1 - v[0] * e0
+    if len(v) == 2:
+        d = v[1] - v[0]
+        if f % d:
+            return None
+        x = (e0 - f // d, f // d)
+        return x if all(lo <= y <= hi for y, (lo, hi) in zip(x, room)) else None
+    d1, d2 = v[1] - v[0], v[2] - v[0]
+    g, s1, s2 = _egcd(d1, d2)
+    if f % g:
+        return None
+    x1, x2, a, b = s1 * (f // g), s2 * (f // g), d1 // g, d2 // g
+    # x_1 = x1 + t b, x_2 = x2 - t a, x_0 = e0 - x1 - x2 - t (b - a): each room bounds t
+    t_lo, t_hi = -math.inf, math.inf
+    for c0, slope, (lo, hi) in ((e0 - x1 - x2, a - b, room[0]), (x1, b, room[1]),
+                                (x2, -a, room[2])):
+        if slope == 0:
+            if not lo <= c0 <= hi:
+                return None
+            continue
+        t1, t2 = (lo - c0) / slope, (hi - c0) / slope
+        t_lo, t_hi = max(t_lo, min(t1, t2)), min(t_hi, max(t1, t2))
+    if t_lo > t_hi:
+        return None
+    best = None
+    for t in {math.ceil(t_lo), math.floor(t_hi), math.ceil(-x1 / b), math.floor(-x1 / b),
+              math.ceil(x2 / a), math.floor(x2 / a)}:
+        if not t_lo <= t <= t_hi:
+            continue
+        x = (e0 - x1 - x2 - t * (b - a), x1 + t * b, x2 - t * a)
+        if all(lo <= y <= hi for y, (lo, hi) in zip(x, room)) and (
+                best is None or sum(map(abs, x)) < sum(map(abs, best))):
+            best = x
+    return best
+
+
+def _egcd(a, b):
+    """(g, s, t) with s a + t b = g = gcd(a, b) (a, b > 0)."""
+    s0, s1, t0, t1 = 1, 0, 0, 1
+    while b:
+        q = a // b
+        a, b = b, a - q * b
+        s0, s1 = s1, s0 - q * s1
+        t0, t1 = t1, t0 - q * t1
+    return a, s0, t0
+
+
+def _better(best, moves, row, lo, hi):
+    """The better of two feasible repairs (None: none yet): fewest cells left off their two
+    levels, then the smallest move."""
+    new = 0
+    for j, x in moves:
+        if x and row[j] in (lo[j], hi[j]) and row[j] + x not in (lo[j], hi[j]):
+            new += 1
+    key = (new, sum(abs(x) for _, x in moves))
+    if best is None or key < best[0]:
+        return (key, moves)
+    return best
+
+
+WARP_Q = 1 << 16   # free output values are integers a_j over WARP_Q (on [-1, 1])
 
 
 def _warp_shape(n, gamma):
@@ -313,17 +472,17 @@ def _warp_shape(n, gamma):
     return np.sign(s) * np.abs(s) ** gamma
 
 
-def _grid_integers(c, shape):
-    """a_j = round(C s_j WARP_Q), odd-symmetric and strictly increasing (ProfileError if two
+def _grid_integers(g):
+    """a_j = round(g_j WARP_Q), odd-symmetric and strictly increasing (ProfileError if two
     coincide)."""
-    n = len(shape)
-    a = [int(round(float(c) * float(shape[j]) * WARP_Q)) for j in range(n)]
+    n = len(g)
+    a = [int(round(float(g[j]) * WARP_Q)) for j in range(n)]
     for j in range(n // 2):
         a[n - 1 - j] = -a[j]
     if n % 2:
         a[n // 2] = 0
     if any(a[j + 1] <= a[j] for j in range(n - 1)):
-        raise ProfileError("the warped output grid has two equal values; try another warp")
+        raise ProfileError("the output grid has two equal values; try another warp")
     return a
 
 
@@ -339,69 +498,27 @@ def _solve_triple(d1, d2, f):
     return (f - (d1 + d2) * q) // d1, q
 
 
-def _round_general(p, a, rr, l_bound, e_prime):
-    """Integer weights from the float law p on the integer grid a (values a_j / WARP_Q on
-    [-1, 1]): clamp, scale, round as `_round`; each row's two residuals (sum W = T, and
-    sum_j a_j W[r][j] = T WARP_Q u_r) fixed exactly on three adjacent cells k, k+1, k+2 whose
-    value gaps d1, d2 are coprime: x_k + x_{k+1} + x_{k+2} = e0 and d1 x_{k+1} +
-    (d1 + d2) x_{k+2} = e1 - a_k e0 (Bezout), the triple with the most weight whose columns
-    still pass the exact ratio check."""
-    n = len(a)
-    total = (TOTAL // (2 * rr)) * 2 * rr       # T: T WARP_Q u_r is an integer at every anchor
-    targets = [total * WARP_Q * (-rr + 2 * r) // rr for r in range(rr + 1)]
-    w = _scaled_weights(p, n, rr, total, e_prime)
-    for r in range(rr + 1):
-        e0 = total - sum(w[r])
-        e1 = targets[r] - sum(a[j] * w[r][j] for j in range(n))
-        if e0 == 0 and e1 == 0:
-            continue
-        triples = sorted(range(n - 2), key=lambda k: (-min(w[r][k:k + 3]), k))
-        for k in triples:
-            if min(w[r][k:k + 3]) == 0:
-                continue
-            got = _solve_triple(a[k + 1] - a[k], a[k + 2] - a[k + 1], e1 - a[k] * e0)
-            if got is None:
-                continue
-            x = (e0 - got[0] - got[1], got[0], got[1])
-            if any(w[r][k + i] + x[i] < 0 for i in range(3)):
-                continue
-            for i in range(3):
-                w[r][k + i] += x[i]
-            if all(_ok([w[s][k + i] for s in range(rr + 1)], l_bound) for i in range(3)):
-                break
-            for i in range(3):
-                w[r][k + i] -= x[i]
-        else:
-            raise ProfileError("the designer could not round row %d exactly on the warped "
-                               "grid; try another warp" % r)
-    return w, total
-
-
-VALUE_DEN_MAX = 1 << 63   # a table profile's value_den bound (table_profile)
-
-
-def _values(w, c, lo, hi, epsilon):
-    """Output values in the reading's units: g_j = mid + half v_j with v the table's canonical
-    (least-norm) values on [-1, 1], so that the normalised figures, and the denominators of
-    (g_j - lo)/(hi - lo) = (1 + v_j)/2, do not depend on the range. If those denominators
-    reach 2^63 (more than a table profile holds), the even grid v_j = -C + 2Cj/(N-1) the
-    program was solved on instead (the rounding keeps it exactly unbiased)."""
-    from .mechanism import Table
-    n = len(w[0])
-    v = Table(-1, 1, epsilon, w).output_values()
-    den = math.lcm(*(((1 + x) / 2).denominator for x in v))
-    if den >= VALUE_DEN_MAX:
-        v = [-c + 2 * c * j / (n - 1) for j in range(n)]
-    mid, half = (lo + hi) / 2, (hi - lo) / 2
-    return [mid + half * x for x in v]
+def _data_weights(u, rr):
+    """Per anchor the weight of its second moment in the data's mean variance: a reading at
+    u_r + t h weighs M_r by (1-t) and M_{r+1} by t."""
+    import numpy as np
+    pos = (u + 1) / 2 * rr
+    k = np.minimum(np.floor(pos).astype(int), rr - 1)
+    t = pos - k
+    weights = np.zeros(rr + 1)
+    np.add.at(weights, k, 1 - t)
+    np.add.at(weights, k + 1, t)
+    return weights / u.size
 
 
 def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
-          cells=None, warp=None) -> Design:
+          cells=None, warp=None, refine=None) -> Design:
     """Design a table mechanism (see the module docstring); returns the `Design`. `cells`
-    (default 2^bits, at most 2^bits) sets N; `anchors` the number of anchor rows R+1.
-    `warp` gamma (default None: the even grid): the outputs at C sign(s)|s|^gamma for s
-    evenly spaced on [-1, 1], as integers over WARP_Q, rounded by `_round_general`."""
+    (default 2^bits, at most 2^bits) sets N; `anchors` the number of anchor rows R+1
+    (default 65). `warp` gamma (default None: the even grid): the outputs at
+    C sign(s)|s|^gamma for s evenly spaced on [-1, 1]. `refine` (default: N <= 16, no warp,
+    the worst-case objective) frees the output positions (`_refine`). Free or warped outputs
+    are integers over WARP_Q."""
     import numpy as np
     from .mechanism import Table
     t_start = time.perf_counter()
@@ -424,58 +541,62 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
     if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 1 << bits:
         raise ProfileError("cells must be an integer in [2, 2^bits = %d], got %r"
                            % (1 << bits, cells))
+    if warp is not None and not (isinstance(warp, (int, float)) and 0.3 <= warp <= 3):
+        raise ProfileError("warp must be a number in [0.3, 3], got %r" % (warp,))
+    if refine is None:
+        refine = n <= REFINE_CELLS_MAX and warp is None and objective == "worst"
     l_bound = exp_lower_bound(eps_f)
     e_prime = float(l_bound) * (1 - MARGIN)
-    weights = None
-    if objective == "data":
-        u = _norm_data(data, lo_f, hi_f)
-        pos = (u + 1) / 2 * rr
-        k = np.minimum(np.floor(pos).astype(int), rr - 1)
-        t = pos - k
-        weights = np.zeros(rr + 1)
-        np.add.at(weights, k, 1 - t)
-        np.add.at(weights, k + 1, t)
-        weights /= u.size
+    u_data = _norm_data(data, lo_f, hi_f) if objective == "data" else None
+    weights = None if u_data is None else _data_weights(u_data, rr)
     prog = _Program(n, rr, e_prime, weights)
+    # the coarse program (at most SEARCH_ANCHORS anchors) places C and the free outputs; the
+    # fine one is solved once there
+    rs = min(rr, SEARCH_ANCHORS - 1)
+    coarse = prog if rs == rr else _Program(n, rs, e_prime,
+                                            None if u_data is None else _data_weights(u_data, rs))
     if warp is not None:
-        if not (isinstance(warp, (int, float)) and 0.3 <= warp <= 3):
-            raise ProfileError("warp must be a number in [0.3, 3], got %r" % (warp,))
-        prog.shape = _warp_shape(n, float(warp))
-    c_float = _search(prog, float(eps_f))
-    c = Fraction(round(c_float * C_DENOMINATOR), C_DENOMINATOR)
-    zero = ()
-    for _ in range(4):
-        value, p = prog.run(float(c), zero)
-        if p is None:
-            raise ProfileError("the designer's program is infeasible at C = %s" % c)
-        small = tuple(j for j in range(n)
-                      if j not in zero and float(p[:, j].min()) < SMALL)
-        if not small:
-            break
-        zero = tuple(sorted(zero + small))
+        coarse.shape = _warp_shape(n, float(warp))
+    c_float = _search(coarse, float(eps_f))
+    free = refine or warp is not None
+    if free:
+        shape = coarse.shape if coarse.shape is not None else np.linspace(-1.0, 1.0, n)
+        g = c_float * shape
+        if refine:
+            g = _refine(coarse, g)
+        a = _grid_integers(g)
+        g = np.array(a, dtype=float) / WARP_Q
+        c = Fraction(a[-1], WARP_Q)
     else:
-        raise ProfileError("the designer could not settle which cells to use")
-    if warp is None:
-        w, _ = _round(p, c, n, rr, l_bound, e_prime)
-        values = _values(w, c, lo_f, hi_f, epsilon)
-    else:
-        # the law solved again on the integer grid itself (g_j = a_j / WARP_Q), so that the
-        # rounding's residuals are those of the weights alone
-        a = _grid_integers(c, prog.shape)
-        prog.shape = np.array(a, dtype=float) / (float(c) * WARP_Q)
-        value, p = prog.run(float(c), zero)
-        w, _ = _round_general(p, a, rr, l_bound, e_prime)
-        mid, half = (lo_f + hi_f) / 2, (hi_f - lo_f) / 2
+        c = Fraction(round(c_float * C_DENOMINATOR), C_DENOMINATOR)
+        g = np.linspace(-float(c), float(c), n)
+    coarse.shape = prog.shape = g / float(c)
+    value, p = prog.run(float(c), rounds=_FINE_ROUNDS)
+    if p is None:
+        raise ProfileError("the designer's program is infeasible at C = %s" % c)
+    p, m = _two_level(p, g, prog.u, e_prime)
+    mid, half = (lo_f + hi_f) / 2, (hi_f - lo_f) / 2
+    if free:
+        total = (TOTAL // (2 * rr)) * 2 * rr  # T WARP_Q u_r is an integer at every anchor
+        targets = [total * WARP_Q * (-rr + 2 * r) // rr for r in range(rr + 1)]
+        w = _round_levels(p, m, a, targets, total, l_bound, e_prime)
         values = [mid + half * Fraction(x, WARP_Q) for x in a]
+    else:
+        moments = _moments(rr, n, c)
+        total = _row_total(moments)
+        targets = [int(f * total) for f in moments]
+        w = _round_levels(p, m, list(range(n)), targets, total, l_bound, e_prime)
+        values = [mid + half * (-c + 2 * c * j / (n - 1)) for j in range(n)]
     table = Table(lo, hi, epsilon, w, values=values)
+    zero = tuple(j for j in range(n) if not any(row[j] for row in w))
     return Design(table=table, half_width=c, lp_value=value,
                   seconds=time.perf_counter() - t_start, zeroed=zero)
 
 
 def design(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None, cells=None,
-           warp=None):
+           warp=None, refine=None):
     """An optimal exact table mechanism (a `Table`) for [lo, hi], epsilon and `bits` bits per
     report: `objective` "worst" minimises the worst-case variance over [lo, hi], "data" the
     variance averaged over `data` (readings in the range's units; clamped into it)."""
     return solve(lo, hi, epsilon, bits, anchors=anchors, objective=objective, data=data,
-                 cells=cells, warp=warp).table
+                 cells=cells, warp=warp, refine=refine).table

@@ -23,13 +23,16 @@ from fractions import Fraction
 
 from ...errors import ProfileError
 from ..core import pfile as P
+from . import compact
 
-FORMAT = "zeal-table/1"
-SNIFF = FORMAT.encode("ascii")
+FORMAT = "zeal-table/1"          # dense: every weight spelt out
+FORMAT2 = "zeal-table/2"         # compact: two levels per cell (zeal.mechanism.table.compact)
+FORMATS = (FORMAT, FORMAT2)
+SNIFF = b"zeal-table/"           # both versions are table files; the format check decides
 SNIFF_BYTES = P.MAX_FILE + 1      # the sniff looks at the first 503 bytes
 ANCHORS_MAX = 64
 CELLS_MIN, CELLS_MAX = 2, 64
-ENTRIES_MAX = 320                 # (R + 1) * N
+ENTRIES_MAX = 320                 # (R + 1) * N of a dense profile
 ROW_TOTAL_MAX = 1 << 32
 WEIGHT_DIGITS = 8
 VALUE_LIMIT = 1 << 63             # |a_j| < 2^63, 1 <= Q < 2^63
@@ -40,6 +43,8 @@ DESIGNED = ("optimal", "n-output-lp", "three-outputs-lp")   # the LP designer's 
 _INT_KEYS = ("anchors", "bits", "cells", "value_den")
 _REQUIRED = ("format", "lo", "hi", "epsilon", "anchors", "cells", "bits", "weights", "values",
              "value_den", "fingerprint")
+_REQUIRED2 = ("format", "lo", "hi", "epsilon", "anchors", "cells", "bits", "levels", "rows",
+              "values", "value_den", "fingerprint")
 _WEIGHT_CHARS = frozenset("0123456789abcdef")
 _VALUE_CHARS = frozenset("0123456789+-")
 _DIGITS = frozenset("0123456789")
@@ -51,30 +56,38 @@ def bits_for(cells: int) -> int:
     return max(1, (cells - 1).bit_length())
 
 
+def _widest(fmt, r, n, body) -> int:
+    doc = {"format": fmt, "lo": "0x" + "f" * 16, "hi": "0x" + "f" * 16,
+           "epsilon": "0x" + "f" * 16, "anchors": r, "cells": n, "bits": bits_for(n),
+           "values": ("-" + "9" * 19) * n, "value_den": VALUE_LIMIT - 1,   # |a_j| < 2^63
+           "cal_gain": "x" * P.MAX_RATIONAL, "cal_offset": "x" * P.MAX_RATIONAL,
+           "fingerprint": "f" * 64}
+    doc.update(body)
+    return len(json.dumps(doc, sort_keys=True, indent=1) + "\n")
+
+
 def _max_table_file() -> int:
     """The longest file the limits allow, as the host writes it (profile.md derives it):
-    every field at its widest, over every (R, N) the limits admit."""
+    every field at its widest, over every (R, N) the limits admit, either version."""
+    from .compact import EXCEPTIONS_MAX
     best = 0
-    widest_int = "-" + "9" * 19            # |a_j| < 2^63: 19 digits and a sign
     for n in range(CELLS_MIN, CELLS_MAX + 1):
         for r in range(1, ANCHORS_MAX + 1):
-            if (r + 1) * n > ENTRIES_MAX:
-                break
-            doc = {"format": FORMAT, "lo": "0x" + "f" * 16, "hi": "0x" + "f" * 16,
-                   "epsilon": "0x" + "f" * 16, "anchors": r, "cells": n, "bits": bits_for(n),
-                   "weights": "f" * (WEIGHT_DIGITS * (r + 1) * n),
-                   "values": widest_int * n, "value_den": VALUE_LIMIT - 1,
-                   "cal_gain": "x" * P.MAX_RATIONAL, "cal_offset": "x" * P.MAX_RATIONAL,
-                   "fingerprint": "f" * 64}
-            best = max(best, len(json.dumps(doc, sort_keys=True, indent=1) + "\n"))
-    return best
+            if (r + 1) * n <= ENTRIES_MAX:
+                best = max(best, _widest(FORMAT, r, n,
+                                         {"weights": "f" * (WEIGHT_DIGITS * (r + 1) * n)}))
+    # zeal-table/2 is widest at N = R = 64 with every row's exceptions listed
+    per_row = 6 + EXCEPTIONS_MAX * 10
+    return max(best, _widest(FORMAT2, ANCHORS_MAX, CELLS_MAX,
+                             {"levels": "f" * 16 * CELLS_MAX,
+                              "rows": "f" * per_row * (ANCHORS_MAX + 1)}))
 
 
-MAX_TABLE_FILE = _max_table_file()   # 4317 bytes (profile.md)
+MAX_TABLE_FILE = _max_table_file()   # 5803 bytes (profile.md)
 
 
 def is_table_file(data: bytes) -> bool:
-    """The sniff rule: the first 503 bytes (the grid's MAX_FILE + 1) hold b"zeal-table/1"."""
+    """The sniff rule: the first 503 bytes (the grid's MAX_FILE + 1) hold b"zeal-table/"."""
     return SNIFF in bytes(data[:SNIFF_BYTES])
 
 
@@ -83,13 +96,14 @@ class TableProfile(P.Canonical):
     """A checked table profile (build with from_table/build/loads; do not mutate)."""
 
     kind = "table"
-    format = FORMAT
     MAX_BYTES = MAX_TABLE_FILE
     k_lo = 0
     wire_base = 0
 
-    def __init__(self, *, lo, hi, epsilon, weights, values, value_den, calibration=None):
+    def __init__(self, *, lo, hi, epsilon, weights, values, value_den, calibration=None,
+                 compact=None):
         self.lo, self.hi, self.epsilon = float(lo), float(hi), float(epsilon)
+        self.compact = compact   # None (dense), or the (levels, rows) strings of zeal-table/2
         self.weights = [list(row) for row in weights]
         self.values = list(values)
         self.value_den = value_den
@@ -98,6 +112,10 @@ class TableProfile(P.Canonical):
         self.n_cells = len(self.values)
         self.bits = bits_for(self.n_cells)
         self._table = None
+
+    @property
+    def format(self) -> str:
+        return FORMAT if self.compact is None else FORMAT2
 
     @property
     def k_hi(self) -> int:
@@ -127,14 +145,17 @@ class TableProfile(P.Canonical):
 
     # ---- canonical form -------------------------------------------------------------------
     def canonical(self) -> dict:
-        core = dict(P.range_fields(FORMAT, self.lo, self.hi, self.epsilon), **{
+        core = dict(P.range_fields(self.format, self.lo, self.hi, self.epsilon), **{
             "anchors": self.anchors,
             "cells": self.n_cells,
             "bits": self.bits,
-            "weights": "".join("%08x" % w for row in self.weights for w in row),
             "values": "".join("%+d" % a for a in self.values),
             "value_den": self.value_den,
         })
+        if self.compact is None:
+            core["weights"] = "".join("%08x" % w for row in self.weights for w in row)
+        else:
+            core["levels"], core["rows"] = self.compact
         return P.with_calibration(core, self.calibration)
 
     def __eq__(self, other):
@@ -182,10 +203,12 @@ def _weights(text: str, rows: int, n: int) -> list:
 
 
 def _string_types(doc):
-    """Check 7's table part: weights only [0-9a-f], values only [0-9+-]."""
-    P._check_string("weights", doc["weights"])
-    if not set(doc["weights"]) <= _WEIGHT_CHARS:
-        raise _fail("type", "table profile: weights must be lowercase hex digits only")
+    """Check 7's table part: weights (or levels and rows) only [0-9a-f], values only
+    [0-9+-]."""
+    for key in ("weights",) if "weights" in doc else ("levels", "rows"):
+        P._check_string(key, doc[key])
+        if not set(doc[key]) <= _WEIGHT_CHARS:
+            raise _fail("type", "table profile: %s must be lowercase hex digits only" % key)
     P._check_string("values", doc["values"])
     if not set(doc["values"]) <= _VALUE_CHARS:
         raise _fail("type", "table profile: values must hold only digits, + and -")
@@ -194,28 +217,36 @@ def _string_types(doc):
 def device_checks(doc) -> dict:
     """Every check of the table profile list, in order (module docstring, profile.md). Returns
     the decoded fields; ProfileError with .reason otherwise."""
-    calibration = P.header_checks(doc, FORMAT, _REQUIRED, _INT_KEYS, "table profile",
-                                  _string_types)
+    fmt = doc.get("format") if type(doc) is dict and doc.get("format") in FORMATS else FORMAT
+    dense = fmt == FORMAT
+    calibration = P.header_checks(doc, fmt, _REQUIRED if dense else _REQUIRED2, _INT_KEYS,
+                                  "table profile", _string_types)
     lo, hi, eps = P.range_checks(doc, "table profile")
     big_r, n, bits, q = (doc[k] for k in ("anchors", "cells", "bits", "value_den"))
     if not 1 <= big_r <= ANCHORS_MAX:
         raise _fail("value", "table profile: anchors must be in [1, %d]" % ANCHORS_MAX)
     if not CELLS_MIN <= n <= CELLS_MAX:
         raise _fail("value", "table profile: cells must be in [%d, %d]" % (CELLS_MIN, CELLS_MAX))
-    if (big_r + 1) * n > ENTRIES_MAX:
+    if dense and (big_r + 1) * n > ENTRIES_MAX:
         raise _fail("value", "table profile: (anchors + 1) * cells must be at most %d"
                     % ENTRIES_MAX)
-    if len(doc["weights"]) != WEIGHT_DIGITS * (big_r + 1) * n:
+    if dense and len(doc["weights"]) != WEIGHT_DIGITS * (big_r + 1) * n:
         raise _fail("value", "table profile: weights must be %d hex digits (8 per entry)"
                     % (WEIGHT_DIGITS * (big_r + 1) * n))
     values = _parse_values(doc["values"], n)
     if not 1 <= q < VALUE_LIMIT:
         raise _fail("value", "table profile: value_den must be in [1, 2^63)")
-    weights = _weights(doc["weights"], big_r + 1, n)
+    if dense:
+        weights = _weights(doc["weights"], big_r + 1, n)
+    else:
+        weights = compact.decode(doc["levels"], doc["rows"], big_r + 1, n)
     totals = [sum(row) for row in weights]
     for r, s in enumerate(totals):
         if not 1 <= s <= ROW_TOTAL_MAX:
             raise _fail("value", "table profile: row %d total %d is outside [1, 2^32]" % (r, s))
+        if not dense and s != totals[0]:
+            raise _fail("value", "table profile: row %d total %d differs from row 0's %d (a "
+                        "compact table has one total)" % (r, s, totals[0]))
     if bits != bits_for(n):
         raise _fail("derived", "table profile: bits is %r but %d cells need %d"
                     % (bits, n, bits_for(n)))
@@ -243,7 +274,8 @@ def device_checks(doc) -> dict:
             raise _fail("unbiased", "table profile: the output values are biased at anchor "
                         "%d (E[g | x_r] != x_r)" % r)
     return {"lo": lo, "hi": hi, "epsilon": eps, "weights": weights, "values": values,
-            "value_den": q, "calibration": calibration}
+            "value_den": q, "calibration": calibration,
+            "compact": None if dense else (doc["levels"], doc["rows"])}
 
 
 def from_dict(doc) -> TableProfile:
@@ -251,7 +283,7 @@ def from_dict(doc) -> TableProfile:
     f = device_checks(doc)
     prof = TableProfile(lo=f["lo"], hi=f["hi"], epsilon=f["epsilon"], weights=f["weights"],
                         values=f["values"], value_den=f["value_den"],
-                        calibration=f["calibration"])
+                        calibration=f["calibration"], compact=f["compact"])
     if prof.fingerprint != doc["fingerprint"]:  # implied by the checks; kept as a guard
         raise _fail("fingerprint", "table profile fingerprint does not match its contents")
     return prof
@@ -273,10 +305,12 @@ def load(path) -> TableProfile:
 
 
 # ---- construction ---------------------------------------------------------------------------
-def from_table(table, *, epsilon=None, calibration=None) -> TableProfile:
+def from_table(table, *, epsilon=None, calibration=None, encoding=None) -> TableProfile:
     """The profile of an exact `Table`: lo and hi must be floats exactly; epsilon defaults to
     the largest float64 <= the table's; values are the table's output values brought to one
-    denominator Q. Every check of the list runs on the result (ProfileError otherwise)."""
+    denominator Q. `encoding`: "dense" (zeal-table/1), "compact" (zeal-table/2) or None
+    (dense when the weights fit its 320). Every check of the list runs on the result
+    (ProfileError otherwise)."""
     lo, hi = float(table.lo), float(table.hi)
     if Fraction(lo) != table.lo or Fraction(hi) != table.hi:
         raise ProfileError("a table profile needs lo and hi that are float64 values exactly")
@@ -284,11 +318,17 @@ def from_table(table, *, epsilon=None, calibration=None) -> TableProfile:
     if not (math.isfinite(eps) and 0 < eps <= P.EPSILON_MAX):
         raise ProfileError("epsilon must be in (0, %g], got %r" % (P.EPSILON_MAX, eps))
     n, big_r = table.cells, table.anchors
-    if not 1 <= big_r <= ANCHORS_MAX or not CELLS_MIN <= n <= CELLS_MAX \
-            or (big_r + 1) * n > ENTRIES_MAX:
-        raise ProfileError("a table profile holds 1 to %d anchor intervals, %d to %d cells and "
-                           "at most %d weights; this table has %d intervals and %d cells"
-                           % (ANCHORS_MAX, CELLS_MIN, CELLS_MAX, ENTRIES_MAX, big_r, n))
+    if not 1 <= big_r <= ANCHORS_MAX or not CELLS_MIN <= n <= CELLS_MAX:
+        raise ProfileError("a table profile holds 1 to %d anchor intervals and %d to %d cells; "
+                           "this table has %d intervals and %d cells"
+                           % (ANCHORS_MAX, CELLS_MIN, CELLS_MAX, big_r, n))
+    # dense when the weights fit (every file the older versions wrote), else compact
+    if encoding is None:
+        encoding = "dense" if (big_r + 1) * n <= ENTRIES_MAX else "compact"
+    if encoding == "dense" and (big_r + 1) * n > ENTRIES_MAX:
+        raise ProfileError("a dense table profile holds at most %d weights; this table has %d"
+                           % (ENTRIES_MAX, (big_r + 1) * n))
+    packed = compact.encode(table.weights) if encoding == "compact" else None
     for r, row in enumerate(table.weights):
         if sum(row) > ROW_TOTAL_MAX:
             raise ProfileError("table row %d totals %d, above the 2^32 a profile allows"
@@ -306,7 +346,7 @@ def from_table(table, *, epsilon=None, calibration=None) -> TableProfile:
                 raise ProfileError("%s reduced is %s: longer than the %d characters a device "
                                    "reads" % (what, value, P.MAX_RATIONAL))
     prof = TableProfile(lo=lo, hi=hi, epsilon=eps, weights=table.weights, values=values,
-                        value_den=q, calibration=calibration)
+                        value_den=q, calibration=calibration, compact=packed)
     doc = dict(prof.canonical(), fingerprint=prof.fingerprint)
     try:
         return from_dict(doc)
