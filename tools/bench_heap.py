@@ -79,10 +79,11 @@ from zeal.mechanism.grid import profile as P  # noqa: E402
 from zeal.mechanism.table import profile as TP  # noqa: E402
 
 PROFILES = ("hum-e1-m4", "hum-e1-m16", "hum-e1-m52", "neg-e2-m12", "adc-e1-m8")
-# table profiles (zeal-table/1): the designer's 4-bit table of shared_spec/vectors/tables.json
-# (17 anchors, 16 cells), and the largest table the format allows, (R + 1) N = 320: the
-# designer's 4-bit table with 20 anchors (R = 19), built here with zeal.mechanism.table.design
-TABLES = ("t-optimal-4bit", "max-320")
+# table profiles: the designer's 4-bit and 6-bit tables of shared_spec/vectors/tables.json
+# (compact, zeal-table/2: 65 anchors, 16 and 64 cells), and the largest dense table
+# (zeal-table/1), (R + 1) N = 320: the designer's 4-bit table with 20 anchors (R = 19),
+# built here with zeal.mechanism.table.design
+TABLES = ("t-optimal-4bit", "t-optimal-6bit", "max-320")
 # tuple boards (issue 11): a d = 4 multi-attribute profile (three grids, one of them 8 bits,
 # and a categorical attribute of 5 values; k = 2 at eps = 2) and shuffle profiles of
 # shared_spec/vectors/shuffle.json (d = 3, t = 1: the Aarhus columns; d = 4, t = 3; d = 64,
@@ -245,7 +246,7 @@ def _configs(work, n1, n2):
 
 
 def lay_out(work, doc, kind, n1, n2):
-    prof = (TP.from_dict(doc) if doc.get("format") == TP.FORMAT else P.from_dict(doc))
+    prof = (TP.from_dict(doc) if doc.get("format") in TP.FORMATS else P.from_dict(doc))
     with open(os.path.join(work, "zeal_profile.json"), "w") as fh:
         json.dump(doc, fh)
     with open(os.path.join(work, "replay.txt"), "w") as fh:

@@ -71,7 +71,9 @@ _EPS_MAX = const(20)
 
 class Table:
     """A checked table profile. lo, hi, epsilon: exact (num, den); anchors R; n_cells N;
-    bits m; weights: bytes, W[r][j] big-endian at 4 (r N + j); sums: the row totals S_r;
+    bits m; weights: bytes, W[r][j] big-endian at 4 (r N + j), or for a compact table
+    (levels, records, offsets: 2 bytes a row); sums: the row totals S_r (a compact table: its
+    one total);
     cal: (c0, c1, cd) with reading = (c0 + c1 raw) / cd, or None."""
 
     def __init__(self):
@@ -259,21 +261,24 @@ def from_doc(doc):
     else:
         w = _compact(doc["levels"], doc["rows"], rr + 1, n)
         row = bytearray(n << 2)
-    sums = []
+    # lists made at their size: a list grown by appends is moved into ever larger blocks,
+    # which a fragmented heap may not have (measured: 1 KiB refused at 32 KiB); a compact
+    # table keeps one total (its rows share it)
+    sums = [0] * (rr + 1 if row is None else 1)
     for r in range(rr + 1):
         if row is None:
             o = r * n
         else:
-            expand(w[0], w[1], w[2][r], n, row)
+            expand(w[0], w[1], (w[2][r << 1] << 8) | w[2][(r << 1) + 1], n, row)
             o = 0
         s = 0
         for j in range(o, o + n):
             s += _w(w if row is None else row, j)
         if not 1 <= s <= _ROW_MAX:
             raise ProfileError("value", "every row total must be in [1, 2^32]")
-        if row is not None and sums and s != sums[0]:
+        if row is not None and r and s != sums[0]:
             raise ProfileError("value", "a compact table's rows must have one total")
-        sums.append(s)
+        sums[0 if row is not None else r] = s
     m = bit_length(n - 1)
     if bits != (m if m > 1 else 1):
         raise ProfileError("derived", "bits must be max(1, bit_length(cells - 1))")
@@ -342,16 +347,19 @@ def _compact(levels, rows, nr, n):
         raise ProfileError("value", "rows ends inside a record")
     lv = unhexlify(levels)
     rb = unhexlify(rows)
-    offs = []
+    offs = bytearray(nr << 1)   # row r's record at offs[2r] << 8 | offs[2r + 1]
     o = 0
     end = len(rb)
-    while len(offs) < nr:
+    r = 0
+    while r < nr:
         if o + 3 > end:
             raise ProfileError("value", "rows ends inside a record")
         k = rb[o + 2]
         if rb[o] > rb[o + 1] or rb[o + 1] > n or k > 4 or o + 3 + 5 * k > end:
             raise ProfileError("value", "a row's record is out of bounds")
-        offs.append(o)
+        offs[r << 1] = o >> 8
+        offs[(r << 1) + 1] = o & 0xFF
+        r += 1
         c = -1
         o += 3
         while k:
@@ -375,7 +383,7 @@ def _compact_checks(w, n, rr, a, q, s, eps, row):
     hi = [0] * n
     biased = False
     for r in range(rr + 1):
-        expand(lv, rb, offs[r], n, row)
+        expand(lv, rb, (offs[r << 1] << 8) | offs[(r << 1) + 1], n, row)
         t = 0
         for j in range(n):
             v = _w(row, j)

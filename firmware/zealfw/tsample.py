@@ -48,22 +48,23 @@ class Zeal(mechanism.Zeal):
         # a sum from 2^22 to 2^36 (the designer's tables: near 2^32) is drawn in limbs by
         # _WideUniform (its constants: 4 of them; Uniform's: 2 or 3), the cells'
         # sums compared in limbs
-        rows = []
+        # the list made at its size (appends move it into ever larger blocks)
+        rows = [None] * len(sums)
         u = wu = None
-        last = None
+        r = 0
         for s in sums:
-            if s == last:  # a compact table's rows share one total: one tuple for all
-                rows.append(rows[-1])
-                continue
-            last = s
-            if s >> 22 and not s >> 36:
+            if r and s == sums[r - 1]:  # a compact table's rows share one total: one tuple
+                rows[r] = rows[r - 1]
+            elif s >> 22 and not s >> 36:
                 wu = _WideUniform(s)
-                rows.append(wu.c)
+                rows[r] = wu.c
             else:
                 u = mechanism.Uniform(s)
-                rows.append(u.c)
-        # a compact table (zeal-table/2): (levels, records, offsets); its drawn row is written
-        # out into one buffer of N weights (zealfw.trows) and scanned as a dense row
+                rows[r] = u.c
+            r += 1
+        # a compact table (zeal-table/2): (levels, records, offsets) and one total; its drawn
+        # row is written out into one buffer of N weights (zealfw.trows) and scanned as a
+        # dense row
         buf = bytearray(n << 2) if type(w) is tuple else None
         self._fin = (w, n, rows, u, wu, buf)  # finish's: weights, N, the rows, UNIFORMs
 
@@ -74,11 +75,13 @@ class Zeal(mechanism.Zeal):
         w, n, rows, u, wu, buf = self._fin
         # UNIFORM(S_row): the row's constants into the one Uniform or _WideUniform (no
         # allocation: the attribute exists)
-        c = rows[row]
         if buf is None:
+            c = rows[row]
             o = (row * n) << 2
         else:
-            expand(w[0], w[1], w[2][row], n, buf)
+            c = rows[0]
+            o = row << 1
+            expand(w[0], w[1], (w[2][o] << 8) | w[2][o + 1], n, buf)
             w = buf
             o = 0
         j = 0

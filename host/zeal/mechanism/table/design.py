@@ -80,7 +80,8 @@ TOTAL = 1 << 32         # row totals T are the multiple of the moment denominato
 BITS_MAX = 8
 DEFAULT_ANCHORS = 65    # R = 64 intervals (a table profile's most)
 SEARCH_ANCHORS = 17     # the coarse program of the C and output-position searches
-REFINE_CELLS_MAX = 16   # free output positions (`_refine`) up to 16 cells by default
+REFINE_CELLS_MIN = 8    # free output positions (`_refine`) from 8 to 16 cells by default
+REFINE_CELLS_MAX = 16
 _REFINE_EVALS = 160     # programs the position search may solve
 _GRID_POINTS = 25
 _GOLDEN_STEPS = 12
@@ -544,7 +545,8 @@ def solve(lo, hi, epsilon, bits, *, anchors=None, objective="worst", data=None,
     if warp is not None and not (isinstance(warp, (int, float)) and 0.3 <= warp <= 3):
         raise ProfileError("warp must be a number in [0.3, 3], got %r" % (warp,))
     if refine is None:
-        refine = n <= REFINE_CELLS_MAX and warp is None and objective == "worst"
+        refine = REFINE_CELLS_MIN <= n <= REFINE_CELLS_MAX and warp is None \
+            and objective == "worst"
     l_bound = exp_lower_bound(eps_f)
     e_prime = float(l_bound) * (1 - MARGIN)
     u_data = _norm_data(data, lo_f, hi_f) if objective == "data" else None
