@@ -1,4 +1,5 @@
-"""Load and check a table profile, "zeal-table/1", on the device (shared_spec/profile.md).
+"""Load and check a table profile, "zeal-table/1" (dense) or "zeal-table/2" (compact), on the
+device (shared_spec/profile.md).
 
 A table profile holds R+1 anchor rows over [lo, hi] and N output cells with integer weights
 W[r][j] (zealfw.tsample samples it). The file grammar, the string character set, the float64
@@ -7,38 +8,44 @@ profile: this module reuses zealfw.profile's parser and helpers (imported, not c
 the host (host/zeal/mechanism/table/profile.py) makes the same checks in the same order with
 the same reason codes (the shared pieces live in zealfw.pfile, so that zealfw.main can load
 a table without the grid's checks in memory):
-  size         the file is longer than _MAX_TABLE_FILE (4317) bytes, the longest table the
-               limits allow as the host writes it
+  size         the file is longer than _MAX_TABLE_FILE (5784) bytes, the longest table the
+               limits allow as the host writes it (either version)
   json, type   the grammar and the value kinds, as zealfw.profile
-  format       "format" is not "zeal-table/1"
+  format       "format" is neither "zeal-table/1" nor "zeal-table/2"
   missing      a required key is absent, or only one of cal_gain/cal_offset
   unknown      a key the schema does not know
   type         anchors, cells, bits, value_den not ints; lo/hi/epsilon not "0x" + 16
                lowercase hex digits; the fingerprint not 64 lowercase hex digits; weights
-               not only [0-9a-f]; values not only [0-9+-]
+               (levels, rows) not only [0-9a-f]; values not only [0-9+-]
   value        a calibration that is not an exact decimal or p/q (as the grid)
   fingerprint  SHA-256 of the canonical bytes (hashed here piece by piece) differs
   value        lo/hi/epsilon not finite, lo >= hi, epsilon not in (0, 20]; R not in
                [1, 64]; N not in [2, 64]; (R+1) N > 320; len(weights) != 8 (R+1) N; values
                not exactly N signed decimals ("+"/"-" mandatory, no leading zeros, no "-0")
-               with |a_j| < 2^63; value_den Q not in [1, 2^63); a row total outside [1, 2^32]
+               with |a_j| < 2^63; value_den Q not in [1, 2^63); compact: len(levels) !=
+               16 N, rows not R + 1 well-formed records (_compact); a row total outside
+               [1, 2^32]; compact: a row total other than row 0's
   derived      bits != max(1, bit_length(N - 1))
   privacy      a column zero in one row and not in another, or max_r W[r][j]/S_r >
                L min_r W[r][j]/S_r, L the certified Taylor lower bound of e^eps
                (cross-multiplied in integers)
   unbiased     R sum_j W[r][j] a_j != r S_r Q for some anchor r (E[g | x_r] != x_r)
   missing_file, io   as zealfw.profile
-Heap (the whole loop from .mpy on the unix port, tools/bench_heap.py): the designer's 4-bit
-table (17 x 16 weights) and the largest table ((R+1) N = 320) run in 36 KiB, the grid in 32;
-on a port without frozen modules (the float32 build) 39 and 32: the names the PyPI port
-holds in its frozen modules are interned at run time, and the name table's next pool
-(3.7 KB at once) is allocated (tests/test_table_device.py's pin).
+Heap (the whole loop from .mpy on the unix port, tools/bench_heap.py, smallest heap in which
+400 reports complete; tests/test_table_device.py pins the 4-bit design's): the designer's
+compact 4-bit table (65 anchors, 16 cells) 42 KiB on the PyPI port, 45 on the float32 build
+(no frozen modules: the names the PyPI port holds frozen are interned at run time); its 6-bit
+table 44 and 46; the largest dense table ((R+1) N = 320) 42 and 44.
 The table's extra bytes: at load, this module and zealfw.pfile (~12.6 KiB with their names)
-with the file buffer and the weights string (one contiguous block of 8 (R+1) N bytes, the
-scarce thing in a fragmented heap); while sampling, zealfw.tsample (~0.9 KiB), the weights
-(4 (R+1) N bytes) and the rows' UNIFORM constants (~70 bytes a row) on top of the grid's
-sampling path, whose peak is already 32 KiB. The loaders are never in memory together
-(zealfw.main frees zealfw.profile before loading this one, and this one before the sampler).
+with the file buffer and the weights (dense: one contiguous block of 8 (R+1) N hex digits,
+the scarce thing in a fragmented heap; compact: the levels and records, ~1.2 KB for the
+designs); while sampling, zealfw.tsample (~0.9 KiB) and zealfw.trows, the weights (dense:
+4 (R+1) N bytes; compact: 8 N bytes of levels, the records, 2 bytes a row of offsets and one
+buffer of 4 N bytes for the drawn row) and the rows' UNIFORM constants (~70 bytes a row
+dense; one for a compact table's one total) on top of the grid's sampling path. The loaders
+are never in memory together (zealfw.main frees zealfw.profile before loading this one, and
+this one before the sampler). Lists of R + 1 entries are made at their size: grown by
+appends they are moved into ever larger blocks, which a fragmented heap may lack.
 Integers only (the AST float ban covers this module). The weights are kept as one bytes
 object (4 bytes per weight, big-endian); the output values are read only for the
 unbiasedness check.

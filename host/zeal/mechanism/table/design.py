@@ -1,16 +1,18 @@
 """The designer: an optimal table mechanism from a linear program, rounded to exact integers.
 
 `design(lo, hi, epsilon, bits)` returns a `Table` (zeal.mechanism.table.mechanism) with R+1 anchor rows
-and N = 2^bits output cells whose worst-case variance over [lo, hi] (or the variance averaged
-over a data set) is as small as the program below can make it, and which passes the table's
-exact checks: every column ratio at most the certified lower bound L of e^eps, and an exactly
-unbiased output value g(j) at every anchor. `solve(...)` returns the same table with the figures
-of the search (`Design`).
+(default 65) and N = 2^bits output cells whose worst-case variance over [lo, hi] (or the
+variance averaged over a data set) is as small as the steps below can make it, and which passes
+the table's exact checks: every column ratio at most the certified lower bound L of e^eps, and
+an exactly unbiased output value g(j) at every anchor. `solve(...)` returns the same table with
+the figures of the search (`Design`). Measured against the proven floor (shared_spec/floor.md;
+tools/bench_design.py): 4 bits +0.18 / +0.27 / +0.28 / +0.51 / +3.6 % at eps = 0.25 / 0.5 /
+1 / 2 / 4, 6 bits +0.10 / +0.07 / +0.07 / +0.15 / +1.3 % (a 6-bit design in about 15 s).
 
 Work on the normalised range [-1, 1] (x = mid + half*u); a variance in the reading's units is
 half^2 times the normalised one. Anchors u_r = -1 + r*h, h = 2/R.
 
-The program, for a fixed output grid g_j = -C + 2Cj/(N-1) (equally spaced, symmetric):
+The program, for fixed outputs g_j (by default evenly spaced, g_j = -C + 2Cj/(N-1)):
 
     variables  P[r][j] >= 0 (row r's law), m_j >= 0 (column floor), z (the worst variance)
     sum_j P[r][j] = 1,  sum_j P[r][j] g_j = u_r                 (a law, unbiased at u_r)
@@ -26,43 +28,45 @@ probability t and row r otherwise, so its law is (1-t) P_r + t P_{r+1}: the mean
 (1-t) u_r + t u_{r+1} = u (unbiased by linearity) and the second moment is the same mixture
 of the rows' second moments M_r = sum_j P[r][j] g_j^2. Hence, with V_r = M_r - u_r^2,
 
-    Var(u) = (1-t) M_r + t M_{r+1} - u^2 = (1-t) V_r + t V_{r+1} + t (1-t) h^2,
+    Var(u) = (1-t) V_r + t V_{r+1} + t (1-t) h^2,
 
 a concave quadratic in t (the -u^2 term; linear in the unknowns P for each fixed t). It peaks
 at t* = 1/2 + (V_{r+1} - V_r) / (2 h^2) (clipped to [0, 1]) and exceeds the larger anchor
 variance by at most h^2/4. "Var(u) <= z for all t" is an infinite family of linear
 constraints (1-t) M_r + t M_{r+1} - z <= u(t)^2; the program starts from t in
 {0, 1/8, ..., 1} on every interval and adds the cut at t* of every interval whose peak still
-exceeds z (cutting planes, at most 12 rounds; the value reported is the true peak of the float
-solution, and the exact figure is the table's `worst_variance()`). The "data" objective is
-linear already: a reading at u = u_r + t h weighs M_r by (1-t) and M_{r+1} by t.
+exceeds z (cutting planes; the value reported is the true peak of the float solution, and the
+exact figure is the table's `worst_variance()`). The "data" objective is linear already: a
+reading at u = u_r + t h weighs M_r by (1-t) and M_{r+1} by t.
 
-The output spacing: C is searched by a grid of 25 points over [C_duchi, 2 C_duchi], C_duchi =
-(e^eps+1)/(e^eps-1) (Duchi's output; below it no unbiased law exists at the range's ends),
-then golden section around the best grid point (the value is not unimodal in C, hence the
-grid first); the search solves each program once with nine cuts per interval. The chosen C
-is rounded to a multiple of 1/1024 (an exact rational) before the final, cut-refined solve.
-
-A warped output grid (`warp` gamma, not yet the default): the outputs at C sign(s)|s|^gamma
-for s evenly spaced, rounded to integers a_j over WARP_Q = 2^16 and the program solved on
-them; the rounding's unbiasedness repair then needs three adjacent cells whose gaps are
-coprime (Bezout: `_round_general`). At eps = 4, 4 bits, 20 anchors, gamma = 0.8 the exact
-table is 4.33 % above the proven floor (the even grid's: 5.4 %).
+The steps.
+1. A coarse program (at most SEARCH_ANCHORS = 17 anchors, nine cuts an interval) places the
+   outputs' half-width C: a grid of 25 points over [C_duchi, 2 C_duchi], C_duchi =
+   (e^eps+1)/(e^eps-1) (Duchi's output; below it no unbiased law exists at the range's ends),
+   then golden section around the best grid point (the value is not unimodal in C).
+2. Free output positions (`refine`, by default for 8 to 16 cells and the worst case): a
+   pattern search on the coarse program moves each of the symmetric outputs in turn (`_refine`).
+   The optimum often parks outputs near 0 and leaves others unused; at 4 bits it takes
+   eps = 1 from +0.31 % to +0.28 % over the floor, eps = 0.25 from +0.32 % to +0.18 %. Free
+   (or `warp`ed) outputs become integers a_j over WARP_Q = 2^16; even ones keep the cell
+   index as their integer coordinate (C a multiple of 1/1024).
+3. The fine program (all anchors) is solved once at those outputs.
+4. Two levels (`_two_level`): each anchor row is re-solved alone for the least second moment
+   within its column bounds [m_j, E' m_j]; a vertex, so every cell of the row sits at one of
+   its two levels but at most two (the staircase of the optimal mechanisms). No variance rises.
+5. Exact rounding (`_round_levels`): levels lo_j = round(m_j T), hi_j = round(E' m_j T) with
+   one total T for every row (a multiple of every anchor's moment denominator, near 2^32);
+   the two residuals of each row (the total, and the mean that makes the row unbiased at its
+   anchor) are fixed exactly on two or three cells whose value gaps allow it (Bezout), every
+   entry kept within [lo_j, floor(L lo_j)] so that every column's ratio is at most L by
+   construction, preferring the repair that leaves the fewest cells off their levels. A column
+   whose floor rounds to 0 is 0 in every row (never reported).
+The result has, per row, a run of cells at their upper level and at most a few cells
+elsewhere: what the compact profile (zeal-table/2, zeal.mechanism.table.compact) stores, so
+that 65 anchors fit a profile at every cell count. Deterministic: the same inputs give the
+same programs, the same HiGHS paths and the same integers.
 
 Needs scipy (the `design` extra: pip install 'zeal-mcu[design]'); imported when used.
-
-Rounding and repair (exact). Every row gets the same total T (a multiple of every anchor's
-moment denominator, near 2^32), so the column ratio compares integers: max_r W[r][j] <=
-L min_r W[r][j]. Columns whose smallest probability is below SMALL are fixed to zero and the
-program solved again (a column that is zero in every row is never reported and breaks no
-ratio). The float solution is clamped into [m_j, E' m_j] per column, scaled by T and rounded;
-each row's two residuals (sum W = T, and sum_j j W[r][j] = T (u_r + C)(N-1)/(2C), which is
-unbiasedness at u_r on the integer grid) are fixed exactly by moving alpha = e1 - k e0 and
-beta = e0 - alpha weight on two adjacent cells k+1, k: alpha + beta = e0 and
-(k+1) alpha + k beta = e1. The pair is the one with the most weight whose columns still pass
-the exact ratio check with every other row as it stands; since each move re-checks its
-columns against the current table, the final table passes every check. Deterministic: the
-same inputs give the same program, the same HiGHS path and the same integers.
 """
 import math
 import time
@@ -74,7 +78,6 @@ from ..core.floatbits import as_fraction
 from ..core.pfile import exp_lower_bound
 
 MARGIN = 1e-4           # E' = L (1 - MARGIN): room for rounding to integers of size ~ 2^32
-SMALL = 1e-5            # a column whose smallest probability is below this is set to zero
 C_DENOMINATOR = 1024    # the output half-width C is a multiple of 1/1024
 TOTAL = 1 << 32         # row totals T are the multiple of the moment denominators nearest below
 BITS_MAX = 8

@@ -1,4 +1,5 @@
-"""Table profiles: the file format "zeal-table/1" (shared_spec/profile.md, "Table profiles").
+"""Table profiles: the file formats "zeal-table/1" (dense) and "zeal-table/2" (compact:
+zeal.mechanism.table.compact) (shared_spec/profile.md, "Table profiles").
 
 A table profile is the second profile kind beside the window grid ("zeal-profile/1"): R+1
 anchor rows over [lo, hi] and N output cells with non-negative integer weights W[r][j]
@@ -432,7 +433,8 @@ def build(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=None, anc
     lo, mid, hi). Derived rather than transcribed (their structure from the papers, their
     probabilities from the LP of zeal.mechanism.table.design): three-outputs-lp (3 cells,
     anchors lo, mid, hi), n-output-lp (N = 2^bits cells on an even grid, N anchors: Baek &
-    Chung's piecewise-linear structure), optimal (the designer, default 17 anchors). The budget ratio of the transcribed ones is floor(L 2^s)/2^s with
+    Chung's piecewise-linear structure), optimal (the designer, default 65 anchors: a compact
+    zeal-table/2 file). The budget ratio of the transcribed ones is floor(L 2^s)/2^s with
     the largest s <= 32 that keeps every row total within 2^32."""
     table = build_table(lo, hi, epsilon, mechanism, bits, objective=objective, data=data,
                         anchors=anchors)
