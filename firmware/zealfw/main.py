@@ -132,7 +132,8 @@ def run(config_path="zeal_config.json", out=None, inp=None):
     loader = __import__("zealfw." + name, None, None, ("numbers",))
     kind, err = loader.numbers(b.cfg["profile"])
     loader = None
-    for name in (name, "profile", "tprofile", "pfile"):  # the loader and what it imported
+    for name in (name, "profile", "tprofile", "tcompact", "trows", "pfile"):  # the loader and
+        # what it imported
         forget(name)
     sampler, names, values = kind
     kind = None

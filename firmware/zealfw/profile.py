@@ -63,6 +63,7 @@ except ImportError:  # CPython: the conformance runner also runs there
 # three hex patterns, both calibrations at 64 characters, the fingerprint. 502 bytes;
 # tests/test_profile_agreement.py recomputes it.
 _MAX_FILE = const(502)
+_MAX_ANY = const(5784)        # = zealfw.tprofile._MAX_TABLE_FILE, the longest of either kind
 _K_HI = const((1 << 52) - 2)
 _N_MAX = const((1 << 52) - 1)
 _WORD_BITS = const(64)
@@ -112,6 +113,11 @@ def loads(text, n=None):
     """The checked profile from the file's bytes (or its text); n: of its first n bytes. A
     table profile goes to zealfw.tprofile."""
     if isinstance(text, str):
+        # a text longer than the longest table file is refused by either kind's size check:
+        # refused here before its bytes are copied (a board's heap); its characters are at
+        # most its bytes
+        if len(text) > _MAX_ANY:
+            raise ProfileError("size", "profile file is larger than %d bytes" % _MAX_ANY)
         text = text.encode()  # a non-ASCII character becomes bytes >= 0x80: "json"
     if n is None:
         n = len(text)

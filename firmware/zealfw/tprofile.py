@@ -33,9 +33,10 @@ a table without the grid's checks in memory):
   missing_file, io   as zealfw.profile
 Heap (the whole loop from .mpy on the unix port, tools/bench_heap.py, smallest heap in which
 400 reports complete; tests/test_table_device.py pins the 4-bit design's): the designer's
-compact 4-bit table (65 anchors, 16 cells) 42 KiB on the PyPI port, 45 on the float32 build
+compact 4-bit table (65 anchors, 16 cells) 43 KiB on the PyPI port, 46 on the float32 build
 (no frozen modules: the names the PyPI port holds frozen are interned at run time); its 6-bit
-table 44 and 46; the largest dense table ((R+1) N = 320) 42 and 44.
+table 45 and 45; the largest dense table ((R+1) N = 320) 43 and 44. A compact file's checks
+are zealfw.tcompact's, imported only for one.
 The table's extra bytes: at load, this module and zealfw.pfile (~12.6 KiB with their names)
 with the file buffer and the weights (dense: one contiguous block of 8 (R+1) N hex digits,
 the scarce thing in a fragmented heap; compact: the levels and records, ~1.2 KB for the
@@ -55,7 +56,7 @@ from binascii import hexlify, unhexlify
 
 from .pfile import (ProfileError, bit_length, check_hex, check_string, f64,
                     exp_lower_bound, parse, parse_rational, rational_text, read)
-from .trows import expand
+from .trows import word as _w
 
 try:
     from micropython import const
@@ -135,12 +136,6 @@ def loads(text, n=None):
     if n > _MAX_TABLE_FILE:
         raise ProfileError("size", "table profile is larger than %d bytes" % _MAX_TABLE_FILE)
     return from_doc(parse(text, n))
-
-
-def _w(w, i):
-    # the weight at index i = r N + j: 4 big-endian bytes, read in place
-    i <<= 2
-    return (w[i] << 24) | (w[i + 1] << 16) | (w[i + 2] << 8) | w[i + 3]
 
 
 def from_doc(doc):
@@ -266,7 +261,9 @@ def from_doc(doc):
         w = unhexlify(doc["weights"])
         row = None
     else:
-        w = _compact(doc["levels"], doc["rows"], rr + 1, n)
+        # the compact version's code is loaded only for a compact file (a board's heap)
+        from .tcompact import records, checks, expand
+        w = records(doc["levels"], doc["rows"], rr + 1, n)
         row = bytearray(n << 2)
     # lists made at their size: a list grown by appends is moved into ever larger blocks,
     # which a fragmented heap may not have (measured: 1 KiB refused at 32 KiB); a compact
@@ -291,7 +288,7 @@ def from_doc(doc):
         raise ProfileError("derived", "bits must be max(1, bit_length(cells - 1))")
 
     if row is not None:
-        _compact_checks(w, n, rr, a, q, sums[0], eps, row)
+        checks(w, n, rr, a, q, sums[0], eps, row)
         row = None
     else:
         _dense_checks(w, n, rr, a, q, sums, eps)
@@ -343,70 +340,3 @@ def _dense_checks(w, n, rr, a, q, sums, eps):
         if rr * t != r * sums[r] * q:
             raise ProfileError("unbiased", "the output values are biased at an anchor")
 
-
-def _compact(levels, rows, nr, n):
-    """A compact table's (levels, records, row offsets) from its two strings, the records'
-    shape checked (profile.md, value): a <= b <= N, k <= 4, cells ascending inside N, nothing
-    left over."""
-    if len(levels) != n << 4:
-        raise ProfileError("value", "levels must hold 16 N hex digits")
-    if len(rows) & 1:
-        raise ProfileError("value", "rows ends inside a record")
-    lv = unhexlify(levels)
-    rb = unhexlify(rows)
-    offs = bytearray(nr << 1)   # row r's record at offs[2r] << 8 | offs[2r + 1]
-    o = 0
-    end = len(rb)
-    r = 0
-    while r < nr:
-        if o + 3 > end:
-            raise ProfileError("value", "rows ends inside a record")
-        k = rb[o + 2]
-        if rb[o] > rb[o + 1] or rb[o + 1] > n or k > 4 or o + 3 + 5 * k > end:
-            raise ProfileError("value", "a row's record is out of bounds")
-        offs[r << 1] = o >> 8
-        offs[(r << 1) + 1] = o & 0xFF
-        r += 1
-        c = -1
-        o += 3
-        while k:
-            if rb[o] <= c or rb[o] >= n:
-                raise ProfileError("value", "a row's exception cells must ascend inside N")
-            c = rb[o]
-            o += 5
-            k -= 1
-    if o != end:
-        raise ProfileError("value", "rows holds more than R + 1 records")
-    return lv, rb, offs
-
-
-def _compact_checks(w, n, rr, a, q, s, eps, row):
-    """Checks 12 and 13 on a compact table (every row total s), in one pass over the rows
-    (each written out by zealfw.trows): per column the least and largest entry, all zero or
-    max <= L min in integers (the totals are equal); R sum_j W[r][j] a_j == r s Q at every
-    anchor, refused after the privacy checks."""
-    lv, rb, offs = w
-    lo = [-1] * n
-    hi = [0] * n
-    biased = False
-    for r in range(rr + 1):
-        expand(lv, rb, (offs[r << 1] << 8) | offs[(r << 1) + 1], n, row)
-        t = 0
-        for j in range(n):
-            v = _w(row, j)
-            if lo[j] < 0 or v < lo[j]:
-                lo[j] = v
-            if v > hi[j]:
-                hi[j] = v
-            t += v * a[j]
-        if rr * t != r * s * q:
-            biased = True  # refused after the privacy checks (the list's order)
-    ls, ld = exp_lower_bound(eps[0], eps[1])
-    for j in range(n):
-        if hi[j] and not lo[j]:
-            raise ProfileError("privacy", "a column is zero in one row and not in another")
-        if hi[j] * ld > ls * lo[j]:
-            raise ProfileError("privacy", "a column ratio exceeds the certified bound of "
-                                          "e^epsilon")
-    if biased:
-        raise ProfileError("unbiased", "the output values are biased at an anchor")

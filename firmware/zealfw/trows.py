@@ -31,3 +31,9 @@ def expand(lv, rb, o, n, buf):
         buf[d + 3] = rb[o + 4]
         o += 5
         k -= 1
+
+
+def word(w, i):
+    # weight i of a dense table or a written-out row: 4 big-endian bytes, read in place
+    i <<= 2
+    return (w[i] << 24) | (w[i + 1] << 16) | (w[i + 2] << 8) | w[i + 3]

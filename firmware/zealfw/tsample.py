@@ -28,7 +28,6 @@ except ImportError:  # CPython: the conformance runner also runs there
 import struct
 
 from . import mechanism
-from .trows import expand
 
 _M28 = const((1 << 28) - 1)  # a 28-bit limb
 
@@ -65,14 +64,17 @@ class Zeal(mechanism.Zeal):
         # a compact table (zeal-table/2): (levels, records, offsets) and one total; its drawn
         # row is written out into one buffer of N weights (zealfw.trows) and scanned as a
         # dense row
-        buf = bytearray(n << 2) if type(w) is tuple else None
-        self._fin = (w, n, rows, u, wu, buf)  # finish's: weights, N, the rows, UNIFORMs
+        buf = x = None
+        if type(w) is tuple:
+            from .trows import expand as x  # only for a compact table (a board's heap)
+            buf = bytearray(n << 2)
+        self._fin = (w, n, rows, u, wu, buf, x)  # finish's: weights, N, rows, UNIFORMs
 
     def finish(self, base, r, low, f, q):
         """The cell from the position's floor `base` and fraction (low + r/q) / 2^f."""
         words = self.words
         row = base + mechanism.bernoulli_frac(r, low, f, q, words)
-        w, n, rows, u, wu, buf = self._fin
+        w, n, rows, u, wu, buf, x = self._fin
         # UNIFORM(S_row): the row's constants into the one Uniform or _WideUniform (no
         # allocation: the attribute exists)
         if buf is None:
@@ -81,7 +83,7 @@ class Zeal(mechanism.Zeal):
         else:
             c = rows[0]
             o = row << 1
-            expand(w[0], w[1], (w[2][o] << 8) | w[2][o + 1], n, buf)
+            x(w[0], w[1], (w[2][o] << 8) | w[2][o + 1], n, buf)
             w = buf
             o = 0
         j = 0

@@ -58,8 +58,9 @@ The steps.
    one total T for every row (a multiple of every anchor's moment denominator, near 2^32);
    the two residuals of each row (the total, and the mean that makes the row unbiased at its
    anchor) are fixed exactly on two or three cells whose value gaps allow it (Bezout), every
-   entry kept within [lo_j, floor(L lo_j)] so that every column's ratio is at most L by
-   construction, preferring the repair that leaves the fewest cells off their levels. A column
+   entry kept within [bot_j, top_j], top_j <= L bot_j, around [lo_j, hi_j], so that every
+   column's ratio is at most L by construction, preferring the repair that leaves the fewest
+   cells off their levels. A column
    whose floor rounds to 0 is 0 in every row (never reported).
 The result has, per row, a run of cells at their upper level and at most a few cells
 elsewhere: what the compact profile (zeal-table/2, zeal.mechanism.table.compact) stores, so
@@ -335,14 +336,20 @@ def _round_levels(p, m, v, targets, total, l_bound, e_prime):
     (at most cap_j = floor(L lo_j)); a cell at m_j or E' m_j gets lo_j or hi_j exactly, any
     other is rounded into [lo_j, hi_j]. Each row's two residuals (sum W = T,
     sum_j v_j W[r][j] = targets[r]) are then fixed exactly on two or three cells
-    (`_solve_cells`), every entry kept in [lo_j, cap_j] -- so lo_j stays the column's least
-    entry and every column's ratio is at most cap_j/lo_j <= L by construction -- preferring
-    the repair that leaves the fewest cells off their two levels (the compact profile lists
+    (`_solve_cells`), every entry kept in [bot_j, top_j] with top_j <= L bot_j (top_j
+    halfway from hi_j to cap_j, bot_j = ceil(top_j / L) <= lo_j), so every column's ratio is
+    at most L by construction; preferring the repair that leaves every lo_j its column's
+    least entry, then the fewest cells off their two levels (the compact profile lists
     those: zeal.mechanism.table.compact), then the smallest."""
     n, rows = len(v), len(p)
     lo = [int(round(float(m[j]) * total)) for j in range(n)]
     cap = [math.floor(l_bound * x) for x in lo]   # no entry above: the column ratio <= L
     hi = [min(int(round(e_prime * float(m[j]) * total)), cap[j]) for j in range(n)]
+    # a repair keeps every entry in [bot_j, top_j], top_j <= L bot_j: halfway from hi_j to
+    # cap_j, and as far below lo_j as that allows (a row at the end of the range has all
+    # its cells on their levels, and may need to move one below)
+    top = [h + (c - h) // 2 for h, c in zip(hi, cap)]
+    bot = [math.ceil(t / l_bound) for t in top]
     w = []
     for r in range(rows):
         row = []
@@ -366,7 +373,7 @@ def _round_levels(p, m, v, targets, total, l_bound, e_prime):
         for wide in (False, True):
             for cells in _candidates(off, wide):
                 moves = _solve_cells([v[j] for j in cells], e0, e1,
-                                     [(lo[j] - row[j], cap[j] - row[j]) for j in cells])
+                                     [(bot[j] - row[j], top[j] - row[j]) for j in cells])
                 if moves is not None:
                     best = _better(best, tuple(zip(cells, moves)), row, lo, hi)
             if best is not None:
@@ -455,13 +462,15 @@ def _egcd(a, b):
 
 
 def _better(best, moves, row, lo, hi):
-    """The better of two feasible repairs (None: none yet): fewest cells left off their two
-    levels, then the smallest move."""
-    new = 0
+    """The better of two feasible repairs (None: none yet): fewest entries below their
+    column's lo level (one moves that column's least entry), then fewest cells left off
+    their two levels, then the smallest move."""
+    new = below = 0
     for j, x in moves:
         if x and row[j] in (lo[j], hi[j]) and row[j] + x not in (lo[j], hi[j]):
             new += 1
-    key = (new, sum(abs(x) for _, x in moves))
+        below += row[j] + x < lo[j]
+    key = (below, new, sum(abs(x) for _, x in moves))
     if best is None or key < best[0]:
         return (key, moves)
     return best

@@ -413,12 +413,15 @@ def build_table(lo, hi, epsilon, mechanism, bits, *, objective="worst", data=Non
     if mechanism == "three-outputs-lp":
         if bits < 2:
             raise ProfileError("three-outputs-lp needs 2 bits (3 cells)")
-        return D.design(lo, hi, eps, 2, cells=3, anchors=3, objective=objective, data=data)
+        return D.design(lo, hi, eps, 2, cells=3, anchors=3, objective=objective, data=data,
+                        refine=False)
     if mechanism == "n-output-lp":
         if n > 16:
             raise ProfileError("n-output-lp has N anchors for N = 2^bits cells: at most 4 "
                                "bits fit a table profile's %d weights" % ENTRIES_MAX)
-        return D.design(lo, hi, eps, bits, anchors=n, objective=objective, data=data)
+        # the even grid: the papers' structure, not the designer's free outputs
+        return D.design(lo, hi, eps, bits, anchors=n, objective=objective, data=data,
+                        refine=False)
     return D.design(lo, hi, eps, bits, anchors=anchors, objective=objective, data=data)
 
 
