@@ -52,6 +52,21 @@ def _shipped(name: str, column: str, count: int) -> list:
     return out
 
 
+def shipped_points(name: str) -> list:
+    """The (lat, lon) rows, as text, of a shipped point set ("earthquakes.csv",
+    "uber-nyc-apr14.csv.gz": SOURCES.md)."""
+    import gzip
+    import io
+    with resources.files("zeal").joinpath("data/" + name).open("rb") as fh:
+        data = fh.read()
+    if name.endswith(".gz"):
+        data = gzip.decompress(data)
+    rows = csv.reader(io.StringIO(data.decode("ascii")))
+    header = next(rows)
+    i, j = header.index("lat"), header.index("lon")
+    return [(r[i], r[j]) for r in rows if r]
+
+
 def aarhus(column: str = "humidity", count: int = 5000) -> list:
     """The first `count` values of one column of the Aarhus citylab data, as text.
 

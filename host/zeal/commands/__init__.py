@@ -8,11 +8,11 @@ command takes, stdin/stdout or a file, the option types that check a spelling.
 """
 from .. import __version__
 from . import (aggregate, analyze, collect, compare, compress, conformance, demo, devices,
-               events, export, flash, perturb, profile, reproduce, run, shuffle, stop)
+               events, export, flash, locate, perturb, profile, reproduce, run, shuffle, stop)
 from .common import Parser
 
 COMMANDS = (profile, perturb, aggregate, demo, collect, shuffle, analyze, export, events,
-            compress, reproduce, compare, flash, run, devices, stop, conformance)
+            compress, reproduce, compare, locate, flash, run, devices, stop, conformance)
 
 
 def build_parser() -> Parser:
