@@ -44,17 +44,24 @@ def _describe(parser) -> dict:
 
 
 def contract() -> dict:
-    """{"zeal": the top level, "zeal CMD": each command}: `_describe` of each parser."""
+    """{"zeal": the top level, "zeal CMD": each command (and "zeal CMD SUB" each command of
+    a command)}: `_describe` of each parser."""
     from zeal.commands import build_parser
 
     parser = build_parser()
     out = {"zeal": _describe(parser)}
+    _commands(parser, "zeal", out)
+    return out
+
+
+def _commands(parser, prefix, out):
+    """Every command under `parser`, nested ones too ("zeal locate publish")."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {c.dest: c.help for c in action._choices_actions}
             for name, sub in action.choices.items():
-                out["zeal " + name] = dict(_describe(sub), summary=helps.get(name))
-    return out
+                out[prefix + " " + name] = dict(_describe(sub), summary=helps.get(name))
+                _commands(sub, prefix + " " + name, out)
 
 
 def main(argv=None) -> int:
