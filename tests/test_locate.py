@@ -134,3 +134,15 @@ def test_the_command_publishes_a_sample_and_refuses_bad_input(tmp_path):
                "--seed", "02", "--json", "-o", "xy.out.csv", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["epsilon_n"] == "1/2"
+
+
+def test_reproduce_location_quick_writes_the_tables_and_figures(tmp_path):
+    out = _zeal("reproduce", "--location", "--quick", "--out", "rep", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rep = tmp_path / "rep"
+    files = sorted(p.name for p in rep.iterdir())
+    assert files == ["locationDensity-earthquakes.png", "locationErrorVsK.png",
+                     "report_location.md"]
+    text = (rep / "report_location.md").read_text()
+    assert "| 10000 | 79 / " in text and "| earthquakes | 23412 |" in text
+    assert all((rep / f).stat().st_size > 10000 for f in files if f.endswith(".png"))
