@@ -22,13 +22,27 @@ class _Fields:
     pass
 
 
-def _load(text):
-    return profile.loads(text)  # a str: a text too long for any profile is refused uncopied
+_PATH = "zconf_table.json"
+
+
+def _load(request):
+    """The profile of the request: its file text, or its parts written to a file and loaded
+    from there by the device's bounded read (no line or string holds a long file whole)."""
+    if "file" in request:
+        return profile.loads(request["file"])
+    with open(_PATH, "w") as fh:
+        for part in request["parts"]:
+            fh.write(part)
+    try:
+        return profile.load(_PATH)
+    finally:
+        import os
+        os.remove(_PATH)
 
 
 def handle(request):
     try:
-        p = _load(request["file"])
+        p = _load(request)
     except profile.ProfileError as exc:
         return False, exc.reason
     if not hasattr(p, "sums"):

@@ -53,6 +53,10 @@ class BoardImpl(_LineChannel):
             self._probe(port)
             if install:
                 self.installed = self._install()
+                if self.installed:
+                    # a fresh heap for the runner: the copy's transfers leave the heap in
+                    # pieces, and the largest cases need long contiguous blocks
+                    self.t.enter_raw_repl(soft_reset=True)
             self.t.exec_raw_no_follow(_BOARD_START)
             self.wait_ready(ready_timeout)
         except (TransportError, OSError) as exc:  # pyserial's SerialException is an OSError

@@ -15,7 +15,7 @@ MARK = "@@"  # starts a runner's result line; any other line is noise
 # doc): the long lists a suite reads once, in order. The runner pulls them one at a time;
 # outputs come back one at a time too, so no request or reply line holds a whole case (the
 # largest case, multi m-d16-k16-edges, is a 30 KB request line otherwise).
-STREAMED = ("inputs", "lines", "reports", "words")
+STREAMED = ("inputs", "lines", "reports", "words", "parts")
 LAST_WORDS = 300  # characters of a dead runner's output quoted in its case's detail
 
 
