@@ -18,7 +18,6 @@ _MAX_RATIONAL = const(64)     # characters in cal_gain / cal_offset
 _MAX_EXP10 = const(64)        # |e| in a decimal like "1e-3"
 _TAYLOR_BITS = const(128)     # stop once the next term is below 2^-128 of the sum
 _ENOENT = const(2)
-_SNIFF = const(503)           # the sniff window: the grid's longest file plus one
 
 
 class ProfileError(ValueError):
@@ -161,9 +160,8 @@ def exp_lower_bound(a, b):
 def read(path, size):
     """(buf, n): the file's first n <= size bytes (a loader asks for one more than its
     longest file, to tell "too long"), in one buffer no longer than the file, plus one byte,
-    or `size`. A file of `size` bytes or more (too long) when size > 503: n = size and only
-    its first 503 bytes (the sniff window, profile.md) are in buf. ProfileError
-    "missing_file" when it does not exist, "io" when it cannot be read."""
+    or `size`. ProfileError "missing_file" when it does not exist, "io" when it cannot be
+    read."""
     try:
         fh = open(path, "rb")
     except OSError as exc:
@@ -178,12 +176,6 @@ def read(path, size):
         fh.seek(0)
         if end is not None and end < size:
             size = end + 1
-        elif end is not None and size > _SNIFF:
-            # longer than the caller's bound: only the sniff window is read (a loader then
-            # refuses the file by its size), not a buffer of the whole bound
-            buf = bytearray(_SNIFF)
-            fh.readinto(buf)
-            return buf, size
         buf = bytearray(size)
         while n < size:
             got = fh.readinto(memoryview(buf)[n:])
