@@ -29,7 +29,15 @@ def _lib():
 
 
 def need() -> None:
+    """One line naming the extra when the location tools' libraries are missing: the curve
+    here, scipy's isotonic regression for the reconstruction and the choice of k."""
     _lib()
+    try:
+        import scipy.optimize as opt
+    except ImportError:
+        opt = None
+    if not hasattr(opt, "isotonic_regression"):
+        raise ZealError("locations need scipy >= 1.12: pip install 'zeal-mcu[locate]'")
 
 
 @dataclass(frozen=True)
