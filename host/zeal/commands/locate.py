@@ -19,7 +19,8 @@ def add(sub):
                     "curve, sorted, summed in groups of k and the sums published with exact "
                     "discrete Laplace noise; anyone reconstructs a point set by isotonic "
                     "regression. Central DP: the publisher sees the raw points.")
-    lsub = p.add_subparsers(dest="locate_command", metavar="COMMAND")
+    lsub = p.add_subparsers(dest="locate_command", metavar="COMMAND",
+                            help="publish: a point set's release and reconstructed points")
     lsub.required = True
     q = lsub.add_parser("publish", help="publish points: the release and the reconstructed "
                                         "points",
