@@ -70,6 +70,65 @@ class Sink:
         self.client.disconnect()
 
 
+class Gate:
+    """A port that refuses connections (nothing listens: a broker that is down) until opened,
+    then forwards each connection to the broker. The test's subscriber connects to the broker
+    itself before the gate opens, so no frame a board sends once it gets through can be
+    published before the subscription exists."""
+
+    def __init__(self, target_port):
+        from mqtt_broker import free_port
+
+        self.port = free_port()
+        self.target = target_port
+        self.sock = None
+
+    def open(self):
+        import socket
+
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(8)
+        self.sock = s
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        import socket
+
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+
+
 def events(data):
     ev = wire.Decoder([PROF], vectors=True).feed(data)
     kinds = {"hello": wire.Hello, "batch": wire.Batch, "status": wire.Status}
@@ -156,11 +215,16 @@ def test_frames_arrive_intact_and_the_control_topic_works(mp_port, tmp_path):
 def test_broker_down_at_start_buffered_delivered_and_overflow_counted(mp_port, tmp_path):
     users = {"big": "pw-big", "small": "pw-small"}
     broker = Broker(tmp_path / "broker", users=users)
-    url = "mqtt://127.0.0.1:%d" % broker.port
-    common = {"write_timeout_ms": 0, "linger_ms": 20000}
+    # the boards see a broker that is down (a closed port) until the gate opens; the test's
+    # subscriber is on the broker before that (under load it could otherwise subscribe after
+    # a board had reconnected and flushed its ring, and miss those frames: seen in CI)
+    gate = Gate(broker.port)
+    url = "mqtt://127.0.0.1:%d" % gate.port
     boards = []
     sink = None
     try:
+        broker.start()
+        sink = Sink(broker)
         for user, ring in (("big", 16384), ("small", 150)):
             boards.append(VirtualDevice(
                 lines(240), profile=PROF, device_id=user.encode(), batch=4, hello_every=0,
@@ -171,8 +235,7 @@ def test_broker_down_at_start_buffered_delivered_and_overflow_counted(mp_port, t
         for b in boards:
             b.start()
         time.sleep(1.5)          # the boards sample; the broker is not there
-        broker.start()
-        sink = Sink(broker)
+        gate.open()
         for b in boards:
             assert b.wait(60) == 0, b.stderr()
         for user in users:
@@ -186,6 +249,8 @@ def test_broker_down_at_start_buffered_delivered_and_overflow_counted(mp_port, t
         # a small ring: the frames that did not fit are dropped and counted
         seqs = sorted(x.seq for x in small["batch"])
         missing = 60 - len(seqs)
+        assert seqs, ("no batch of the small board decoded", len(sink.stream("small")),
+                      [s.code_name for s in small["status"]], len(small["hello"]))
         assert missing > 0 and len(set(seqs)) == len(seqs)
         assert small["status"][0].frames_dropped == missing
         assert sum(len(x) for x in small["batch"]) == 240 - 4 * missing
@@ -195,6 +260,7 @@ def test_broker_down_at_start_buffered_delivered_and_overflow_counted(mp_port, t
             b.close()
         if sink is not None:
             sink.close()
+        gate.close()
         broker.stop()
 
 
