@@ -157,8 +157,6 @@ def _write_points(path, x, y, geo):
 
 
 def run(args) -> int:
-    import numpy as np
-
     from ..analysis.locate import choose, reconstruct
     from ..mechanism.locate import hilbert
     from ..mechanism.locate.publish import exact_epsilon, publish, publish_private_n
@@ -221,5 +219,4 @@ def run(args) -> int:
     if "normalised_error" in summary:
         print("normalised error (publisher only, not private): %.5f of the curve"
               % summary["normalised_error"])
-    del np
     return 0

@@ -7,7 +7,7 @@ the table's exact checks: every column ratio at most the certified lower bound L
 an exactly unbiased output value g(j) at every anchor. `solve(...)` returns the same table with
 the figures of the search (`Design`). Measured against the proven floor (shared_spec/floor.md;
 tools/bench_design.py): 4 bits +0.18 / +0.27 / +0.28 / +0.51 / +3.6 % at eps = 0.25 / 0.5 /
-1 / 2 / 4, 6 bits +0.10 / +0.07 / +0.07 / +0.15 / +1.3 % (a 6-bit design in about 15 s).
+1 / 2 / 4, 6 bits +0.10 / +0.07 / +0.07 / +0.15 / +1.3 % (a 6-bit design in 17-19 s).
 
 Work on the normalised range [-1, 1] (x = mid + half*u); a variance in the reading's units is
 half^2 times the normalised one. Anchors u_r = -1 + r*h, h = 2/R.
