@@ -141,8 +141,9 @@ def test_reproduce_location_quick_writes_the_tables_and_figures(tmp_path):
     assert out.returncode == 0, out.stderr
     rep = tmp_path / "rep"
     files = sorted(p.name for p in rep.iterdir())
-    assert files == ["locationDensity-earthquakes.png", "locationErrorVsK.png",
-                     "report_location.md"]
+    assert files == ["locationDensity-cities.png", "locationDensity-earthquakes.png",
+                     "locationErrorVsK.png", "report_location.md"]
     text = (rep / "report_location.md").read_text()
     assert "| 10000 | 79 / " in text and "| earthquakes | 23412 |" in text
+    assert "| cities | 100000 |" in text
     assert all((rep / f).stat().st_size > 10000 for f in files if f.endswith(".png"))
