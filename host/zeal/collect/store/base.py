@@ -20,6 +20,9 @@ from .records import (MAX_DEVICES, MAX_EVENTS, MAX_UNRESOLVED_PER_PORT, EventRec
                       FrameRecord, StoreError, UnresolvedRecord)
 from .sqlite import SqliteEngine
 
+# frames read per page by iter_frames: 65,536 frames of up to 64 reports hold ~6 MB of rows
+FRAME_CHUNK = 65536
+
 
 class Store:
     """A zeal database: `Store(path)` an SQLite file (`readonly=True`: an existing file opened
@@ -368,19 +371,46 @@ class Store:
         """Rows (device_id, boot, seq, fingerprint, count, payload, arrival, nonce, debug), in
         arrival order; test-mode (vector) frames only when asked. nonce is None and debug 0 for
         a schema-1 file read as it is. StoreError if a row is damaged."""
+        return [r for chunk in self.iter_frames(fingerprint=fingerprint, vector=vector,
+                                                chunk=None) for r in chunk]
+
+    def iter_frames(self, *, fingerprint: Optional[str] = None, vector: bool = False,
+                    chunk: Optional[int] = FRAME_CHUNK, check: bool = True):
+        """frames() in lists of at most `chunk` rows (None: one list), so that a reader's
+        memory does not grow with the store. Pages by the frame id (keyset: WHERE id > last
+        ORDER BY id LIMIT chunk), the same SQL on SQLite and PostgreSQL and no server-side
+        cursor held open between pages. The damage check runs once, first (check=False skips
+        it for a caller that ran it)."""
+        if check:
+            self.check_frames()
+        extra = "f.nonce, f.debug" if self.schema >= 2 else "NULL, 0"
+        sql = ("SELECT d.device_id, f.boot, f.seq, f.fingerprint, f.count, f.payload, "
+               "f.arrival, %s, f.id FROM frames f JOIN devices d ON d.id = f.device "
+               "WHERE f.vector = ? AND f.id > ?" % extra)
+        base = [int(vector)]
+        if fingerprint is not None:
+            sql += " AND f.fingerprint = ?"
+            base.append(fingerprint)
+        sql += " ORDER BY f.id"
+        if chunk is not None:
+            sql += " LIMIT %d" % int(chunk)
+        last = -1
+        while True:
+            args = [base[0], last] + base[1:]
+            rows = self._query(sql, args)
+            if not rows:
+                return
+            last = rows[-1][-1]
+            yield [r[:-1] for r in rows]
+            if chunk is None or len(rows) < chunk:
+                return
+
+    def check_frames(self) -> None:
+        """StoreError naming the first damaged frame row, if any (frames() runs it)."""
         checks = self._engine.checks
         self._damaged("frames", checks["frames"] + (checks["frames 2"] if self.schema >= 2
                                                     else []),
                       "frames x LEFT JOIN devices d ON d.id = x.device")
-        extra = "f.nonce, f.debug" if self.schema >= 2 else "NULL, 0"
-        sql = ("SELECT d.device_id, f.boot, f.seq, f.fingerprint, f.count, f.payload, "
-               "f.arrival, %s FROM frames f JOIN devices d ON d.id = f.device "
-               "WHERE f.vector = ?" % extra)
-        args = [int(vector)]
-        if fingerprint is not None:
-            sql += " AND f.fingerprint = ?"
-            args.append(fingerprint)
-        return self._query(sql + " ORDER BY f.id", args)
 
     def _check_events(self) -> None:
         self._damaged("events", self._engine.checks["events"],
