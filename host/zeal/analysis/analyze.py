@@ -5,8 +5,8 @@
   the losses the collector recorded (rejected frames, gaps, reboots, frames the device
   dropped); per device, the error STATUS it reported and whether its data came from a DEBUG
   build (non-private: never called private).
-- `analyze_data(data, where)`: the same on what a store holds, read already (a
-  `decode.Loaded`, or an archive's `compress.archive.ArchivedData`); `analyze_archive(path)`:
+- `analyze_data(data, where)`: the same on what a store holds, page by page (a
+  `decode.Paged`) or at once (an archive's `compress.archive.ArchivedData`); `analyze_archive(path)`:
   the document from a `zeal compress` archive (equal to the database's, figure for figure).
 - `events(store)`: the stored events, filtered (`zeal events`).
 - `register(subparsers)`: `zeal analyze` (--db or --archive), `zeal export` (zeal.analysis.export) and `zeal
@@ -31,9 +31,10 @@ from ..errors import ZealError
 from ..text import shown
 from ..mechanism import kinds
 from ..mechanism.grid.estimate import Estimator
+from ..mechanism.core.tally import Tally
 from ..mechanism.grid.profile import Profile
 from ..paper import formulas as paper
-from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, Loaded
+from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, Paged
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401
 from ..wire.codec import device_name
 
@@ -83,11 +84,12 @@ def profile_kind(profile) -> str:
     return kinds.of(profile).name
 
 
-def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Estimators] = None
+def summarize(parts: List[Tuple[Profile, object]], estimators: Optional[_Estimators] = None
               ) -> dict:
-    """Estimates from offsets under one or several profiles (each part non-empty).
+    """Estimates from the reports of one or several profiles: each part is (profile, a Tally
+    of its offsets, zeal.mechanism.core.tally) or (profile, an array of offsets), non-empty.
 
-    One profile: exactly Estimator.summarize. Several: the n-weighted combination of the
+    One profile: the estimator's summary. Several: the n-weighted combination of the
     per-profile calibrated means (exact: sum_p n_p mean_p / n in rationals). Its 99% interval
     is a union bound over the profiles: each profile's Bernstein half-width is taken at
     confidence 1 - 0.01/P, so with probability >= 0.99 every |mean_p - xbar_p| <= lambda_p
@@ -97,31 +99,35 @@ def summarize(parts: List[Tuple[Profile, np.ndarray]], estimators: Optional[_Est
     "kind" says which mechanism made the reports ("grid" or "table"; a list for several).
     """
     est = estimators or _Estimators()
-    parts = [(p, np.asarray(j, dtype=np.int64)) for p, j in parts]
+    parts = [(p, t if isinstance(t, Tally) else est.get(p).add_to(Tally(), t))
+             for p, t in parts]
     if len(parts) == 1:
-        prof, j = parts[0]
-        s = est.get(prof).summarize(j)
-        return {"n": s.n, "mean_calibrated": s.mean_calibrated, "ci99": list(s.ci99),
-                "ci99_clt": _finite_interval(*s.ci99_clt), "avg_star": s.avg_star,
-                "avg_star_naive_float64": s.avg_star_naive, "bits": prof.bits,
+        prof, t = parts[0]
+        e = est.get(prof)
+        m = float(e.mean_of_tally(t))
+        bw, cw = e.bernstein_halfwidth(t.n), e.clt_halfwidth_tally(t)
+        avg = e.avg_star_of_tally(t)
+        return {"n": t.n, "mean_calibrated": m, "ci99": [m - bw, m + bw],
+                "ci99_clt": _finite_interval(m - cw, m + cw),
+                "avg_star": None if avg is None else float(avg),
+                "avg_star_naive_float64": e.avg_star_naive_tally(t), "bits": prof.bits,
                 "exponent": getattr(prof, "exponent", None),
                 "transmission_ratio": transmission_ratio(prof),
                 "fingerprint": prof.fingerprint, "kind": profile_kind(prof)}
-    n = sum(int(j.size) for _, j in parts)
+    n = sum(t.n for _, t in parts)
     union = 1 - (1 - CONFIDENCE) / len(parts)
     mean = avg = Fraction(0)
     naive = bern = clt2 = 0.0
     grids_only = all(kinds.of(p).double_reports for p, _ in parts)  # AVG*: their doubles
-    for prof, j in parts:
-        n_p = int(j.size)
+    for prof, t in parts:
         e = est.get(prof)
-        w = Fraction(n_p, n)
-        mean += w * e.mean_of(j)
+        w = Fraction(t.n, n)
+        mean += w * e.mean_of_tally(t)
         if grids_only:
-            avg += w * e.avg_star_of(j)
-            naive += float(w) * e.avg_star_naive(j)
-        bern += float(w) * est.get(prof, union).bernstein_halfwidth(n_p)
-        clt2 += (float(w) * e.clt_halfwidth(j)) ** 2
+            avg += w * e.avg_star_of_tally(t)
+            naive += float(w) * e.avg_star_naive_tally(t)
+        bern += float(w) * est.get(prof, union).bernstein_halfwidth(t.n)
+        clt2 += (float(w) * e.clt_halfwidth_tally(t)) ** 2
     m, cw = float(mean), math.sqrt(clt2)
     return {"n": n, "mean_calibrated": m, "ci99": [m - bern, m + bern],
             "ci99_clt": _finite_interval(m - cw, m + cw),
@@ -139,12 +145,11 @@ _EMPTY = {"n": 0, "mean_calibrated": None, "ci99": None, "ci99_clt": None, "avg_
           "transmission_ratio": None, "fingerprint": None, "kind": None}
 
 
-def _frame_wire_bytes(rows: Sequence, bits: int) -> int:
-    """Bytes of these DATA frames on the wire: COBS(body || CRC) plus the delimiter, by
-    wire.frame_length. Exact while body + CRC <= 254 bytes (e.g. 64 reports of up to 30
-    bits); above, an upper bound by at most one byte per 254 (COBS adds a byte only after 254
-    non-zero bytes, and the rows do not keep the CRC to tell)."""
-    sizes = Counter(r[ROW_COUNT] for r in rows)
+def _wire_bytes(sizes, bits: int) -> int:
+    """Bytes of DATA frames on the wire, from {report count: frames}: COBS(body || CRC) plus
+    the delimiter, by wire.frame_length. Exact while body + CRC <= 254 bytes (e.g. 64 reports
+    of up to 30 bits); above, an upper bound by at most one byte per 254 (COBS adds a byte
+    only after 254 non-zero bytes, and the rows do not keep the CRC to tell)."""
     return sum(frames * wire.frame_length(wire.data_body_length(count, bits))
                for count, frames in sizes.items())
 
@@ -209,10 +214,10 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     from . import shuffle_report  # shuffle mode (seed 004): its own document
 
     docs = []
-    data = Loaded(store, include_vector, one_reading=True)
+    data = Paged(store, include_vector, one_reading=True)
     others = shuffle_report.holds_shuffle(store) or multi_report.holds_multi(store)
-    if data.rows or not others:
-        docs.append(analyze_data(data, store.path, include_vector))
+    if not others or data.any_rows():
+        docs.append(analyze_data(data, store.path, include_vector, pages=data.pages()))
     if shuffle_report.holds_shuffle(store):
         docs.append(shuffle_report.analyze_doc(store, include_vector))
     if multi_report.holds_multi(store):
@@ -224,40 +229,105 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     return dict(docs[0], sections=docs)
 
 
-def analyze_data(data, where: str, include_vector: bool = False) -> dict:
-    """`analyze` on what a store holds, read already: a `decode.Loaded`, or an archive's
-    `compress.archive.ArchivedData` (the same attributes); `where` names it in errors."""
+def _by_label(labels: np.ndarray, j: np.ndarray):
+    """(label, that label's values of j in their order) for each label present: one stable
+    sort, not one scan of every label per device."""
+    order = np.argsort(labels, kind="stable")
+    keys, starts = np.unique(labels[order], return_index=True)
+    ends = np.append(starts[1:], labels.size)
+    js = j[order]
+    return [(int(k), js[a:b]) for k, a, b in zip(keys, starts, ends)]
+
+
+class _Totals:
+    """analyze's running figures over pages of frames: per profile and per (device, profile)
+    a Tally of the offsets, the frames' report counts (their wire bytes), debug reports."""
+
+    def __init__(self, profiles, est):
+        self.profiles, self.est = profiles, est
+        self.fp_order: List[str] = []
+        self.fp = {}          # fp -> Tally
+        self.dev = {}         # dev -> {fp: Tally}
+        self.fp_sizes = {}    # fp -> Counter of frame counts
+        self.dev_sizes = {}   # dev -> Counter of (fp, frame count)
+        self.fp_devs = {}     # fp -> set of devices
+        self.debug = {}       # dev -> debug reports
+        self.frames = 0
+
+    def add_page(self, rows, offsets) -> None:
+        self.frames += len(rows)
+        by_fp: Dict[str, list] = {}
+        for r in rows:
+            by_fp.setdefault(r[ROW_FP], []).append(r)
+            if r[ROW_DEBUG]:
+                dev = bytes(r[ROW_DEVICE])
+                self.debug[dev] = self.debug.get(dev, 0) + r[ROW_COUNT]
+        for fp, mine in by_fp.items():
+            e = self.est.get(self.profiles[fp])
+            if fp not in self.fp:
+                self.fp_order.append(fp)
+                self.fp[fp] = Tally()
+                self.fp_sizes[fp] = Counter()
+                self.fp_devs[fp] = set()
+            j = offsets[fp]
+            e.add_to(self.fp[fp], j)
+            counts = [r[ROW_COUNT] for r in mine]
+            self.fp_sizes[fp].update(counts)
+            devs = [bytes(r[ROW_DEVICE]) for r in mine]
+            number: Dict[bytes, int] = {}
+            for d in devs:
+                number.setdefault(d, len(number))
+            names = list(number)
+            self.fp_devs[fp].update(names)
+            for d, c in zip(devs, counts):
+                self.dev_sizes.setdefault(d, Counter())[(fp, c)] += 1
+            if len(names) == 1:
+                split = [(0, j)]
+            else:
+                labels = np.repeat(np.fromiter((number[d] for d in devs), dtype=np.int64,
+                                               count=len(devs)),
+                                   np.asarray(counts, dtype=np.int64))
+                split = _by_label(labels, j)
+            for i, part in split:
+                slot = self.dev.setdefault(names[i], {})
+                if fp not in slot:
+                    slot[fp] = Tally()
+                e.add_to(slot[fp], part)
+
+    def dev_parts(self, dev) -> list:
+        mine = self.dev[dev]
+        return [(self.profiles[fp], mine[fp]) for fp in self.fp_order if fp in mine]
+
+    def dev_wire(self, dev) -> int:
+        return sum(_wire_bytes({count: frames}, self.profiles[fp].bits)
+                   for (fp, count), frames in self.dev_sizes[dev].items())
+
+    def fp_wire(self, fp) -> int:
+        return _wire_bytes(self.fp_sizes[fp], self.profiles[fp].bits)
+
+
+def analyze_data(data, where: str, include_vector: bool = False, pages=None) -> dict:
+    """`analyze` on what a store holds: a `decode.Paged` (with pages=its pages()), or an
+    archive's `compress.archive.ArchivedData` (rows and offsets at once: one page); `where`
+    names it in errors. Memory: running tallies only (zeal.mechanism.core.tally), whatever
+    the number of reports."""
     health = device_health(data.statuses)
-    if not data.rows:
+    est = _Estimators()
+    if pages is None:
+        pages = [(data.rows, {fp: data.offsets(fp) for fp in data.by_fp})] if data.rows \
+            else []
+    totals = _Totals(data.profiles, est)
+    for rows, offsets in pages:
+        totals.add_page(rows, offsets)
+    if not totals.frames:
         failed = ["%s (%s)" % (device_name(dev), "; ".join(h["errors"]))
                   for dev, h in sorted(health.items()) if h["errors"]]
         raise ZealError("no reports stored in %s" % where
                         + ("" if include_vector else " (test-mode frames not counted)")
                         + ("; devices that reported errors: " + ", ".join(failed)
                            if failed else ""))
-    est = _Estimators()
-    per_fp = {fp: data.offsets(fp) for fp in data.by_fp}
-
-    # per device: its offsets under each profile (integer labels per report), its wire bytes
-    dev_parts: Dict[bytes, list] = {}
-    dev_wire: Dict[bytes, int] = {}
-    for fp, rows in data.by_fp.items():
-        prof = data.profiles[fp]
-        by_dev: Dict[bytes, list] = {}
-        for r in rows:
-            by_dev.setdefault(bytes(r[ROW_DEVICE]), []).append(r)
-        if len(by_dev) == 1:
-            labels = None
-        else:
-            number = {dev: i for i, dev in enumerate(by_dev)}
-            labels = np.repeat(np.fromiter((number[bytes(r[ROW_DEVICE])] for r in rows),
-                                           dtype=np.int64, count=len(rows)),
-                               np.fromiter((r[ROW_COUNT] for r in rows), dtype=np.int64,
-                                           count=len(rows)))
-        for i, (dev, mine) in enumerate(by_dev.items()):
-            j = per_fp[fp] if labels is None else per_fp[fp][labels == i]
-            dev_parts.setdefault(dev, []).append((prof, j))
-            dev_wire[dev] = dev_wire.get(dev, 0) + _frame_wire_bytes(mine, prof.bits)
+    dev_parts = {dev: totals.dev_parts(dev) for dev in totals.dev}
+    dev_wire = {dev: totals.dev_wire(dev) for dev in totals.dev}
 
     losses: Dict[Optional[bytes], Dict[str, int]] = {}
     for (dev, kind, _detail), count in data.events.items():
@@ -271,11 +341,7 @@ def analyze_data(data, where: str, include_vector: bool = False) -> dict:
                 "gaps": sum(s[EVENT_GAP] for s in slots),
                 "reboots": sum(s[EVENT_REBOOT] for s in slots)}
 
-    debug_reports: Dict[bytes, int] = {}
-    for r in data.rows:
-        if r[ROW_DEBUG]:
-            dev = bytes(r[ROW_DEVICE])
-            debug_reports[dev] = debug_reports.get(dev, 0) + r[ROW_COUNT]
+    debug_reports = totals.debug
 
     devices = []
     for dev in sorted(set(dev_parts) | {d for d in losses if d is not None} | set(health)):
@@ -296,14 +362,13 @@ def analyze_data(data, where: str, include_vector: bool = False) -> dict:
         devices.append(dict({"device": dev.hex(), "name": device_name(dev)}, **doc))
 
     profiles = []
-    for fp, rows in data.by_fp.items():
-        prof = data.profiles[fp]
-        doc = summarize([(prof, per_fp[fp])], est)
-        doc["wire_bits_per_report"] = 8 * _frame_wire_bytes(rows, prof.bits) / doc["n"]
-        doc["devices"] = len({bytes(r[ROW_DEVICE]) for r in rows})
+    for fp in totals.fp_order:
+        doc = summarize([(data.profiles[fp], totals.fp[fp])], est)
+        doc["wire_bits_per_report"] = 8 * totals.fp_wire(fp) / doc["n"]
+        doc["devices"] = len(totals.fp_devs[fp])
         profiles.append(doc)
 
-    overall = summarize([(data.profiles[fp], j) for fp, j in per_fp.items()], est)
+    overall = summarize([(data.profiles[fp], totals.fp[fp]) for fp in totals.fp_order], est)
     n = overall["n"]
     overall["wire_bits_per_report"] = 8 * data.link_bytes / n if data.link_bytes else None
     overall["data_bits_per_report"] = 8 * sum(dev_wire.values()) / n
@@ -313,7 +378,7 @@ def analyze_data(data, where: str, include_vector: bool = False) -> dict:
     overall["private"] = overall["debug_reports"] == 0
     overall["devices_with_errors"] = [d["device"] for d in devices if d["errors"]]
     overall["devices"] = len(dev_parts)
-    overall["frames"] = len(data.rows)
+    overall["frames"] = totals.frames
     return {"overall": overall, "devices": devices, "profiles": profiles}
 
 

@@ -7,8 +7,9 @@
   the profile's grid is a `DecodeError` naming the frame, never a silently wrong sample.
 - Table profiles (zeal-table/1): a report is a cell j in 0..N-1 sent as its m bits (k_lo =
   wire_base = 0), so decode_frames gives the cells; decode_values refuses them (no double).
-- `Loaded(store, include_vector)`: everything analysis, export and plots read from a store,
-  read once.
+- `Loaded(store, include_vector)`: everything export and plots read from a store, read once;
+  `Paged(store, include_vector)`: the same for analyze, its frames page by page (memory that
+  does not grow with the store).
 - `frame_counts(rows)`: every frame's report count, each an integer in 1..wire.MAX_COUNT
   (DecodeError naming the first frame that is not) -- what anything sized by the counts (export's
   columns, the decoders' output) checks first, so a damaged row is refused in one line.
@@ -308,3 +309,47 @@ class Loaded:
 
     def offsets(self, fp: str) -> np.ndarray:
         return decode_frames(self.profiles[fp], self.by_fp[fp])
+
+
+class Paged:
+    """What analyze reads from a store: profiles, events and link bytes at once, the frames
+    page by page (`pages()`: (rows, {fingerprint: offsets of its rows, in order})), the
+    store's own pages (Store.iter_frames); a store view without pages (an archive's) reads as
+    one page."""
+
+    def __init__(self, store, include_vector: bool, one_reading: bool = False):
+        self.store = store
+        self.include_vector = include_vector
+        self.profiles = store.profiles()
+        self.events = store.event_counts()
+        self.statuses = [e for e in store.events() if e["kind"] == "status"]
+        self.link_bytes = store.link_bytes()
+        self.keep = {fp for fp, p in self.profiles.items()
+                     if not one_reading or kinds.of(p).fields is None}
+
+    def _chunks(self):
+        modes = (False, True) if self.include_vector else (False,)
+        for vector in modes:
+            if isinstance(self.store, Store):
+                yield from self.store.iter_frames(vector=vector)
+            else:
+                yield self.store.frames(vector=vector)
+
+    def pages(self):
+        for chunk in self._chunks():
+            by_fp: Dict[str, list] = {}
+            rows = []
+            for r in chunk:
+                fp = r[ROW_FP]
+                if fp not in self.profiles:
+                    raise StoreError("frames refer to profile %s, which the database lacks"
+                                     % fp)
+                if fp in self.keep:
+                    rows.append(r)
+                    by_fp.setdefault(fp, []).append(r)
+            if rows:
+                yield rows, {fp: decode_frames(self.profiles[fp], rs)
+                             for fp, rs in by_fp.items()}
+
+    def any_rows(self) -> bool:
+        return next(iter(self.pages()), None) is not None

@@ -1,6 +1,9 @@
 """`zeal collect`: frames from serial ports or an MQTT broker into a store."""
 from .common import positive
-from ..wire import transport
+
+# zeal.wire.transport.DEFAULT_BAUD, kept here so that building the parser imports no wire
+# code (tests/test_cli_fast.py checks the two agree)
+DEFAULT_BAUD = 115200
 
 
 def _mqtt_arguments(p) -> None:
@@ -64,7 +67,7 @@ def add(sub):
     p.add_argument("--verbose", action="store_true",
                    help="also show the periodic STATUS OK heartbeats (device STATUS messages "
                         "of any other kind are always shown as they arrive)")
-    p.add_argument("--baud", type=int, default=transport.DEFAULT_BAUD, metavar="BAUD",
+    p.add_argument("--baud", type=int, default=DEFAULT_BAUD, metavar="BAUD",
                    help="line speed for a UART link; USB boards, ptys and sockets ignore it "
                         "(default %(default)s)")
     p.add_argument("--json", action="store_true",

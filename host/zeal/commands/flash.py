@@ -1,7 +1,8 @@
 """`zeal flash`: the firmware, a profile and a config onto a MicroPython board."""
 from .common import non_negative_int, seconds_arg
 from ..board.devices import PORT_HELP
-from ..board.flash import BOARD_CA, BOARD_REPLAY, WDT_MAX_MS
+from ..board.flash_config import BOARD_REPLAY, WDT_MAX_MS
+from ..board.flash_mqtt import BOARD_CA
 
 
 def add(sub):

@@ -4,7 +4,11 @@ import json
 import sys
 
 from .common import STDIO, ZealError, bits_arg, fmt, open_io, progress
-from ..analysis.shuffle_cli import DEFAULT_LEVELS, DEFAULT_T
+
+# zeal.analysis.shuffle_cli.DEFAULT_LEVELS and DEFAULT_T, kept here so that building the
+# parser imports no analysis (tests/test_cli_fast.py checks they agree)
+DEFAULT_LEVELS = 3
+DEFAULT_T = 1
 
 GRID = "grid"
 # zeal.mechanism.table.profile.MECHANISMS (kept here so the parser needs no import; a test

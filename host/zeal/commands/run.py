@@ -1,7 +1,7 @@
 """`zeal run`: flash a board, collect its frames with a live estimate, Ctrl-C stops it."""
 from .common import positive, seconds_arg
 from ..board.devices import PORT_HELP
-from ..wire import transport
+from .collect import DEFAULT_BAUD
 
 
 def add(sub):
@@ -48,7 +48,7 @@ def add(sub):
     p.add_argument("--stop-wait", type=seconds_arg, default=5.0, metavar="S",
                    help="after Ctrl-C, seconds to wait for the board's STATUS STOPPED (it "
                         "reads !stop once per sampling tick; default %(default)g)")
-    p.add_argument("--baud", type=int, default=transport.DEFAULT_BAUD, metavar="BAUD",
+    p.add_argument("--baud", type=int, default=DEFAULT_BAUD, metavar="BAUD",
                    help="line speed for a UART link; USB boards ignore it (default "
                         "%(default)s)")
     p.add_argument("--json", action="store_true",

@@ -34,6 +34,7 @@ class Store:
     max_devices = MAX_DEVICES
     max_events = MAX_EVENTS
     max_unresolved_per_port = MAX_UNRESOLVED_PER_PORT
+    frame_chunk = FRAME_CHUNK
     # what the last write() held: device ids it has rows of, and the frames and events it
     # did not store because their device would exceed max_devices (the event devices_dropped)
     last_devices = frozenset()
@@ -375,12 +376,15 @@ class Store:
                                                 chunk=None) for r in chunk]
 
     def iter_frames(self, *, fingerprint: Optional[str] = None, vector: bool = False,
-                    chunk: Optional[int] = FRAME_CHUNK, check: bool = True):
-        """frames() in lists of at most `chunk` rows (None: one list), so that a reader's
+                    chunk: Optional[int] = 0, check: bool = True):
+        """frames() in lists of at most `chunk` rows (0: the store's frame_chunk, FRAME_CHUNK
+        unless a test lowers it on the instance; None: one list), so that a reader's
         memory does not grow with the store. Pages by the frame id (keyset: WHERE id > last
         ORDER BY id LIMIT chunk), the same SQL on SQLite and PostgreSQL and no server-side
         cursor held open between pages. The damage check runs once, first (check=False skips
         it for a caller that ran it)."""
+        if chunk == 0:
+            chunk = self.frame_chunk
         if check:
             self.check_frames()
         extra = "f.nonce, f.debug" if self.schema >= 2 else "NULL, 0"

@@ -19,6 +19,7 @@ import numpy as np
 from .exact import ExactGrid, max_window_variance
 from .profile import Profile
 from ..core.summary import Summary
+from ..core.tally import Tally
 
 
 def exact_sum(values) -> int:
@@ -104,6 +105,34 @@ class Estimator:
         var_j = (float(np.dot(d, d)) - float(d.sum()) ** 2 / n) / (n - 1)
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
         return z * abs(float(self.grid.gain)) * math.sqrt(max(var_j, 0.0) / n)
+
+    # -- from a running tally (zeal.mechanism.core.tally): what a streamed analysis uses ------------
+    def add_to(self, t: Tally, offsets) -> Tally:
+        """Add one chunk of offsets (in the reports' order) to t, with their doubles x* for
+        the naive AVG*'s float sum."""
+        from .reports import floats_from_offsets
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        return t.add(j, floats_from_offsets(self.profile, j))
+
+    def mean_of_tally(self, t: Tally) -> Fraction:
+        return self.calibrated_mean(t.s1, t.n)
+
+    def avg_star_of_tally(self, t: Tally) -> Fraction:
+        return self.avg_star(t.s1, t.n)
+
+    def avg_star_naive_tally(self, t: Tally) -> float:
+        """The naive AVG*: the float64 sum of the x*, added one by one in order, over n, minus
+        the float64 Abar (a float figure on purpose: it shows how the naive estimator
+        fails)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.float64(t.naive) / t.n) - abar_float(self.profile)
+
+    def clt_halfwidth_tally(self, t: Tally) -> float:
+        var = t.variance()
+        if var is None:
+            return math.inf
+        z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        return z * abs(float(self.grid.gain)) * math.sqrt(float(var) / t.n)
 
     def summarize(self, offsets) -> Summary:
         j = np.asarray(offsets, dtype=np.int64).ravel()

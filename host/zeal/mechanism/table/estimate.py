@@ -15,6 +15,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..core.summary import Summary
+from ..core.tally import Tally
 
 
 class TableEstimator:
@@ -86,10 +87,40 @@ class TableEstimator:
 
     def clt_halfwidth(self, offsets) -> float:
         j = np.asarray(offsets, dtype=np.int64).ravel()
-        n = j.size
-        if n < 2:
+        if j.size < 2:
             return math.inf
-        counts = self._counts(j).astype(np.float64)
+        return self._clt_counts(self._counts(j), int(j.size))
+
+    # -- from a running tally (zeal.mechanism.core.tally): what a streamed analysis uses ------------
+    def add_to(self, t: Tally, offsets) -> Tally:
+        """Add one chunk of offsets to t (ValueError if a report is outside the cells)."""
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        self._counts(j)  # the range check
+        return t.add(j)
+
+    def _tally_counts(self, t: Tally) -> np.ndarray:
+        c = np.zeros(self.n_cells, dtype=np.int64)
+        c[:t.counts.size] += t.counts
+        return c
+
+    def mean_of_tally(self, t: Tally) -> Fraction:
+        counts = self._tally_counts(t)
+        total = sum(int(c) * a for c, a in zip(counts.tolist(), self.values) if c)
+        return self.calibrated_mean_total(total, t.n)
+
+    def avg_star_of_tally(self, t):
+        return None
+
+    def avg_star_naive_tally(self, t):
+        return None
+
+    def clt_halfwidth_tally(self, t: Tally) -> float:
+        if t.n < 2:
+            return math.inf
+        return self._clt_counts(self._tally_counts(t), t.n)
+
+    def _clt_counts(self, counts, n: int) -> float:
+        counts = np.asarray(counts).astype(np.float64)
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
         with np.errstate(over="ignore", invalid="ignore"):
             g = self._g_float
