@@ -34,7 +34,7 @@ from ..mechanism.grid.estimate import Estimator
 from ..mechanism.core.tally import Tally
 from ..mechanism.grid.profile import Profile
 from ..paper import formulas as paper
-from .decode import ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, Paged
+from .decode import Paged, frame_columns
 from .decode import DecodeError, decode_frames, decode_values, unpack_frames  # noqa: F401
 from ..wire.codec import device_name
 
@@ -217,7 +217,7 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     data = Paged(store, include_vector, one_reading=True)
     others = shuffle_report.holds_shuffle(store) or multi_report.holds_multi(store)
     if not others or data.any_rows():
-        docs.append(analyze_data(data, store.path, include_vector, pages=data.pages()))
+        docs.append(analyze_data(data, store.path, include_vector, chunks=data.chunks()))
     if shuffle_report.holds_shuffle(store):
         docs.append(shuffle_report.analyze_doc(store, include_vector))
     if multi_report.holds_multi(store):
@@ -229,19 +229,10 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
     return dict(docs[0], sections=docs)
 
 
-def _by_label(labels: np.ndarray, j: np.ndarray):
-    """(label, that label's values of j in their order) for each label present: one stable
-    sort, not one scan of every label per device."""
-    order = np.argsort(labels, kind="stable")
-    keys, starts = np.unique(labels[order], return_index=True)
-    ends = np.append(starts[1:], labels.size)
-    js = j[order]
-    return [(int(k), js[a:b]) for k, a, b in zip(keys, starts, ends)]
-
-
 class _Totals:
-    """analyze's running figures over pages of frames: per profile and per (device, profile)
-    a Tally of the offsets, the frames' report counts (their wire bytes), debug reports."""
+    """analyze's running figures over pages of frames (decode.Paged.chunks): per profile and
+    per (device, profile) a Tally of the offsets, the frames' report counts (their wire
+    bytes), debug reports."""
 
     def __init__(self, profiles, est):
         self.profiles, self.est = profiles, est
@@ -254,45 +245,38 @@ class _Totals:
         self.debug = {}       # dev -> debug reports
         self.frames = 0
 
-    def add_page(self, rows, offsets) -> None:
-        self.frames += len(rows)
-        by_fp: Dict[str, list] = {}
-        for r in rows:
-            by_fp.setdefault(r[ROW_FP], []).append(r)
-            if r[ROW_DEBUG]:
-                dev = bytes(r[ROW_DEVICE])
-                self.debug[dev] = self.debug.get(dev, 0) + r[ROW_COUNT]
-        for fp, mine in by_fp.items():
-            e = self.est.get(self.profiles[fp])
-            if fp not in self.fp:
-                self.fp_order.append(fp)
-                self.fp[fp] = Tally()
-                self.fp_sizes[fp] = Counter()
-                self.fp_devs[fp] = set()
-            j = offsets[fp]
-            e.add_to(self.fp[fp], j)
-            counts = [r[ROW_COUNT] for r in mine]
-            self.fp_sizes[fp].update(counts)
-            devs = [bytes(r[ROW_DEVICE]) for r in mine]
-            number: Dict[bytes, int] = {}
-            for d in devs:
-                number.setdefault(d, len(number))
-            names = list(number)
-            self.fp_devs[fp].update(names)
-            for d, c in zip(devs, counts):
-                self.dev_sizes.setdefault(d, Counter())[(fp, c)] += 1
-            if len(names) == 1:
-                split = [(0, j)]
-            else:
-                labels = np.repeat(np.fromiter((number[d] for d in devs), dtype=np.int64,
-                                               count=len(devs)),
-                                   np.asarray(counts, dtype=np.int64))
-                split = _by_label(labels, j)
-            for i, part in split:
-                slot = self.dev.setdefault(names[i], {})
-                if fp not in slot:
-                    slot[fp] = Tally()
-                e.add_to(slot[fp], part)
+    def add_chunk(self, fp, frame_dev, names, counts, debug, j) -> None:
+        e = self.est.get(self.profiles[fp])
+        if fp not in self.fp:
+            self.fp_order.append(fp)
+            self.fp[fp] = Tally()
+            self.fp_sizes[fp] = Counter()
+            self.fp_devs[fp] = set()
+        self.frames += int(counts.size)
+        e.add_to(self.fp[fp], j)
+        self.fp_devs[fp].update(names)
+        # frames per (device, count) and debug reports per device, from small bincounts
+        width = int(counts.max()) + 1
+        pairs = np.bincount(frame_dev * width + counts, minlength=len(names) * width)
+        for key in np.flatnonzero(pairs).tolist():
+            dev, count = names[key // width], key % width
+            frames = int(pairs[key])
+            self.fp_sizes[fp][count] += frames
+            self.dev_sizes.setdefault(dev, Counter())[(fp, count)] += frames
+        if debug.any():
+            per = np.bincount(frame_dev, weights=counts * debug, minlength=len(names))
+            for i in np.flatnonzero(per).tolist():
+                self.debug[names[i]] = self.debug.get(names[i], 0) + int(per[i])
+        tallies = []
+        for dev in names:
+            slot = self.dev.setdefault(dev, {})
+            if fp not in slot:
+                slot[fp] = Tally()
+            tallies.append(slot[fp])
+        if len(names) == 1:
+            e.add_to(tallies[0], j)
+        else:
+            e.add_split(tallies, np.repeat(frame_dev, counts), j)
 
     def dev_parts(self, dev) -> list:
         mine = self.dev[dev]
@@ -306,19 +290,19 @@ class _Totals:
         return _wire_bytes(self.fp_sizes[fp], self.profiles[fp].bits)
 
 
-def analyze_data(data, where: str, include_vector: bool = False, pages=None) -> dict:
-    """`analyze` on what a store holds: a `decode.Paged` (with pages=its pages()), or an
-    archive's `compress.archive.ArchivedData` (rows and offsets at once: one page); `where`
-    names it in errors. Memory: running tallies only (zeal.mechanism.core.tally), whatever
-    the number of reports."""
+def analyze_data(data, where: str, include_vector: bool = False, chunks=None) -> dict:
+    """`analyze` on what a store holds: a `decode.Paged` (with chunks=its chunks()), or an
+    archive's `compress.archive.ArchivedData` (rows and offsets at once: one chunk a
+    profile); `where` names it in errors. Memory: running tallies only
+    (zeal.mechanism.core.tally), whatever the number of reports."""
     health = device_health(data.statuses)
     est = _Estimators()
-    if pages is None:
-        pages = [(data.rows, {fp: data.offsets(fp) for fp in data.by_fp})] if data.rows \
-            else []
+    if chunks is None:  # an archive's data: every profile's frames at once
+        chunks = ((fp,) + frame_columns(rows) + (data.offsets(fp),)
+                  for fp, rows in data.by_fp.items())
     totals = _Totals(data.profiles, est)
-    for rows, offsets in pages:
-        totals.add_page(rows, offsets)
+    for chunk in chunks:
+        totals.add_chunk(*chunk)
     if not totals.frames:
         failed = ["%s (%s)" % (device_name(dev), "; ".join(h["errors"]))
                   for dev, h in sorted(health.items()) if h["errors"]]

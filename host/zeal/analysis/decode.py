@@ -141,12 +141,15 @@ def _check_payloads(rows: Sequence, payloads: list, count: int, bits: int) -> by
 
 
 def _decode_same_count(rows: Sequence, count: int, profile: Profile, add: int,
-                       check: bool = True) -> np.ndarray:
+                       check: bool = True, payloads=None) -> np.ndarray:
     """Frames of `count` reports each -> (len(rows), count) uint64: low + add (mod 2^64), after
-    checking every low against the profile's grid (unless check=False)."""
+    checking every low against the profile's grid (unless check=False). `payloads`: the
+    rows' payloads when the rows are not Store.frames() rows (then rows only name errors)."""
     bits = profile.bits
     lay = _layout(bits)
-    joined = _check_payloads(rows, list(map(itemgetter(ROW_PAYLOAD), rows)), count, bits)
+    if payloads is None:
+        payloads = list(map(itemgetter(ROW_PAYLOAD), rows))
+    joined = _check_payloads(rows, payloads, count, bits)
     nf = len(rows)
 
     def in_grid(lo, hi):
@@ -213,15 +216,20 @@ def _decode(profile: Profile, rows: Sequence, add: int, check: bool = True) -> n
             if r[ROW_FP] != fp:
                 raise DecodeError("%s is stored under profile %s, not %s"
                                   % (_frame_name(r), r[ROW_FP][:16], fp[:16]))
-    counts = frame_counts(rows)
+    return _decode_counts(profile, rows, frame_counts(rows), None, add, check)
+
+
+def _decode_counts(profile, rows, counts, payloads, add: int, check: bool) -> np.ndarray:
+    """_decode once the counts are known (checked); payloads as _decode_same_count's."""
     first = int(counts[0])
     if int(counts.min()) == int(counts.max()):  # the usual case: one batch size
-        return _decode_same_count(rows, first, profile, add, check).reshape(-1)
+        return _decode_same_count(rows, first, profile, add, check, payloads).reshape(-1)
     starts = np.cumsum(counts) - counts
     out = np.empty(int(counts.sum()), dtype=np.uint64)
     for count in np.unique(counts):
         idx = np.flatnonzero(counts == count)
-        vals = _decode_same_count([rows[i] for i in idx], int(count), profile, add, check)
+        vals = _decode_same_count([rows[i] for i in idx], int(count), profile, add, check,
+                                  None if payloads is None else [payloads[i] for i in idx])
         out[(starts[idx][:, None] + np.arange(count)).reshape(-1)] = vals.reshape(-1)
     return out
 
@@ -313,9 +321,11 @@ class Loaded:
 
 class Paged:
     """What analyze reads from a store: profiles, events and link bytes at once, the frames
-    page by page (`pages()`: (rows, {fingerprint: offsets of its rows, in order})), the
-    store's own pages (Store.iter_frames); a store view without pages (an archive's) reads as
-    one page."""
+    one profile at a time, page by page (`chunks()`), so memory does not grow with the store.
+    A page is read with Store.iter_reports (device, count, payload, debug: the columns
+    analyze needs) and checked here; a bad row is then named by the store's damage check or
+    the full decoder. A store view without pages (an archive's) reads as one page a profile.
+    """
 
     def __init__(self, store, include_vector: bool, one_reading: bool = False):
         self.store = store
@@ -326,30 +336,69 @@ class Paged:
         self.link_bytes = store.link_bytes()
         self.keep = {fp for fp, p in self.profiles.items()
                      if not one_reading or kinds.of(p).fields is None}
-
-    def _chunks(self):
-        modes = (False, True) if self.include_vector else (False,)
-        for vector in modes:
-            if isinstance(self.store, Store):
-                yield from self.store.iter_frames(vector=vector)
-            else:
-                yield self.store.frames(vector=vector)
-
-    def pages(self):
-        for chunk in self._chunks():
-            by_fp: Dict[str, list] = {}
-            rows = []
-            for r in chunk:
-                fp = r[ROW_FP]
-                if fp not in self.profiles:
-                    raise StoreError("frames refer to profile %s, which the database lacks"
-                                     % fp)
-                if fp in self.keep:
-                    rows.append(r)
-                    by_fp.setdefault(fp, []).append(r)
-            if rows:
-                yield rows, {fp: decode_frames(self.profiles[fp], rs)
-                             for fp, rs in by_fp.items()}
+        self.paged = isinstance(store, Store)
+        self._rows = None
+        if self.paged:
+            fps = store.frame_fingerprints(False)
+            if include_vector:
+                fps += [fp for fp in store.frame_fingerprints(True) if fp not in fps]
+            self.devices = store.device_rows()
+        else:
+            self._rows = store.frames(vector=False)
+            if include_vector:
+                self._rows = self._rows + store.frames(vector=True)
+            fps = list(dict.fromkeys(r[ROW_FP] for r in self._rows))
+        for fp in fps:
+            if fp not in self.profiles:
+                raise StoreError("frames refer to profile %s, which the database lacks" % fp)
+        self.fps = [fp for fp in fps if fp in self.keep]
 
     def any_rows(self) -> bool:
-        return next(iter(self.pages()), None) is not None
+        return bool(self.fps)
+
+    def chunks(self):
+        """(fingerprint, frame_dev, names, counts, debug, offsets) per page of one profile's
+        frames, in arrival order (test-mode frames after the others): frame_dev (int64) the
+        index in names (8-byte device ids) of each frame's device, counts (int64) and debug
+        (bool) per frame, offsets (int64) per report."""
+        if not self.paged:
+            for fp in self.fps:
+                rows = [r for r in self._rows if r[ROW_FP] == fp]
+                yield (fp,) + frame_columns(rows) + (decode_frames(self.profiles[fp], rows),)
+            return
+        modes = (False, True) if self.include_vector else (False,)
+        for fp in self.fps:
+            prof = self.profiles[fp]
+            for vector in modes:
+                for page in self.store.iter_reports(fp, vector=vector):
+                    yield (fp,) + self._page(prof, page)
+
+    def _page(self, prof, page):
+        try:
+            rid = np.fromiter(map(itemgetter(0), page), dtype=np.int64, count=len(page))
+            counts = np.fromiter(map(itemgetter(1), page), dtype=np.int64, count=len(page))
+            debug = np.fromiter(map(itemgetter(3), page), dtype=np.int64, count=len(page))
+            if not (1 <= int(counts.min()) and int(counts.max()) <= wire.MAX_COUNT
+                    and 0 <= int(debug.min()) and int(debug.max()) <= 1):
+                raise ValueError("out of range")
+            keys, frame_dev = np.unique(rid, return_inverse=True)
+            names = [self.devices[int(k)] for k in keys]
+            payloads = list(map(itemgetter(2), page))
+            add = (prof.wire_base - prof.k_lo) % (1 << 64)
+            j = _decode_counts(prof, page, counts, payloads, add, True).view(np.int64)
+        except (DecodeError, TypeError, ValueError, KeyError, OverflowError, IndexError):
+            self.store.check_frames()              # names a damaged row, if that is it
+            rows = self.store.frame_rows([r[4] for r in page])
+            decode_frames(prof, rows)              # names the frame it cannot decode
+            raise StoreError("database %s: a frame of profile %s is damaged"
+                             % (self.store.path, prof.fingerprint[:16])) from None
+        return frame_dev.astype(np.int64), names, counts, debug.astype(bool), j
+
+
+def frame_columns(rows):
+    """(frame_dev, names, counts, debug) of Store.frames() rows (as Paged.chunks gives)."""
+    number: Dict[bytes, int] = {}
+    idx = [number.setdefault(bytes(r[ROW_DEVICE]), len(number)) for r in rows]
+    counts = frame_counts(rows)
+    debug = np.fromiter((bool(r[ROW_DEBUG]) for r in rows), dtype=bool, count=len(rows))
+    return np.asarray(idx, dtype=np.int64), list(number), counts, debug

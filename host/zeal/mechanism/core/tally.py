@@ -3,12 +3,13 @@ that an analysis reads a store page by page in memory that does not grow with n.
 
 What it keeps is what the estimators need, exactly: n, the sums of j and of j^2 (Python
 integers: no overflow at any n), the count of each label while every label is below
-COUNTS_MAX (a table's cells; a grid of up to 16 bits), and the float64 sum the estimator
+COUNTS_MAX (a table's cells; a grid of up to 8 bits), and the float64 sum the estimator
 chose to add (the grid's naive AVG*: the figure that shows how a float sum fails, so it is
 a float sum on purpose). `add` takes one chunk; `merge` adds another tally."""
 import numpy as np
 
-COUNTS_MAX = 1 << 16   # labels from here on: moments only (no table has so many cells)
+COUNTS_MAX = 1 << 8    # labels from here on: moments only (a table has at most 64 cells; a
+                       # count array per device of a 16-bit grid would be 512 KB)
 _HALF = 1 << 31        # j below it: j * j fits int64
 
 
@@ -54,10 +55,7 @@ class Tally:
                 c[:self.counts.size] += self.counts
                 self.counts = c
         if floats is not None:
-            with np.errstate(over="ignore", invalid="ignore"):  # an inf sum is the figure
-                run = np.cumsum(np.concatenate(([self.naive], np.asarray(floats,
-                                                                         np.float64))))
-            self.naive = float(run[-1])
+            self.naive = _seq_sum(np.array(floats, dtype=np.float64), self.naive)
         return self
 
     @classmethod
@@ -70,3 +68,64 @@ class Tally:
         if self.n < 2:
             return None
         return Fraction(self.s2 * self.n - self.s1 * self.s1, self.n * (self.n - 1))
+
+
+def _seq_sum(floats, start: float) -> float:
+    """start + x0 + x1 + ..., added one after the other in float64 (floats is overwritten)."""
+    if floats.size == 0:
+        return start
+    with np.errstate(over="ignore", invalid="ignore"):
+        floats[0] += start
+        np.add.accumulate(floats, out=floats)
+    return float(floats[-1])
+
+
+def add_split(tallies: list, labels, j, floats=None) -> None:
+    """tallies[k].add(j[labels == k], floats[labels == k]) for every label k present, each in
+    j's order: one stable sort and whole-array sums instead of a pass per label.
+
+    Exact: the sums are int64 per page of labels only while a page's j^2 sums fit
+    (j < 2^22 and at most 2^18 reports a call; else each label is added alone). The naive
+    float sums stay strictly sequential per label (Tally's docstring)."""
+    j = np.asarray(j, dtype=np.int64)
+    labels = np.asarray(labels, dtype=np.int64)
+    if j.size == 0:
+        return
+    if int(j.min()) < 0:
+        raise ValueError("an offset is negative")
+    order = np.argsort(labels, kind="stable")
+    ls, js = labels[order], j[order]
+    keys, starts = np.unique(ls, return_index=True)
+    ends = np.append(starts[1:], ls.size)
+    fs = None if floats is None else np.asarray(floats, dtype=np.float64)[order]
+    top = int(js.max())
+    if top >= (1 << 22) or js.size > (1 << 18):
+        for k, a, b in zip(keys.tolist(), starts.tolist(), ends.tolist()):
+            tallies[k].add(js[a:b], None if fs is None else fs[a:b])
+        return
+    n = ends - starts
+    s1 = np.add.reduceat(js, starts)
+    s2 = np.add.reduceat(js * js, starts)
+    cells = None
+    if top < COUNTS_MAX:
+        width = top + 1
+        cells = np.bincount(np.repeat(np.arange(keys.size), n) * width + js,
+                            minlength=keys.size * width).reshape(keys.size, width)
+    for i, (k, a, b) in enumerate(zip(keys.tolist(), starts.tolist(), ends.tolist())):
+        t = tallies[k]
+        t.n += int(n[i])
+        t.s1 += int(s1[i])
+        t.s2 += int(s2[i])
+        if t.counts is not None:
+            if cells is None:
+                t.counts = None
+            else:
+                c = cells[i]
+                if t.counts.size < c.size:
+                    c = c.copy()
+                    c[:t.counts.size] += t.counts
+                    t.counts = c
+                else:
+                    t.counts[:c.size] += c
+        if fs is not None:
+            t.naive = _seq_sum(fs[a:b], t.naive)

@@ -19,7 +19,7 @@ import numpy as np
 from .exact import ExactGrid, max_window_variance
 from .profile import Profile
 from ..core.summary import Summary
-from ..core.tally import Tally
+from ..core.tally import Tally, add_split
 
 
 def exact_sum(values) -> int:
@@ -113,6 +113,12 @@ class Estimator:
         from .reports import floats_from_offsets
         j = np.asarray(offsets, dtype=np.int64).ravel()
         return t.add(j, floats_from_offsets(self.profile, j))
+
+    def add_split(self, tallies: list, labels, offsets) -> None:
+        """add_to(tallies[k], the offsets labelled k) for every label, in one pass."""
+        from .reports import floats_from_offsets
+        j = np.asarray(offsets, dtype=np.int64).ravel()
+        add_split(tallies, labels, j, floats_from_offsets(self.profile, j))
 
     def mean_of_tally(self, t: Tally) -> Fraction:
         return self.calibrated_mean(t.s1, t.n)
