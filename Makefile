@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench_design.py
 	$(BIN)/python tools/bench_mqtt.py
 	$(BIN)/python tools/bench_virtual_fleet.py
+	$(BIN)/python tools/bench_scale.py --sizes 1e5,1e6
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py

@@ -90,3 +90,49 @@ def test_overload_bench_bad_argument_is_one_line():
                           text=True, timeout=60)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert done.stderr.strip().startswith("zeal: ")
+
+
+SCALE = os.path.join(ROOT, "tools", "bench_scale.py")
+SCALE_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "host") + os.pathsep
+                 + os.environ.get("PYTHONPATH", ""))
+
+
+def test_scale_bench_store_and_tiny_run(tmp_path):
+    """tools/bench_scale.py: --make-store builds, through the collector's stream and writer,
+    a store that `zeal analyze --db` reads as n reports from 2 devices (nothing rejected or
+    lost); the benchmark at one tiny size runs every step, checks its baseline against zeal's
+    decoder, and prints the table."""
+    db, n = tmp_path / "scale.db", 3000
+    done = subprocess.run([sys.executable, SCALE, "--make-store", str(db), "--reports", str(n),
+                           "--devices", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "zeal.cli", "analyze", "--db", str(db),
+                           "--json"], capture_output=True, text=True, env=SCALE_ENV,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    overall = doc["overall"]
+    assert overall["n"] == n and overall["devices"] == 2
+    assert overall["frames"] == -(-n // 64)
+    assert overall["rejected_frames"] == 0 and overall["gaps"] == 0
+    # 47 frames round-robin: device 0 has 24 (the last one of 56 reports), device 1 has 23
+    assert sorted(d["n"] for d in doc["devices"]) == [23 * 64, 23 * 64 + 56]
+
+    out = tmp_path / "scale.json"
+    done = subprocess.run([sys.executable, SCALE, "--sizes", "2e3", "--devices-list", "1",
+                           "--cache", str(tmp_path / "cache"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for step in ("baseline", "analyze --db", "export parquet", "compress", "analyze archive"):
+        assert step in done.stdout
+    assert "failed" not in done.stdout
+    assert "x baseline" in done.stdout and "peak RSS (MB)" in done.stdout
+    assert "zeal --version" in done.stdout and "import numpy" in done.stdout
+    doc = json.loads(out.read_text())
+    (run,) = doc["runs"]
+    assert run["reports"] == 2000 and run["devices"] == 1
+    assert run["baseline_checked_against_decoder"]
+    for step, s in run["steps"].items():
+        assert not s["error"], (step, s["error"])
+        assert s["seconds"] > 0 and s["peak_rss_mb"] > 0 and s["ratio_to_baseline"] > 0
+    assert doc["startup"]["ratio_zeal_version_to_numpy_import"] > 0

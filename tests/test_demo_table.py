@@ -20,6 +20,7 @@ import pytest
 from zeal import demo
 from zeal.analysis import analyze as A
 from zeal.analysis.datasets import aarhus
+from zeal.analysis.decode import Loaded
 from zeal.collect.store import open_existing
 from zeal.errors import ZealError
 
@@ -53,7 +54,7 @@ def test_the_boards_ran_the_designed_table(run, prof):
     assert doc["overall"]["n"] == COUNT and doc["demo"]["mechanism"] == "optimal"
     assert "designed in" in err and "optimal table" in err
     with open_existing(db, readonly=True) as store:
-        data = A.Loaded(store, include_vector=True)
+        data = Loaded(store, include_vector=True)
         cells = data.offsets(prof.fingerprint)
     # the exact estimate from the stored cells: lo + (hi - lo) sum a_j / (n Q)
     lo, hi = Fraction(prof.lo), Fraction(prof.hi)
@@ -74,7 +75,7 @@ def test_cells_follow_the_exact_law(run, prof):
     from scipy.stats import chi2
     db = run[0]
     with open_existing(db, readonly=True) as store:
-        cells = A.Loaded(store, include_vector=True).offsets(prof.fingerprint)
+        cells = Loaded(store, include_vector=True).offsets(prof.fingerprint)
     counts = np.bincount(cells, minlength=prof.n_cells)
     table = prof.table
     mix = [Fraction(0)] * prof.n_cells

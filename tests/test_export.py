@@ -474,3 +474,161 @@ def test_demo_database_export_matches_analyze(tmp_path):
                 "SELECT device, avg(estimate), count(*), avg(abs(estimate)) FROM %s "
                 "GROUP BY device" % source).fetchall():
             assert abs(want - per_device[dev[3:]]) <= gamma(n + 2) * absmean, dev
+
+
+# ---- streaming: the store read a page at a time ----------------------------------------------
+def _demo(where, name, *options):
+    """A store made by `zeal demo` (virtual boards, collector) with these options."""
+    db = str(where / name)
+    done = zeal("demo", "--db", db, "--json", *options)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return db
+
+
+@pytest.fixture(scope="module")
+def mixed_db(tmp_path_factory):
+    """One store holding the frames of four demos -- a window grid, a table, a multi-attribute
+    and a shuffle profile -- in a shuffled order (so pages and batches mix the profiles), and
+    test-mode (vector) frames."""
+    where = tmp_path_factory.mktemp("mixed")
+    sources = [_demo(where, "grid.db", "--count", "300", "--devices", "2"),
+               _demo(where, "table.db", "--mechanism", "duchi", "--count", "300"),
+               _demo(where, "multi.db", "--attributes", "--count", "300"),
+               _demo(where, "shuffle.db", "--shuffle", "--count", "2500")]
+    profiles, frames = {}, []
+    for db in sources:
+        with Store(db, readonly=True) as src:
+            profiles.update(src.profiles())
+            frames += [FrameRecord(device_id=bytes(r[0]), boot=r[1], nonce=bytes(r[7]),
+                                   seq=r[2], crc=0, fingerprint=r[3], count=r[4],
+                                   payload=bytes(r[5]), arrival=r[6], debug=bool(r[8]))
+                       for r in src.frames()]
+    order = np.random.default_rng(5).permutation(len(frames))
+    path = str(where / "mixed.db")
+    with Store(path) as st:
+        for prof in profiles.values():
+            st.add_profile(prof)
+        assert st.write(frames=[frames[i] for i in order]) == len(frames)
+        p4 = P.from_bits(*HUMIDITY, 1.0, 4)
+        fill(st, p4, DEV_C, offsets(p4, 16, 6, 7), vector=True)
+    return path
+
+
+def _exports(db, where, include_vector):
+    """CSV bytes, sidecar, Parquet table (with its schema metadata), the Parquet file's
+    key-value metadata and row-group sizes, and the counts, of one export of each format."""
+    where.mkdir()
+    got = {}
+    with Store(db, readonly=True) as st:
+        n_csv = E.export(st, str(where / "x.csv"), "csv", include_vector=include_vector,
+                         unit="%RH", summary=got)
+        n_pq = E.export(st, str(where / "x.parquet"), "parquet", include_vector=include_vector,
+                        unit="%RH", meta=str(where / "p.json"))
+    assert n_csv == n_pq == got["rows"]
+    info = pq.ParquetFile(str(where / "x.parquet")).metadata
+    return {"csv": (where / "x.csv").read_bytes(),
+            "sidecar": (where / "x.csv.json").read_text(),
+            "parquet meta": (where / "p.json").read_text(),
+            "table": pq.read_table(str(where / "x.parquet")),
+            "kv": info.metadata,
+            "groups": [info.row_group(i).num_rows for i in range(info.num_row_groups)],
+            "counts": got}
+
+
+def test_export_streams_the_store_page_by_page(mixed_db, tmp_path, monkeypatch):
+    """Export reads the store through Store.iter_frames a page of EXPORT_FRAMES frames at a
+    time (never Store.frames, the whole store in one list), decodes batches of at most
+    BATCH_REPORTS reports and writes Parquet row groups of ROW_GROUP_ROWS rows; with pages of
+    3 frames, batches of 40 reports and row groups of 50 rows the output is exactly the
+    one-page, one-batch, one-row-group output: the CSV and the metadata byte for byte, the
+    Parquet table with its schema and file metadata -- on a store of four profile kinds
+    (grid, table, multi-attribute, shuffle) and with test-mode frames or without."""
+    for include_vector in (False, True):
+        one = tmp_path / ("one-%d" % include_vector)
+        monkeypatch.setattr(E, "EXPORT_FRAMES", 10 ** 9)
+        monkeypatch.setattr(E, "BATCH_REPORTS", 10 ** 12)
+        monkeypatch.setattr(E, "ROW_GROUP_ROWS", 10 ** 8)
+        whole = _exports(mixed_db, one, include_vector)
+        assert len(whole["groups"]) == 1
+        rows, reports = whole["counts"]["rows"], whole["counts"]["reports"]
+        assert rows > reports > 1000   # the multi profile's reports give several rows each
+        kinds_in = {p["kind"] for p in json.loads(whole["sidecar"])["profiles"]}
+        assert kinds_in == {"grid", "table", "multi", "shuffle"}
+
+        pages, batches = [], []
+
+        def iter_frames(self, *, chunk, **kw):
+            for page in real_iter(self, chunk=chunk, **kw):
+                assert len(page) <= chunk == 3
+                pages.append(len(page))
+                yield page
+
+        def whole_store(self, **kw):
+            raise AssertionError("export read the whole store at once (Store.frames)")
+
+        class Columns(E._Columns):
+            def __init__(self, rows, profiles):
+                super().__init__(rows, profiles)
+                batches.append((len(rows), self.reports))
+
+        real_iter = Store.iter_frames
+        monkeypatch.setattr(Store, "iter_frames", iter_frames)
+        monkeypatch.setattr(Store, "frames", whole_store)
+        monkeypatch.setattr(E, "_Columns", Columns)
+        monkeypatch.setattr(E, "EXPORT_FRAMES", 3)
+        monkeypatch.setattr(E, "BATCH_REPORTS", 40)
+        monkeypatch.setattr(E, "ROW_GROUP_ROWS", 50)
+        paged = _exports(mixed_db, tmp_path / ("paged-%d" % include_vector), include_vector)
+        monkeypatch.undo()
+        # the store read in many pages of at most 3 frames; no batch past 40 reports but a
+        # single frame of more; every report decoded once per format
+        assert len(pages) > 20 and max(pages) == 3
+        assert all(n <= 40 or f == 1 for f, n in batches), batches
+        assert sum(n for _, n in batches) == 2 * reports
+        assert paged["groups"] == [50] * (rows // 50) + ([rows % 50] if rows % 50 else [])
+        for key in ("csv", "sidecar", "parquet meta", "kv", "counts"):
+            assert paged[key] == whole[key], key
+        assert paged["table"].equals(whole["table"], check_metadata=True)
+        assert paged["table"].schema.metadata[b"zeal"] == whole["kv"][b"zeal"]
+        assert json.loads(whole["kv"][b"zeal"]) == json.loads(whole["sidecar"])
+
+
+def test_export_with_a_pyarrow_before_17_counts_first_then_writes(mixed_db, tmp_path,
+                                                                  monkeypatch):
+    """Without ParquetWriter.add_key_value_metadata (pyarrow < 17) the metadata goes into the
+    schema the writer starts with: a first pass counts, the second writes the same frames --
+    not the ones a collector stores in between -- and the file is the same."""
+    db = str(tmp_path / "live.db")
+    with Store(db) as st:
+        p8 = P.from_bits(*HUMIDITY, 0.5, 8)
+        fill(st, p8, DEV_A, offsets(p8, 17, 30, 11))
+        fill(st, p8, DEV_B, offsets(p8, 18, 9, 5), vector=True)
+    monkeypatch.setattr(E, "EXPORT_FRAMES", 4)
+    monkeypatch.setattr(E, "ROW_GROUP_ROWS", 64)
+    want = _exports(db, tmp_path / "late", True)
+    import pyarrow.parquet as parquet
+
+    monkeypatch.delattr(parquet.ParquetWriter, "add_key_value_metadata")
+    calls = []
+    real_iter = Store.iter_frames
+
+    def iter_frames(self, **kw):
+        calls.append(kw["vector"])
+        if len(calls) == 3:   # the second pass begins: a collector stores 2 more frames
+            with Store(db) as other:
+                fill(other, p8, DEV_C, [[1, 2], [3]], boot=7)
+        return real_iter(self, **kw)
+
+    monkeypatch.setattr(Store, "iter_frames", iter_frames)
+    first = tmp_path / "first"
+    first.mkdir()
+    with Store(db, readonly=True) as st:
+        assert E.export(st, str(first / "x.parquet"), "parquet", include_vector=True,
+                        unit="%RH") == want["counts"]["rows"]
+    assert calls == [False, True, False, True]
+    info = pq.ParquetFile(str(first / "x.parquet")).metadata
+    assert info.metadata == want["kv"]
+    assert pq.read_table(str(first / "x.parquet")).equals(want["table"], check_metadata=True)
+    monkeypatch.undo()
+    with Store(db, readonly=True) as st:   # the 2 frames are there, for the next export
+        assert sum(r[4] for r in st.frames()) == 330 + 3

@@ -21,7 +21,8 @@ def _cut(a, rng):
     return np.split(a, edges)
 
 
-@pytest.mark.parametrize("top", [5, COUNTS_MAX - 1, COUNTS_MAX + 3, (1 << 40) + 7])
+@pytest.mark.parametrize("top", [5, COUNTS_MAX - 1, COUNTS_MAX + 3, (1 << 40) + 7, (1 << 52) - 1,
+                                 (1 << 62) + 5])
 def test_tally_is_exact_whatever_the_cuts(top):
     rng = np.random.default_rng(top % 1000)
     j = rng.integers(0, top + 1, 5000)
@@ -82,3 +83,22 @@ def test_paged_analyze_equals_one_page(tmp_path):
         st.close()
     assert docs[0] == docs[1]
     assert docs[0]["overall"]["n"] == sum((9 + d) * (13 + 5 * d) for d in range(3)) * 2
+
+
+@pytest.mark.parametrize("top", [200, (1 << 22) + 9])
+def test_split_add_equals_one_tally_per_label(top):
+    from zeal.mechanism.core.tally import add_split
+    rng = np.random.default_rng(top % 97)
+    j = rng.integers(0, top + 1, 4000)
+    labels = rng.integers(0, 5, 4000)
+    floats = rng.random(4000) * 1e6
+    split = [Tally() for _ in range(5)]
+    add_split(split, labels, j, floats)
+    for k in range(5):
+        want = Tally.of(j[labels == k], floats[labels == k])
+        got = split[k]
+        assert (got.n, got.s1, got.s2, got.naive) == (want.n, want.s1, want.s2, want.naive)
+        assert (got.counts is None) == (want.counts is None)
+        if want.counts is not None:
+            assert np.trim_zeros(got.counts, "b").tolist() == \
+                np.trim_zeros(want.counts, "b").tolist()

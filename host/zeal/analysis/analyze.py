@@ -274,7 +274,11 @@ class _Totals:
                 slot[fp] = Tally()
             tallies.append(slot[fp])
         if len(names) == 1:
-            e.add_to(tallies[0], j)
+            mine, whole = tallies[0], self.fp[fp]
+            if mine.n + j.size == whole.n:  # the device has every report of this profile
+                mine.copy_of(whole)         # so far, in the same order: the same tally
+            else:
+                e.add_to(mine, j)
         else:
             e.add_split(tallies, np.repeat(frame_dev, counts), j)
 

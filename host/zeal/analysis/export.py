@@ -70,6 +70,25 @@ likewise). `-o -` writes the CSV to stdout and nothing else there (no sidecar un
 Parquet on stdout is written only when stdout is not a terminal (a pipe or a redirect, as
 gzip does); on a terminal it is refused in one line.
 
+Memory: the store is read a page at a time (Store.iter_frames, EXPORT_FRAMES frames a page),
+each page decoded in batches of whole frames of at most BATCH_REPORTS reports, and each batch
+written before the next is read: CSV rows as they come, Parquet in row groups of
+ROW_GROUP_ROWS rows. Every row depends on its own frame alone, so the output is the same
+however the store is cut. Peak memory does not grow with the store (measured with 10^6 and
+4 x 10^6 reports alike: about 85 MB for CSV, 155 MB for Parquet, where reading it all at once
+took 0.3 and 0.47 GB at 10^6, 1.0 and 1.4 GB at 4 x 10^6), except for a Parquet file's footer,
+which pyarrow holds until the end: about 1.2 KB a row group in the file (some 10 MB at 10^9
+reports) and a few times that in memory. The metadata is counted as the rows go: the CSV's
+sidecar is written after the data; Parquet's document goes into the footer once the last row
+is written (pyarrow >= 17: ParquetWriter.add_key_value_metadata, with the Arrow schema that
+readers take it from), while with an older pyarrow a first pass over the store counts and the
+second writes the frames the first one read. Errors are those of a whole-store read: the
+store's damage check (Store.check_frames) runs before anything is written, the others (profile
+stored, counts, payloads, arrival) as each batch is decoded, and output starts with the first
+batch's rows; so a failure further on leaves on stdout what was written before it (CSV rows,
+or Parquet without its footer, which no reader takes for a file) and exit status 1, while a
+file is not replaced.
+
 API: `export(store, path, fmt, *, include_vector=False, unit="", meta=None)` returns the row
 count; `metadata(...)`, `estimate_map(profile)`, `estimates(profile, j)`, `device_text(id)`,
 `register(subparsers)` adds `zeal export`.
@@ -87,7 +106,7 @@ from ..text import progress_bar
 from ..mechanism import kinds
 from ..mechanism.grid.profile import Profile
 from .decode import (ROW_ARRIVAL, ROW_BOOT, ROW_COUNT, ROW_DEBUG, ROW_DEVICE, ROW_FP, ROW_SEQ,
-                     Loaded, PayloadReader, frame_counts)
+                     PayloadReader, frame_counts)
 
 META_FORMAT = "zeal-export/1"
 PARQUET_META_KEY = b"zeal"
@@ -143,6 +162,57 @@ def estimates(profile: Profile, j: np.ndarray) -> np.ndarray:
     return kinds.of(profile).estimates(profile, j)
 
 
+# ---- reading the store a page at a time ----------------------------------------------------------
+EXPORT_FRAMES = 4096       # frames a page of the store holds (Store.iter_frames' chunk)
+BATCH_REPORTS = 65_536     # reports decoded at once: a page is cut into batches of whole frames
+ROW_GROUP_ROWS = 131_072   # rows of a Parquet row group, gathered from the batches
+
+
+def _pages(store: Store, include_vector: bool, seen=None, limit=None):
+    """The frames export reads, page by page (Store.iter_frames, EXPORT_FRAMES frames each):
+    the stored frames in arrival order, then with include_vector the test-mode (vector) ones.
+    `seen`, a list, receives each of these two runs' frame count; `limit` (such a list) stops
+    each run after that many frames (a second pass reads what the first did, not the frames
+    a collector stored since)."""
+    for i, vector in enumerate((False, True) if include_vector else (False,)):
+        n = 0
+        # the damage check ran first (export: store.check_frames)
+        for page in store.iter_frames(vector=vector, chunk=EXPORT_FRAMES, check=False):
+            if limit is not None:
+                page = page[:limit[i] - n]
+            if not page:
+                break
+            n += len(page)
+            yield page
+        if seen is not None:
+            seen.append(n)
+
+
+def _batches(rows, profiles: dict):
+    """A page cut into runs of whole frames of at most BATCH_REPORTS reports (a frame of more
+    stands alone), after checking that every frame's profile is stored and every count is
+    1..255 (frame_counts)."""
+    for fp in dict.fromkeys(r[ROW_FP] for r in rows):  # in order of appearance
+        if fp not in profiles:
+            raise StoreError("frames refer to profile %s, which the database lacks" % fp)
+    counts = frame_counts(rows).tolist()
+    start = total = 0
+    for i, c in enumerate(counts):
+        if total and total + c > BATCH_REPORTS:
+            yield rows[start:i]
+            start, total = i, 0
+        total += c
+    if start < len(rows):
+        yield rows[start:]
+
+
+def _columns(store: Store, profiles: dict, include_vector: bool, seen=None, limit=None):
+    """The export's rows, a batch (_Columns) at a time, in stored frame order."""
+    for page in _pages(store, include_vector, seen, limit):
+        for rows in _batches(page, profiles):
+            yield _Columns(rows, profiles)
+
+
 # ---- columns -------------------------------------------------------------------------------------
 def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Indices of the reports of frames that begin at `starts` (in a frame-order array)."""
@@ -164,23 +234,27 @@ def _arrival_us(rows) -> np.ndarray:
 
 
 class _Columns:
-    """The export in columns, one entry per row (zeal.mechanism.kinds: a report of a
-    one-reading profile; a multi report's attribute or categorical value; a shuffle message),
-    in stored frame order: per-frame values (device, boot, seq, arrival, fingerprint), taken
-    by each row's frame (`frame`)."""
+    """A batch of frames (Store.frames rows, their profiles in `profiles`) as the export's
+    columns, one entry per row (zeal.mechanism.kinds: a report of a one-reading profile; a
+    multi report's attribute or categorical value; a shuffle message), in stored frame order:
+    per-frame values (device, boot, seq, arrival, fingerprint), taken by each row's frame
+    (`frame`). Every row depends on its own frame alone, so batches cut anywhere between
+    frames give the rows of the whole store."""
 
-    def __init__(self, data: Loaded):
-        rows = data.rows
+    def __init__(self, rows, profiles: dict):
         nrows = len(rows)
         counts = frame_counts(rows)   # 1..255 each, checked before sizing anything by them
-        fp_index = {fp: i for i, fp in enumerate(data.by_fp)}
+        by_fp = {}
+        for r in rows:
+            by_fp.setdefault(r[ROW_FP], []).append(r)
+        fp_index = {fp: i for i, fp in enumerate(by_fp)}
         row_fp = np.fromiter((fp_index[r[ROW_FP]] for r in rows), dtype=np.int64, count=nrows)
         parts, self.per_fp = [], {}
         for fp, i in fp_index.items():
-            prof = data.profiles[fp]
+            prof = profiles[fp]
             idx = np.flatnonzero(row_fp == i)
-            got = kinds.of(prof).export(prof, data.by_fp[fp], counts[idx], PayloadReader)
-            got["frame"] = idx[got["frame"]]  # that profile's frames -> the store's
+            got = kinds.of(prof).export(prof, by_fp[fp], counts[idx], PayloadReader)
+            got["frame"] = idx[got["frame"]]  # that profile's frames -> the batch's
             self.per_fp[fp] = int(counts[idx].sum())
             parts.append(got)
         if parts:
@@ -219,9 +293,29 @@ class _Columns:
         return np.datetime_as_string(stamps, unit="us", timezone="UTC").astype(object)
 
 
-def metadata(cols: _Columns, profiles: dict, *, unit: str = "",
+class _Totals:
+    """What the metadata counts, summed over the batches: rows (`n`), reports, reports per
+    profile (in the order the profiles first appear) and per device."""
+
+    def __init__(self):
+        self.n = self.reports = 0
+        self.per_fp, self.devices = {}, {}
+
+    def add(self, cols: _Columns) -> None:
+        self.n += cols.n
+        self.reports += cols.reports
+        for fp, n in cols.per_fp.items():
+            self.per_fp[fp] = self.per_fp.get(fp, 0) + n
+        for dev, d in cols.devices.items():
+            doc = self.devices.setdefault(dev, {"reports": 0, "debug_reports": 0})
+            doc["reports"] += d["reports"]
+            doc["debug_reports"] += d["debug_reports"]
+
+
+def metadata(cols, profiles: dict, *, unit: str = "",
              include_vector: bool = False) -> dict:
-    """The export's metadata document (see the module docstring)."""
+    """The export's metadata document (see the module docstring) of `cols` (a _Totals, or a
+    single batch's _Columns)."""
     return {
         "format": META_FORMAT,
         "columns": [{"name": n, "type": t, "description": d} for n, t, d in COLUMNS],
@@ -279,12 +373,10 @@ def write_atomically(path: str, write, binary: bool) -> None:
 CSV_CHUNK = 65_536  # rows a progress step writes
 
 
-def _write_csv(fh, cols: _Columns, tick=None) -> None:
-    import csv
+def _write_csv(out, cols: _Columns, tick=None) -> None:
+    """A batch's rows to csv.writer `out`."""
     import itertools
 
-    out = csv.writer(fh, lineterminator="\n")
-    out.writerow(EXPORT_COLUMNS)
     dev = cols.expand(cols.frame_device, object)
     boot = cols.expand(cols.frame_boot).tolist()
     seq = cols.expand(cols.frame_seq).tolist()
@@ -302,32 +394,153 @@ def _write_csv(fh, cols: _Columns, tick=None) -> None:
             tick(len(chunk))
 
 
-def _parquet_table(cols: _Columns, meta: dict):
+def _parquet_schema(unit: str, meta=None):
+    """The Parquet schema: the columns with their descriptions (and the unit on `estimate`),
+    and the metadata document `meta` (if given) under PARQUET_META_KEY."""
     pa, _ = _parquet()
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
              "timestamp[us, UTC]": pa.timestamp("us", tz="UTC")}
+    fields = []
+    for name, kind, desc in COLUMNS:
+        field_meta = {b"description": desc.encode("utf-8")}
+        if name == "estimate":
+            field_meta[b"unit"] = unit.encode("utf-8")
+        fields.append(pa.field(name, types[kind], nullable=False, metadata=field_meta))
+    return pa.schema(fields, metadata=None if meta is None else _meta_value(meta))
+
+
+def _meta_value(meta: dict) -> dict:
+    return {PARQUET_META_KEY: json.dumps(meta).encode("utf-8")}
+
+
+def _strings(pa, texts: list, index: np.ndarray):
+    """The Arrow string array [texts[i] for i in index], built with numpy from the few
+    distinct texts (per frame, or a column's distinct values) rather than from a Python string
+    per row (pa.array would also import pandas, some 50 MB)."""
+    data = [t.encode("utf-8") for t in texts]
+    lens = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+    width = int(lens.max()) if data else 0
+    table = np.zeros((len(data), width), dtype=np.uint8)
+    for k, d in enumerate(data):
+        table[k, :len(d)] = np.frombuffer(d, dtype=np.uint8)
+    row_lens = lens[index]
+    offsets = np.zeros(index.size + 1, dtype=np.int64)
+    np.cumsum(row_lens, out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        raise ZealError("a batch of the export holds over 2 GiB of text")  # not reached
+    rows = table[index]
+    body = rows.reshape(-1) if int(lens.min(initial=width)) == width else \
+        rows[np.arange(width) < row_lens[:, None]]
+    return pa.Array.from_buffers(pa.string(), int(index.size),
+                                 [None, pa.py_buffer(offsets.astype(np.int32)),
+                                  pa.py_buffer(np.ascontiguousarray(body))])
+
+
+def _distinct(values: np.ndarray) -> tuple:
+    """(distinct values in order of appearance, each entry's index among them)."""
+    seen = {}
+    index = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()),
+                        dtype=np.int64, count=len(values))
+    return list(seen), index
+
+
+def _parquet_table(cols: _Columns, schema):
+    """A batch's rows as an Arrow table of `schema`, its arrays on numpy buffers."""
+    pa, _ = _parquet()
+    frame = cols.frame
     values = {
-        "device": cols.expand(cols.frame_device, object),
+        "device": _strings(pa, cols.frame_device, frame),
         "boot": cols.expand(cols.frame_boot),
         "seq": cols.expand(cols.frame_seq),
         "report": cols.report,
         "arrival": cols.expand(cols.frame_arrival),
         "estimate": cols.estimate,
         "low": cols.low,
-        "fingerprint": cols.expand(cols.frame_fp, object),
+        "fingerprint": _strings(pa, cols.frame_fp, frame),
         "attribute": cols.attribute,
-        "name": cols.name,
-        "value": cols.value,
+        "name": _strings(pa, *_distinct(cols.name)),
+        "value": _strings(pa, *_distinct(cols.value)),
     }
-    fields, arrays = [], []
-    for name, kind, desc in COLUMNS:
-        field_meta = {b"description": desc.encode("utf-8")}
-        if name == "estimate":
-            field_meta[b"unit"] = meta["unit"].encode("utf-8")
-        fields.append(pa.field(name, types[kind], nullable=False, metadata=field_meta))
-        arrays.append(pa.array(values[name], types[kind]))
-    schema = pa.schema(fields, metadata={PARQUET_META_KEY: json.dumps(meta).encode("utf-8")})
+    arrays = []
+    for f in schema:
+        got = values[f.name]
+        if not isinstance(got, pa.Array):  # int64, float64, timestamp[us] (int64 microseconds)
+            got = np.ascontiguousarray(got, dtype=np.float64 if pa.types.is_floating(f.type)
+                                       else np.int64)
+            got = pa.Array.from_buffers(f.type, int(got.size), [None, pa.py_buffer(got)])
+        arrays.append(got)
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class _Gate:
+    """The file a ParquetWriter writes through: shut on a failure, so that closing the writer
+    (which writes the footer) then writes nothing -- no valid-looking partial file on stdout,
+    no write to a file already closed."""
+
+    closed = False
+
+    def __init__(self, fh):
+        self.fh, self.open, self.pos = fh, True, 0
+
+    def write(self, data) -> int:
+        if self.open:
+            self.fh.write(data)
+        self.pos += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        if self.open:
+            self.fh.flush()
+
+    def tell(self) -> int:
+        return self.pos
+
+
+def _write_parquet(fh, batches, schema, late_meta=None) -> None:
+    """The batches' rows to `fh` as Parquet, in row groups of ROW_GROUP_ROWS rows (the last
+    one shorter; one empty row group if there are no rows, as pyarrow.parquet.write_table
+    writes). late_meta(): the schema's metadata document, asked for once every row is written
+    (pyarrow >= 17 adds it to the footer), or None when `schema` carries it already."""
+    import base64
+
+    pa, pq = _parquet()
+    gate = _Gate(fh)
+    writer = None   # opened with the first rows: a failure before them writes nothing
+    try:
+        pending, rows, written = [], 0, 0
+        for cols in batches:
+            pending.append(_parquet_table(cols, schema))
+            if writer is None:
+                writer = pq.ParquetWriter(gate, schema)
+            rows += cols.n
+            if rows >= ROW_GROUP_ROWS:
+                table = pa.concat_tables(pending)
+                cut = rows - rows % ROW_GROUP_ROWS
+                writer.write_table(table.slice(0, cut), row_group_size=ROW_GROUP_ROWS)
+                written += cut
+                rest = table.slice(cut)
+                pending, rows = ([rest] if rest.num_rows else []), rest.num_rows
+        if writer is None:
+            writer = pq.ParquetWriter(gate, schema)
+        if rows or not written:
+            writer.write_table(pa.concat_tables(pending) if pending else schema.empty_table(),
+                               row_group_size=ROW_GROUP_ROWS)
+        if late_meta is not None:
+            # the footer's key-value metadata: the document, and the Arrow schema that
+            # pyarrow reads the columns' and the file's metadata from, now with the document
+            kv = _meta_value(late_meta())
+            kv[b"ARROW:schema"] = base64.b64encode(schema.with_metadata(kv).serialize()
+                                                   .to_pybytes())
+            writer.add_key_value_metadata(kv)
+    except BaseException:
+        gate.open = False
+        try:
+            if writer is not None:
+                writer.close()
+        except Exception:
+            pass
+        raise
+    writer.close()
 
 
 def sidecar_path(path: str) -> str:
@@ -363,7 +576,8 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
     when stdout is not a terminal). The metadata goes into a Parquet file's schema; for CSV to
     `meta` if given, else to sidecar_path(path) (none for CSV on stdout without `meta`).
     `meta` given with Parquet writes the same JSON there too. A progress bar on stderr (a
-    terminal only; not when `quiet`) counts the rows written."""
+    terminal only; not when `quiet`) counts the rows written. The store is read a page at a
+    time and the rows written as they are decoded (module docstring: Memory)."""
     if fmt not in EXPORT_FORMATS:
         raise ZealError("export format must be one of %s, got %r" % (", ".join(EXPORT_FORMATS),
                                                                      fmt))
@@ -384,36 +598,68 @@ def export(store: Store, path, fmt: str, *, include_vector: bool = False, unit: 
             raise ZealError("%s is the database itself: choose another output" % name)
     if meta is not None and path != "-" and _same_file(meta, path):
         raise ZealError("--meta %s is the output file itself" % meta)
-    data = Loaded(store, include_vector)
-    cols = _Columns(data)
-    doc = metadata(cols, data.profiles, unit=unit, include_vector=include_vector)
+    profiles = store.profiles()
+    store.check_frames()   # every frame row, before anything is written
+    totals = _Totals()
+
+    def document() -> dict:
+        return metadata(totals, profiles, unit=unit, include_vector=include_vector)
+
+    def counted(batches):
+        for cols in batches:
+            totals.add(cols)
+            yield cols
+
     if fmt == "csv":
-        with progress_bar(cols.n, "row", "writing CSV", quiet=quiet) as bar:
+        import csv
+
+        def write_csv(fh):
+            # the header goes out with the first rows: a failure before them writes nothing
+            out = csv.writer(fh, lineterminator="\n")
+            header = [EXPORT_COLUMNS]
+            for cols in counted(_columns(store, profiles, include_vector)):
+                out.writerows(header)
+                header = []
+                _write_csv(out, cols, bar.update)
+            out.writerows(header)
+
+        with progress_bar(None, "row", "writing CSV", quiet=quiet) as bar:
             if path == "-":
-                _write_csv(sys.stdout, cols, bar.update)
+                write_csv(sys.stdout)
                 sys.stdout.flush()
             else:
-                write_atomically(path, lambda fh: _write_csv(fh, cols, bar.update),
-                                 binary=False)
+                write_atomically(path, write_csv, binary=False)
     else:
         _, pq = _parquet()
-        table = _parquet_table(cols, doc)
-        if path == "-":
-            import io
+        if hasattr(pq.ParquetWriter, "add_key_value_metadata"):  # pyarrow >= 17
+            schema, limit, late = _parquet_schema(unit), None, document
+        else:
+            # the metadata must be in the schema the writer starts with: a first pass counts
+            # (decoding every frame, but holding a batch at a time), the second writes the
+            # frames the first read
+            seen = []
+            for _cols in counted(_columns(store, profiles, include_vector, seen=seen)):
+                pass
+            schema, limit, late = _parquet_schema(unit, document()), seen, None
+            totals = _Totals()
 
-            buf = io.BytesIO()
-            pq.write_table(table, buf)
+        def write_parquet(fh):
+            _write_parquet(fh, counted(_columns(store, profiles, include_vector, limit=limit)),
+                           schema, late)
+
+        if path == "-":
             sys.stdout.flush()
-            sys.stdout.buffer.write(buf.getvalue())
+            write_parquet(sys.stdout.buffer)
             sys.stdout.buffer.flush()
         else:
-            write_atomically(path, lambda fh: pq.write_table(table, fh), binary=True)
+            write_atomically(path, write_parquet, binary=True)
+    doc = document()
     if meta is not None:
         text = json.dumps(doc, indent=1) + "\n"
         write_atomically(meta, lambda fh: fh.write(text), binary=False)
     if summary is not None:
-        summary.update(rows=cols.n, reports=cols.reports)
-    return cols.n
+        summary.update(rows=totals.n, reports=totals.reports)
+    return totals.n
 
 
 # ---- command line --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import numpy as np
 COUNTS_MAX = 1 << 8    # labels from here on: moments only (a table has at most 64 cells; a
                        # count array per device of a 16-bit grid would be 512 KB)
 _HALF = 1 << 31        # j below it: j * j fits int64
+_LIMB = (1 << 21) - 1
 
 
 def _exact_sum(a) -> int:
@@ -32,7 +33,9 @@ class Tally:
         self.counts = np.zeros(0, dtype=np.int64)   # None once a label reached COUNTS_MAX
         self.naive = 0.0
 
-    def add(self, j, floats=None) -> "Tally":
+    def add(self, j, floats=None, own: bool = False) -> "Tally":
+        """Add a chunk of offsets j (and their doubles; own: the floats array may be
+        overwritten)."""
         j = np.asarray(j, dtype=np.int64).ravel()
         if j.size == 0:
             return self
@@ -43,10 +46,11 @@ class Tally:
         self.s1 += _exact_sum(j)
         if top < _HALF:
             self.s2 += _exact_sum(j * j)
-        else:  # j = h 2^20 + l: j^2 = h^2 2^40 + 2 h l 2^20 + l^2, each part an exact sum
-            h, lo = j >> 20, j & ((1 << 20) - 1)
-            self.s2 += (_exact_sum(h * h) << 40) + (_exact_sum(h * lo) << 21) \
-                + _exact_sum(lo * lo)
+        else:  # j = a 2^42 + b 2^21 + c, limbs below 2^21: every product below 2^42
+            a, b, c = j >> 42, (j >> 21) & _LIMB, j & _LIMB
+            self.s2 += ((_exact_sum(a * a) << 84) + (_exact_sum(a * b) << 64)
+                        + ((2 * _exact_sum(a * c) + _exact_sum(b * b)) << 42)
+                        + (_exact_sum(b * c) << 22) + _exact_sum(c * c))
         if self.counts is not None:
             if top >= COUNTS_MAX:
                 self.counts = None
@@ -55,7 +59,15 @@ class Tally:
                 c[:self.counts.size] += self.counts
                 self.counts = c
         if floats is not None:
-            self.naive = _seq_sum(np.array(floats, dtype=np.float64), self.naive)
+            f = np.asarray(floats, dtype=np.float64) if own else \
+                np.array(floats, dtype=np.float64)
+            self.naive = _seq_sum(f, self.naive)
+        return self
+
+    def copy_of(self, other: "Tally") -> "Tally":
+        """Become a copy of other (the same reports in the same order)."""
+        self.n, self.s1, self.s2, self.naive = other.n, other.s1, other.s2, other.naive
+        self.counts = None if other.counts is None else other.counts.copy()
         return self
 
     @classmethod

@@ -112,7 +112,7 @@ class Estimator:
         the naive AVG*'s float sum."""
         from .reports import floats_from_offsets
         j = np.asarray(offsets, dtype=np.int64).ravel()
-        return t.add(j, floats_from_offsets(self.profile, j))
+        return t.add(j, floats_from_offsets(self.profile, j), own=True)
 
     def add_split(self, tallies: list, labels, offsets) -> None:
         """add_to(tallies[k], the offsets labelled k) for every label, in one pass."""
