@@ -371,9 +371,9 @@ class Paged:
             prof = self.profiles[fp]
             for vector in modes:
                 for page in self.store.iter_reports(fp, vector=vector):
-                    yield (fp,) + self._page(prof, page)
+                    yield (fp,) + self._page(prof, page, vector)
 
-    def _page(self, prof, page):
+    def _page(self, prof, page, vector):
         try:
             rid = np.fromiter(map(itemgetter(0), page), dtype=np.int64, count=len(page))
             counts = np.fromiter(map(itemgetter(1), page), dtype=np.int64, count=len(page))
@@ -388,8 +388,9 @@ class Paged:
             j = _decode_counts(prof, page, counts, payloads, add, True).view(np.int64)
         except (DecodeError, TypeError, ValueError, KeyError, OverflowError, IndexError):
             self.store.check_frames()              # names a damaged row, if that is it
-            rows = self.store.frame_rows([r[4] for r in page])
-            decode_frames(prof, rows)              # names the frame it cannot decode
+            for rows in self.store.iter_frames(fingerprint=prof.fingerprint, vector=vector,
+                                               check=False):
+                decode_frames(prof, rows)          # names the frame it cannot decode
             raise StoreError("database %s: a frame of profile %s is damaged"
                              % (self.store.path, prof.fingerprint[:16])) from None
         return frame_dev.astype(np.int64), names, counts, debug.astype(bool), j

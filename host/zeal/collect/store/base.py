@@ -413,38 +413,23 @@ class Store:
 
     def iter_reports(self, fingerprint: str, *, vector: bool = False,
                      chunk: Optional[int] = 0):
-        """One profile's frames as analyze needs them and no more, in pages (as iter_frames):
-        rows (device row id, count, payload, debug, frame id), in arrival order. Fewer
-        columns are most of the speed: each column is a Python object per frame. No damage
-        check: the reader checks what it reads (types and ranges) and, on a bad row, names it
-        with frame_rows."""
+        """One profile's frames as analyze needs them and no more, in lists of at most
+        `chunk` (as iter_frames): rows (device row id, count, payload, debug), in arrival
+        order, from one streamed query. Fewer columns are most of the speed: each column is
+        a Python object per frame. No damage check: the reader checks what it reads (types
+        and ranges) and, on a bad row, names it with iter_frames."""
         if chunk == 0:
             chunk = self.frame_chunk
         debug = "f.debug" if self.schema >= 2 else "0"
-        sql = ("SELECT f.device, f.count, f.payload, %s, f.id FROM frames f WHERE "
-               "f.fingerprint = ? AND f.vector = ? AND f.id > ? ORDER BY f.id" % debug)
-        if chunk is not None:
-            sql += " LIMIT %d" % int(chunk)
-        last = -1
-        while True:
-            rows = self._query(sql, (fingerprint, int(vector), last))
-            if not rows:
-                return
-            last = rows[-1][-1]
-            yield rows
-            if chunk is None or len(rows) < chunk:
-                return
-
-    def frame_rows(self, ids) -> List[tuple]:
-        """The frames() rows of these frame ids, in id order (to name a bad row)."""
-        extra = "f.nonce, f.debug" if self.schema >= 2 else "NULL, 0"
-        ids = [int(i) for i in ids]
-        if not ids:
-            return []
-        return self._query("SELECT d.device_id, f.boot, f.seq, f.fingerprint, f.count, "
-                           "f.payload, f.arrival, %s FROM frames f LEFT JOIN devices d ON "
-                           "d.id = f.device WHERE f.id IN (%s) ORDER BY f.id"
-                           % (extra, ", ".join(str(i) for i in ids)))
+        sql = ("SELECT f.device, f.count, f.payload, %s FROM frames f WHERE "
+               "f.fingerprint = ? AND f.vector = ? ORDER BY f.id" % debug)
+        args = (fingerprint, int(vector))
+        if chunk is None:
+            rows = self._query(sql, args)
+            if rows:
+                yield rows
+            return
+        yield from self._engine.stream(sql, args, int(chunk))
 
     def device_rows(self) -> dict:
         """devices' row id -> 8-byte device id (StoreError naming a damaged one)."""

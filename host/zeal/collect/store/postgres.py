@@ -321,6 +321,23 @@ class PgEngine:
         # SUM over BIGINT is NUMERIC in PostgreSQL: the integers SQLite gives
         return [tuple(int(v) if isinstance(v, Decimal) else v for v in r) for r in rows]
 
+    def stream(self, sql: str, args=(), size: int = 4096):
+        """The rows of one query in lists of at most `size`, from a server-side cursor (in a
+        transaction of its own), so neither side holds the whole result."""
+        sql = sql.replace("%", "%%").replace("?", "%s") if args else sql
+        try:
+            with self.conn.transaction():
+                with self.conn.cursor(name="zeal_stream") as cur:
+                    cur.execute(sql, tuple(args) if args else None)
+                    while True:
+                        rows = cur.fetchmany(size)
+                        if not rows:
+                            return
+                        yield [tuple(int(v) if isinstance(v, Decimal) else v for v in r)
+                               for r in rows]
+        except self._pg.Error as exc:
+            raise self._wrap(exc) from None
+
     def scan(self, table: str):
         """A cursor over every row of `table` (its description names the columns)."""
         try:

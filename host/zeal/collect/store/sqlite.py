@@ -257,6 +257,19 @@ class SqliteEngine:
         except sqlite3.Error as exc:
             raise wrap_sql_error(exc, self.path) from None
 
+    def stream(self, sql: str, args=(), size: int = 4096):
+        """The rows of one query in lists of at most `size`, from one cursor (a reader holds
+        no more than a list)."""
+        try:
+            cur = self.db.execute(sql, args)
+            while True:
+                rows = cur.fetchmany(size)
+                if not rows:
+                    return
+                yield rows
+        except sqlite3.Error as exc:
+            raise wrap_sql_error(exc, self.path) from None
+
     def scan(self, table: str):
         """A cursor over every row of `table` (its description names the columns)."""
         try:

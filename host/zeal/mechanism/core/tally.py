@@ -44,7 +44,9 @@ class Tally:
         top = int(j.max())
         self.n += int(j.size)
         self.s1 += _exact_sum(j)
-        if top < _HALF:
+        if top < _HALF and top * top * j.size < (1 << 63):  # one pass, no overflow
+            self.s2 += int(np.dot(j, j))
+        elif top < _HALF:
             self.s2 += _exact_sum(j * j)
         else:  # j = a 2^42 + b 2^21 + c, limbs below 2^21: every product below 2^42
             a, b, c = j >> 42, (j >> 21) & _LIMB, j & _LIMB

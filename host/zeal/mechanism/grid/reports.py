@@ -80,7 +80,10 @@ def offsets_from_low(profile: Profile, low: np.ndarray) -> np.ndarray:
 
 def floats_from_offsets(profile: Profile, j: np.ndarray) -> np.ndarray:
     """Offsets -> the float64 reports x*, bit-exact (built from bit patterns, no arithmetic)."""
-    bits = np.uint64(to_bits(profile, profile.k_lo)) + np.asarray(j, dtype=np.uint64)
+    j = np.asarray(j)
+    # offsets are never negative: their int64 bits are their uint64 value (a view, no copy)
+    j = j.view(np.uint64) if j.dtype == np.int64 else j.astype(np.uint64)
+    bits = np.uint64(to_bits(profile, profile.k_lo)) + j
     return bits.view(np.float64)
 
 
