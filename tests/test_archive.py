@@ -22,7 +22,6 @@ from zeal import cli
 from zeal.analysis import analyze as A
 from zeal.analysis import compress
 from zeal.analysis.compress import archive as R
-from zeal.analysis.compress import command as C
 from zeal.analysis.compress import rivals
 from zeal.analysis.decode import Loaded
 from zeal.collect.store import EventRecord, Store
@@ -155,7 +154,7 @@ def test_every_codec_round_trips_through_the_archive(rich_db, tmp_path, capsys):
 
 def test_archive_layout_and_the_smallest_codec_per_stream(rich_db, tmp_path, capsys):
     out = str(tmp_path / "best.zip")
-    rc, _, err = zeal(capsys, "compress", "--db", rich_db, "--out", out, "--json")
+    rc, _, err = zeal(capsys, "compress", "--db", rich_db, "--out", out, "--json", "--table")
     assert rc == 0, err
     with Store(rich_db, readonly=True) as st:
         data = Loaded(st, include_vector=True)
@@ -213,7 +212,7 @@ def test_frame_table_runs_are_exact():
 def test_size_table_figures(demo_db, tmp_path, capsys):
     db, readings = demo_db
     out = str(tmp_path / "t.zip")
-    rc, text, err = zeal(capsys, "compress", "--db", db, "--out", out, "--json")
+    rc, text, err = zeal(capsys, "compress", "--db", db, "--out", out, "--json", "--table")
     assert rc == 0, err
     doc = json.loads(text)
     assert {"n", "entropy_bits_per_report", "entropy_basis", "codecs"} <= set(doc)
@@ -259,7 +258,7 @@ def test_size_table_figures(demo_db, tmp_path, capsys):
     assert exact["entropy_bits_per_report"] == entropy_bits_per_report(prof, readings)
     assert 0 < exact["entropy_bits_per_report"] <= math.log2(prof.n_cells)
     # the human table: a header naming the basis, one line per codec
-    rc, text, err = zeal(capsys, "compress", "--db", db, "--out", out)
+    rc, text, err = zeal(capsys, "compress", "--db", db, "--out", out, "--table")
     lines = text.splitlines()
     assert "plug-in" in lines[0] and "bits per report" in lines[0]
     assert [ln.split()[0] for ln in lines[3:3 + len(doc["codecs"])]] == list(compress.codecs())

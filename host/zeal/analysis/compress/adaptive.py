@@ -104,9 +104,13 @@ def histogram(j: np.ndarray, t: int) -> np.ndarray:
 def choose_bits(j: np.ndarray, t: int, prior=None) -> int:
     """b in [0, min(t, B_MAX_BITS)] minimising the KT bits of the buckets (after `prior`, a
     histogram at the top bits) + the raw low bits."""
-    n = j.shape[0]
+    return choose_bits_of(histogram(j, t), j.shape[0], t, prior)
+
+
+def choose_bits_of(counts: np.ndarray, n: int, t: int, prior=None) -> int:
+    """choose_bits from the `histogram` of the n values (what a stream read in pieces keeps:
+    compress.streamed)."""
     top = _top(t)
-    counts = histogram(j, t)
     best, best_cost = 0, None
     for b in range(top, -1, -1):
         c = _reduce(counts, b)

@@ -49,7 +49,8 @@ This module is the archive's one import path; the work is done, each part once, 
   pattern and back (`report_bits`, `offsets_of`), the codec a stream's shape runs;
 - archive_zip: the zip entries as written, and read within the caps;
 - archive_manifest: the manifest checked before it is believed;
-- archive_write: `measure`, `write`;
+- archive_write: `measure` (every codec timed on whole streams: `zeal compress --table`),
+  `encode_each` (each codec once a stream, from a spill: the default), `choose`, `write`;
 - archive_read: `read`, `Archive`, `ArchivedData`.
 """
 import os
@@ -64,7 +65,7 @@ from .archive_format import (ABSENT, COLUMNS, DIRECTORY_ENTRY_BYTES, FORMAT, INT
 from .archive_frames import runs, unruns
 from .archive_read import Archive, ArchivedData, read
 from .archive_streams import Stream, database_streams, offsets_of, report_bits, stream_codec
-from .archive_write import MIN_TIME_S, measure, write
+from .archive_write import MIN_TIME_S, Sized, choose, encode_each, measure, write
 
 
 def default_path(source_path: str) -> str:
@@ -74,6 +75,7 @@ def default_path(source_path: str) -> str:
 
 
 __all__ = ["ArchiveError", "Archive", "ArchivedData", "Stream", "read", "write", "measure",
+           "encode_each", "choose", "Sized",
            "database_streams", "report_bits", "offsets_of", "runs", "unruns", "default_path",
            # re-exported from the modules above, importable here as before the split
            "stream_codec", "profile_entry", "stream_bytes_cap", "MIN_TIME_S", "FORMAT",

@@ -22,6 +22,10 @@ class Stream:
         self.device, self.fp, self.vector, self.bits = device, fp, vector, bits
         self.n = int(bits.size) if n is None else int(n)
 
+    @property
+    def symbols(self) -> int:
+        return int(self.bits.size)
+
 
 def report_bits(profile: Profile, offsets: np.ndarray) -> np.ndarray:
     """Offsets j -> the reports' 64-bit patterns (uint64): a window grid's float64 x*, a

@@ -1,5 +1,5 @@
 """`zeal compress`: a collection (or a file of `zeal perturb` output) as a compact archive, and
-the size table of every available codec on its reports.
+the size table of the codecs it tried on its reports (with --table: of every available codec).
 
 The table, per codec, over the same streams the archive holds (the reports of each device
 under each profile, in arrival order):
@@ -7,8 +7,10 @@ under each profile, in arrival order):
   included; the archive's manifest, profiles and frame table are counted apart);
 - CR = bits per report / 64 (against the raw float64 doubles);
 - ratio to the entropy bound = bits per report / H, H in bits per report;
-- MB/s = float64 input (8 bytes a report) compressed per second, the best of repeated runs
-  (at least 50 ms of runs per codec), on this machine; decode_mb_per_s likewise.
+- MB/s = float64 input (8 bytes a report) compressed per second on this machine, with
+  --table the best of repeated runs (at least 50 ms of runs per codec), else the one pass
+  that made the archive's candidates (its check included in decode_mb_per_s, likewise; "-"
+  for packed where its size was computed, not run: archive_write.encode_each).
 
 The entropy bound H (`entropy_basis` says which):
 - `--readings FILE` (the true readings behind the reports, one decimal a line; the demo and a
@@ -20,9 +22,26 @@ The entropy bound H (`entropy_basis` says which):
   estimate, biased low (at most log2 n, far below the bound when n is not much larger than
   the cells the reports reach), so ratios to it are optimistic.
 
-Which codec the archive uses: each stream in the smallest of the candidates (`--codec`,
-default every available codec), ties to the first named -- the best available by size; a
-reader needs that codec's library (`zeal analyze --archive` says which package if missing).
+Which codec the archive uses: each stream in the smallest of the candidates, ties to the
+first named; a reader needs that codec's library (`zeal analyze --archive` says which package
+if missing). The candidates are `--codec`'s, else with `--table` every available codec,
+else DEFAULT_CODECS (packed and adaptive: why those, at DEFAULT_CODECS).
+
+What runs: by default only the candidates, each once on each stream (its figures from that
+one pass; packed's size is computed where it would lose: archive_write.encode_each), and the
+table lists only them; `--table` measures every available codec as described above (the best
+of repeated runs), which costs what the slowest codecs cost (lzma compresses at 0.2-2 MB/s)
+and holds every stream in memory (A.measure times whole passes).
+
+Memory (issue "Scale: a billion reports in constant memory"): the store is read a page at a
+time (compress.store_streams) into a temporary file (compress.spill); packed and adaptive on
+a grid's or table's streams run a block at a time from it (compress.streamed); the blobs are
+kept in the file and copied into the archive a piece at a time. So without --table the
+command holds a page, a block and one stream's ANS words, whatever n. What needs a whole
+stream in memory: every other codec (greedygd's split search, pcodec, zstd, lz4, bz2, lzma as
+their libraries' one-shot calls, rans's stored counts) and every codec on multi and shuffle
+streams (their shapes' coders group a stream's values by attribute or coordinate); --table,
+every stream at once; --reports, the file's reports.
 """
 import json
 import math
@@ -35,6 +54,23 @@ from . import archive as A
 from . import entropy
 from . import kind_codecs
 from . import streams as SH
+
+#: The codecs the archive tries by default (`--codec` names others; `--table` measures every
+#: one), in the order ties are broken. Why these, and why the choice costs at most about twice
+#: the fastest codec's time:
+#: - `adaptive` is the known best: it stores no model and learns one per profile over the
+#:   profile's streams, so it was the smallest of every codec on each demo kind (grid, table,
+#:   multi, shuffle: within 1.01-1.04 x the plug-in entropy, tests/test_archive_kinds.py), and
+#:   it falls back to raw bits (b = 0) where modelling does not pay. It codes a grid's stream
+#:   at 400 MB/s of float64 input, about 0.6 x `packed`'s speed (the fastest codec: the m bits
+#:   the devices sent, no modelling), and both run a block at a time (compress.streamed);
+#: - `packed` is the floor whatever the data, and the codec when `constriction` (adaptive's
+#:   library) is not installed. Its size is exact without running it (header + the devices'
+#:   bits), so it is made only on a stream where it is not larger than adaptive's blob
+#:   (archive_write.encode_each): usually never, and the choice costs one adaptive pass.
+#: The general-purpose compressors cost up to 1000 x more (lzma, bz2: 0.2-12 MB/s) and lost to
+#: adaptive on every store measured, so they run only when named or with --table.
+DEFAULT_CODECS = ("packed", "adaptive")
 
 ENTROPY_EXACT = "exact: the mechanism's report distribution averaged over the given readings"
 ENTROPY_PLUGIN = ("plug-in: observed report frequencies (the readings are unknown; biased low "
@@ -94,35 +130,10 @@ def read_reports(path: str, profile) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _database(path: str) -> dict:
-    """Everything the archive carries from a database, read once."""
-    from ...collect.store import open_store
-    from ..decode import Loaded
-
-    with open_store(path, read_only=True) as store:
-        data = Loaded(store, include_vector=True)
-        nvec = len(store.frames(vector=True))
-    if not data.rows:
-        raise ZealError("no reports stored in %s" % path)
-    flags = [0] * (len(data.rows) - nvec) + [1] * nvec
-    devices, cols, streams = A.database_streams(data, flags)
-    losses = {}
-    for (dev, kind, _detail), count in data.events.items():
-        if kind in A.LOSS_KINDS:
-            key = (None if dev is None else bytes(dev).hex(), kind)
-            losses[key] = losses.get(key, 0) + int(count)
-    return {"profiles": {fp: data.profiles[fp] for fp in data.by_fp}, "devices": devices,
-            "columns": cols, "streams": streams,
-            "losses": [[d, k, c] for (d, k), c in sorted(losses.items(),
-                                                         key=lambda kv: (kv[0][0] or "",
-                                                                         kv[0][1]))],
-            "statuses": [[e["device"], e["detail"]] for e in data.statuses],
-            "link_bytes": int(data.link_bytes)}
-
-
 # ---- entropy ------------------------------------------------------------------------------------
-def entropy_bound(streams, profiles, readings=None) -> tuple:
-    """(bits per report, basis) over all streams (module docstring)."""
+def entropy_bound(streams, profiles, readings=None, counts=None) -> tuple:
+    """(bits per report, basis) over all streams (module docstring); `counts` (fingerprint
+    -> store_streams.Counts, kept as the store was read) gives the plug-in entropy."""
     n = sum(s.n for s in streams)
     if readings is not None:
         from .entropy import entropy_bits_per_report
@@ -140,14 +151,13 @@ def entropy_bound(streams, profiles, readings=None) -> tuple:
                             "profiles; without --readings the table is measured against the "
                             "reports' plug-in entropy")
         return float(entropy_bits_per_report(prof, readings)), ENTROPY_EXACT
+    reports = {}
+    for s in streams:
+        reports[s.fp] = reports.get(s.fp, 0) + s.n
     total = 0.0
-    for fp, prof in profiles.items():
-        per = SH.shape_of(prof).per_report(prof)
-        bits = [s.bits for s in streams if s.fp == fp]
-        joined = np.concatenate(bits)
-        if per > 1:   # a report is its `per` symbols together: one value a distinct report
-            _, joined = np.unique(joined.reshape(-1, per), axis=0, return_inverse=True)
-        total += joined.size * entropy.plugin_entropy_of_bits(joined.reshape(-1))
+    for fp in profiles:
+        # a report of several symbols is one value (store_streams.Counts keeps its row)
+        total += reports[fp] * entropy.entropy_bits_per_report_of_counts(counts[fp].counts())
     return total / n, ENTROPY_PLUGIN
 
 
@@ -163,16 +173,6 @@ GROUPS = {
 }
 
 
-def payload_bits(profile, stream) -> int:
-    """The bits the devices sent for a stream's reports (without frame padding)."""
-    shape = SH.shape_of(profile)
-    if shape is SH.Pairs:
-        j = stream.bits.reshape(-1, 2)[:, 0].astype(np.int64)
-        widths = np.array([a.bits for a in profile.attributes], dtype=np.int64)
-        return int(j.size * profile.index_bits + widths[j].sum())
-    return stream.n * profile.bits
-
-
 def size_table(n: int, sizes: dict, entropy: float, basis: str, *, unit: str = "report",
                cr_bits: float = 64.0) -> dict:
     rows = []
@@ -183,37 +183,56 @@ def size_table(n: int, sizes: dict, entropy: float, basis: str, *, unit: str = "
                          "bytes": None, "applies": False})
             continue
         bpr = 8 * s["bytes"] / n
+        timed = s.get("timed_n", n)       # the reports of the streams it was run on
         rows.append({"codec": name, "bits_per_report": bpr, "cr": bpr / cr_bits,
                      "ratio_to_entropy": bpr / entropy if entropy > 0 else None,
-                     "mb_per_s": 8 * n / 1e6 / s["encode_s"] if s["encode_s"] > 0 else None,
-                     "decode_mb_per_s": (8 * n / 1e6 / s["decode_s"] if s["decode_s"] > 0
+                     "mb_per_s": 8 * timed / 1e6 / s["encode_s"] if s["encode_s"] > 0
+                     else None,
+                     "decode_mb_per_s": (8 * timed / 1e6 / s["decode_s"] if s["decode_s"] > 0
                                          else None),
                      "bytes": s["bytes"]})
+        if s.get("computed"):
+            rows[-1]["computed"] = True
     return {"n": n, "unit": unit, "entropy_bits_per_report": entropy, "entropy_basis": basis,
             "codecs": rows}
 
 
-def group_tables(streams, profiles, available, readings=None, tick=None) -> tuple:
-    """([size table per stream shape present], {codec: {"blobs": [per stream]}}): each
-    shape's streams measured apart (compress.archive.measure; tick(codec) as each is done),
-    the blobs in stream order."""
-    tables, blobs = [], {name: [None] * len(streams) for name in available}
-    for shape, info in GROUPS.items():
+def _groups(streams, profiles):
+    """[(shape, indices of its streams, their profiles)] for each stream shape present."""
+    out = []
+    for shape in GROUPS:
         idx = [i for i, s in enumerate(streams)
                if SH.shape_of(profiles[s.fp]).name == shape]
-        if not idx:
-            continue
+        if idx:
+            fps = {streams[i].fp for i in idx}
+            out.append((shape, idx, {fp: p for fp, p in profiles.items() if fp in fps}))
+    return out
+
+
+def group_bounds(streams, profiles, counts, readings=None) -> list:
+    """[(bits per report, basis)] the entropy bound of each shape's streams (`_groups`' order):
+    computed before any codec runs, so that --readings that do not fit are refused first."""
+    return [entropy_bound([streams[i] for i in idx], profs,
+                          readings if shape == "patterns" else None, counts)
+            for shape, idx, profs in _groups(streams, profiles)]
+
+
+def group_tables(streams, profiles, bounds, sizes_of) -> list:
+    """[size table per stream shape present]: each shape's streams (store_streams
+    SpilledStream) measured apart, against its entropy bound (`group_bounds`),
+    sizes_of(indices of the shape's streams, their profiles) giving {codec: {"bytes",
+    "encode_s", "decode_s", "applies"}} (compress.archive.measure's figures, or one pass's)."""
+    tables = []
+    for (shape, idx, profs), (bound, basis) in zip(_groups(streams, profiles), bounds):
+        info = GROUPS[shape]
         mine = [streams[i] for i in idx]
-        fps = {s.fp for s in mine}
-        profs = {fp: profiles[fp] for fp in fps}
         n = sum(s.n for s in mine)
-        entropy, basis = entropy_bound(mine, profs, readings if shape == "patterns" else None)
-        sizes = A.measure(mine, profs, available, tick)
+        sizes = sizes_of(idx, profs)
         if shape == "patterns":
             cr = 64.0
         else:
-            cr = sum(payload_bits(profs[s.fp], s) for s in mine) / n
-        doc = size_table(n, sizes, entropy, basis, unit=info["unit"], cr_bits=cr)
+            cr = sum(s.payload_bits for s in mine) / n
+        doc = size_table(n, sizes, bound, basis, unit=info["unit"], cr_bits=cr)
         doc.update(shape=shape, label=info["label"], cr_basis=info["cr_basis"],
                    cr_bits=cr)
         law = [kind_codecs.exact_law(p) for p in profs.values()]
@@ -222,10 +241,43 @@ def group_tables(streams, profiles, available, readings=None, tick=None) -> tupl
                                  "bits": math.log2(w[1])}
                                 for fp, w in zip(profs, law) if w]
         tables.append(doc)
-        for name, s in sizes.items():
-            for i, b in zip(idx, s["blobs"]):
+    return tables
+
+
+def _measured(streams, profiles, codecs, tick):
+    """(sizes_of for group_tables, {codec: {"blobs": [per stream]}}): `--table`: every codec
+    timed on whole streams (compress.archive.measure), every stream in memory at once."""
+    mem = [A.Stream(s.device, s.fp, s.vector, s.bits(), s.n) for s in streams]
+    blobs = {name: [None] * len(streams) for name in codecs}
+
+    def sizes_of(idx, profs):
+        sizes = A.measure([mem[i] for i in idx], profs, codecs, tick)
+        for name, got in sizes.items():
+            for i, b in zip(idx, got["blobs"]):
                 blobs[name][i] = b
-    return tables, {name: {"blobs": b} for name, b in blobs.items()}
+        return sizes
+    return sizes_of, {name: {"blobs": b} for name, b in blobs.items()}
+
+
+def _tried(streams, profiles, codecs, spill, tick):
+    """(sizes_of for group_tables, {codec: {"blobs": [per stream]}}): each codec once on each
+    stream (compress.archive.encode_each), blobs in the spill."""
+    runs = A.encode_each(streams, profiles, codecs, spill, tick)
+
+    def sizes_of(idx, profs):
+        out = {}
+        for name, per in runs.items():
+            mine = [(per[i], streams[i].n) for i in idx]
+            ran = [(b, n) for (b, _, _), n in mine if b is not None
+                   and not isinstance(b, A.Sized)]
+            out[name] = {"bytes": sum(len(b) for (b, _, _), _ in mine if b is not None),
+                         "applies": all(b is not None for (b, _, _), _ in mine),
+                         "encode_s": sum(e for (_, e, _), _ in mine),
+                         "decode_s": sum(d for (_, _, d), _ in mine),
+                         "timed_n": sum(n for _, n in ran),
+                         "computed": len(ran) < sum(b is not None for (b, _, _), _ in mine)}
+        return out
+    return sizes_of, {name: {"blobs": [b for b, _, _ in per]} for name, per in runs.items()}
 
 
 def _f(value, spec):
@@ -260,6 +312,11 @@ def _format_group(doc: dict) -> list:
                  "symbol for pairs and messages)"
                  % (unit, basis, "" if basis == "64-bit doubles"
                     else " (%.2f bits per %s)" % (doc["cr_bits"], unit)))
+    computed = [r["codec"] for r in doc["codecs"] if r.get("computed")]
+    if computed:
+        lines.append("%s: size computed exactly (header + the bits the devices sent), not "
+                     "run on the streams where another codec was smaller"
+                     % ", ".join(computed))
     return lines
 
 
@@ -297,20 +354,27 @@ def _one_reading_profile(prof) -> None:
 
 def cmd_compress(args) -> int:
     from . import codecs, get, missing
+    from .spill import Spill
 
     if (args.db is None) == (args.reports is None):
         raise ZealError("give --db FILE or --reports FILE (with --profile)")
+    table = bool(getattr(args, "table", False))
     available = codecs()
-    candidates = []
+    named = []
     for name in args.codec or []:
         codec = get(name)          # unknown or missing library: one line naming the package
         available.setdefault(name, codec)
-        if name not in candidates:
-            candidates.append(name)
+        if name not in named:
+            named.append(name)
     if not available:
         raise ZealError("no codec is available (see zeal.analysis.compress)")
-    if not candidates:
+    if named:
+        candidates = named
+    elif table:
         candidates = list(available)
+    else:
+        candidates = [c for c in DEFAULT_CODECS if c in available] or list(available)[:1]
+    run = available if table else {name: available[name] for name in candidates}
     readings = read_readings(args.readings) if args.readings else None
     if args.db is not None:
         if args.profile is not None:
@@ -319,42 +383,26 @@ def cmd_compress(args) -> int:
 
         if is_url(args.db) and not args.out:
             raise ZealError("--db is a PostgreSQL URL: name the archive with --out FILE")
-        src = _database(args.db)
-        source, origin = "database", args.db
-    else:
-        if args.profile is None:
-            raise ZealError("--reports needs --profile FILE (the profile they were made under)")
-        from ...mechanism import kinds
+    elif args.profile is None:
+        raise ZealError("--reports needs --profile FILE (the profile they were made under)")
+    with Spill() as spill:
+        if args.db is not None:
+            from .store_streams import read_database
 
-        prof = kinds.load(args.profile)
-        _one_reading_profile(prof)
-        j = read_reports(args.reports, prof)
-        src = {"profiles": {prof.fingerprint: prof}, "devices": [], "columns": None,
-               "streams": [A.Stream(None, prof.fingerprint, False, A.report_bits(prof, j))],
-               "losses": None, "statuses": None, "link_bytes": None}
-        source, origin = "reports", args.reports
-    streams, profiles = src["streams"], src["profiles"]
-    n = sum(s.n for s in streams)
-    if readings is not None and len(profiles) == 1 and \
-            SH.shape_of(next(iter(profiles.values()))) is not SH.Patterns:
-        raise ZealError("--readings: the exact entropy bound is computed for window-grid "
-                        "profiles; without --readings the table is measured against the "
-                        "reports' plug-in entropy")
-    shapes = {SH.shape_of(profiles[s.fp]).name for s in streams}
-    with progress_bar(len(available) * len(shapes), "codec", "measuring codecs",
-                      quiet=args.json) as bar:
-        def tick(name):
-            bar.set_postfix_str(name)
-            bar.update(1)
+            with progress_bar(None, "frame", "reading the store", quiet=args.json) as bar:
+                src = read_database(args.db, spill, bar.update)
+            source, origin = "database", args.db
+        else:
+            from ...mechanism import kinds
+            from .store_streams import read_offsets
 
-        tables, sizes = group_tables(streams, profiles, available, readings, tick)
-    doc = dict(tables[0])          # the first group's figures at the top (as before groups)
-    doc["groups"] = tables
-    out = args.out or A.default_path(origin)
-    manifest = A.write(out, source=source, profiles=profiles, devices=src["devices"],
-                       columns=src["columns"], streams=streams, sizes=sizes,
-                       candidates=candidates, losses=src["losses"], statuses=src["statuses"],
-                       link_bytes=src["link_bytes"])
+            prof = kinds.load(args.profile)
+            _one_reading_profile(prof)
+            src = read_offsets(prof, read_reports(args.reports, prof), spill)
+            source, origin = "reports", args.reports
+        doc, manifest, out = _compress(args, src, source, origin, run, candidates, readings,
+                                       table, spill)
+    n = src.n
     doc["archive"] = {"path": out, "bytes": manifest["bytes"],
                       "bits_per_report": 8 * manifest["bytes"] / n,
                       "version": manifest["version"],
@@ -366,9 +414,45 @@ def cmd_compress(args) -> int:
         print(json.dumps(doc, indent=1))
     else:
         print(format_size_table(doc))
+        if not table:
+            print("codecs: those the archive tried, each once a stream; --table measures "
+                  "every available codec")
         if absent:  # their rows are not in the table: said, with what installs them
             print("not installed, so not measured: %s (pip install 'zeal-mcu[compress]')"
                   % ", ".join("%s (%s)" % kv for kv in sorted(absent.items())))
     return 0
 
 
+def _compress(args, src, source, origin, run, candidates, readings, table, spill) -> tuple:
+    """(the size table's document, the manifest, the archive's path): the codecs `run` on the
+    source's streams (all of them timed with --table, else each once), the archive written."""
+    streams, profiles = src.streams, src.profiles
+    if readings is not None and len(profiles) == 1 and \
+            SH.shape_of(next(iter(profiles.values()))) is not SH.Patterns:
+        raise ZealError("--readings: the exact entropy bound is computed for window-grid "
+                        "profiles; without --readings the table is measured against the "
+                        "reports' plug-in entropy")
+    bounds = group_bounds(streams, profiles, src.counts, readings)
+    shapes = {SH.shape_of(profiles[s.fp]).name for s in streams}
+    total = len(run) * (len(shapes) if table else len(streams))
+    with progress_bar(total, "codec", "measuring codecs", quiet=args.json) as bar:
+        def tick(name):
+            bar.set_postfix_str(name)
+            bar.update(1)
+
+        if table:
+            sizes_of, blobs = _measured(streams, profiles, run, tick)
+        else:
+            sizes_of, blobs = _tried(streams, profiles, run, spill, tick)
+        tables = group_tables(streams, profiles, bounds, sizes_of)
+    doc = dict(tables[0])          # the first group's figures at the top (as before groups)
+    doc["groups"] = tables
+    doc["table"] = table
+    chosen = A.choose(streams, profiles, blobs, candidates)
+    del blobs
+    out = args.out or A.default_path(origin)
+    manifest = A.write(out, source=source, profiles=profiles, devices=src.devices,
+                       columns=None, frames=src.frames, nframes=src.nframes, streams=streams,
+                       chosen=chosen, losses=src.losses, statuses=src.statuses,
+                       link_bytes=src.link_bytes)
+    return doc, manifest, out
