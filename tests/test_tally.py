@@ -85,18 +85,29 @@ def test_paged_analyze_equals_one_page(tmp_path):
     assert docs[0]["overall"]["n"] == sum((9 + d) * (13 + 5 * d) for d in range(3)) * 2
 
 
-@pytest.mark.parametrize("top", [200, (1 << 22) + 9])
-def test_split_add_equals_one_tally_per_label(top):
-    from zeal.mechanism.core.tally import add_split
+@pytest.mark.parametrize("top,count", [(200, 7), ((1 << 22) + 9, 7), (200, None),
+                                       (9, "heavy")])
+def test_tally_set_equals_one_tally_per_label(top, count):
+    from zeal.mechanism.core.tally import ROUNDS_MAX, TallySet
     rng = np.random.default_rng(top % 97)
-    j = rng.integers(0, top + 1, 4000)
-    labels = rng.integers(0, 5, 4000)
-    floats = rng.random(4000) * 1e6
-    split = [Tally() for _ in range(5)]
-    add_split(split, labels, j, floats)
-    for k in range(5):
-        want = Tally.of(j[labels == k], floats[labels == k])
-        got = split[k]
+    nframes = 300
+    if count == "heavy":   # one label with more frames in a page than ROUNDS_MAX
+        counts = np.full(nframes, 5)
+        labels = np.where(np.arange(nframes) % 3 == 0, 1, rng.integers(0, 6, nframes))
+        assert np.sum(labels == 1) > ROUNDS_MAX
+    else:
+        counts = np.full(nframes, count) if count else rng.integers(1, 12, nframes)
+        labels = rng.integers(0, 6, nframes)
+    j = rng.integers(0, top + 1, int(counts.sum()))
+    floats = rng.random(j.size) * 1e6
+    rep = np.repeat(labels, counts)
+    ts = TallySet()
+    half = nframes // 2, int(counts[:nframes // 2].sum())
+    ts.add_frames(labels[:half[0]], counts[:half[0]], j[:half[1]], floats[:half[1]])
+    ts.add_frames(labels[half[0]:], counts[half[0]:], j[half[1]:], floats[half[1]:])
+    for k in range(6):
+        want = Tally.of(j[rep == k], floats[rep == k])
+        got = ts.tally(k)
         assert (got.n, got.s1, got.s2, got.naive) == (want.n, want.s1, want.s2, want.naive)
         assert (got.counts is None) == (want.counts is None)
         if want.counts is not None:

@@ -31,7 +31,7 @@ from ..errors import ZealError
 from ..text import shown
 from ..mechanism import kinds
 from ..mechanism.grid.estimate import Estimator
-from ..mechanism.core.tally import Tally
+from ..mechanism.core.tally import Tally, TallySet
 from ..mechanism.grid.profile import Profile
 from ..paper import formulas as paper
 from .decode import Paged, frame_columns
@@ -230,18 +230,20 @@ def analyze(store: Store, include_vector: bool = False) -> dict:
 
 
 class _Totals:
-    """analyze's running figures over pages of frames (decode.Paged.chunks): per profile and
-    per (device, profile) a Tally of the offsets, the frames' report counts (their wire
-    bytes), debug reports."""
+    """analyze's running figures over pages of frames (decode.Paged.chunks): per profile a
+    Tally of its offsets and a TallySet of its devices' (zeal.mechanism.core.tally), the
+    frames' report counts (their wire bytes), debug reports."""
 
     def __init__(self, profiles, est):
         self.profiles, self.est = profiles, est
         self.fp_order: List[str] = []
         self.fp = {}          # fp -> Tally
-        self.dev = {}         # dev -> {fp: Tally}
+        self.fp_devs = {}     # fp -> TallySet, labelled by the global device index
+        self.fp_seen = {}     # fp -> set of device indices
+        self.names: List[bytes] = []
+        self.index: Dict[bytes, int] = {}
         self.fp_sizes = {}    # fp -> Counter of frame counts
         self.dev_sizes = {}   # dev -> Counter of (fp, frame count)
-        self.fp_devs = {}     # fp -> set of devices
         self.debug = {}       # dev -> debug reports
         self.frames = 0
 
@@ -250,11 +252,18 @@ class _Totals:
         if fp not in self.fp:
             self.fp_order.append(fp)
             self.fp[fp] = Tally()
+            self.fp_devs[fp] = TallySet()
+            self.fp_seen[fp] = set()
             self.fp_sizes[fp] = Counter()
-            self.fp_devs[fp] = set()
+        for d in names:
+            if d not in self.index:
+                self.index[d] = len(self.names)
+                self.names.append(d)
+        glob = np.array([self.index[d] for d in names], dtype=np.int64)
         self.frames += int(counts.size)
-        e.add_to(self.fp[fp], j)
-        self.fp_devs[fp].update(names)
+        whole, devs = self.fp[fp], self.fp_devs[fp]
+        e.add_to(whole, j)
+        self.fp_seen[fp].update(glob.tolist())
         # frames per (device, count) and debug reports per device, from small bincounts
         width = int(counts.max()) + 1
         pairs = np.bincount(frame_dev * width + counts, minlength=len(names) * width)
@@ -267,24 +276,22 @@ class _Totals:
             per = np.bincount(frame_dev, weights=counts * debug, minlength=len(names))
             for i in np.flatnonzero(per).tolist():
                 self.debug[names[i]] = self.debug.get(names[i], 0) + int(per[i])
-        tallies = []
-        for dev in names:
-            slot = self.dev.setdefault(dev, {})
-            if fp not in slot:
-                slot[fp] = Tally()
-            tallies.append(slot[fp])
-        if len(names) == 1:
-            mine, whole = tallies[0], self.fp[fp]
-            if mine.n + j.size == whole.n:  # the device has every report of this profile
-                mine.copy_of(whole)         # so far, in the same order: the same tally
-            else:
-                e.add_to(mine, j)
+        k = int(glob[0])
+        if len(names) == 1 and k < devs.size and int(devs.n[k]) + j.size == whole.n:
+            devs.set_from(k, whole)   # the device has every report of this profile so far,
+        elif len(names) == 1 and whole.n == j.size:     # in the same order: the same tally
+            devs.set_from(k, whole)
         else:
-            e.add_split(tallies, np.repeat(frame_dev, counts), j)
+            e.add_frames(devs, glob[frame_dev], counts, j)
 
     def dev_parts(self, dev) -> list:
-        mine = self.dev[dev]
-        return [(self.profiles[fp], mine[fp]) for fp in self.fp_order if fp in mine]
+        k = self.index[dev]
+        return [(self.profiles[fp], self.fp_devs[fp].tally(k)) for fp in self.fp_order
+                if k in self.fp_seen[fp]]
+
+    def devices(self) -> List[bytes]:
+        return [d for d in self.names if any(self.index[d] in self.fp_seen[fp]
+                                             for fp in self.fp_order)]
 
     def dev_wire(self, dev) -> int:
         return sum(_wire_bytes({count: frames}, self.profiles[fp].bits)
@@ -314,8 +321,8 @@ def analyze_data(data, where: str, include_vector: bool = False, chunks=None) ->
                         + ("" if include_vector else " (test-mode frames not counted)")
                         + ("; devices that reported errors: " + ", ".join(failed)
                            if failed else ""))
-    dev_parts = {dev: totals.dev_parts(dev) for dev in totals.dev}
-    dev_wire = {dev: totals.dev_wire(dev) for dev in totals.dev}
+    dev_parts = {dev: totals.dev_parts(dev) for dev in totals.devices()}
+    dev_wire = {dev: totals.dev_wire(dev) for dev in dev_parts}
 
     losses: Dict[Optional[bytes], Dict[str, int]] = {}
     for (dev, kind, _detail), count in data.events.items():
@@ -353,7 +360,7 @@ def analyze_data(data, where: str, include_vector: bool = False, chunks=None) ->
     for fp in totals.fp_order:
         doc = summarize([(data.profiles[fp], totals.fp[fp])], est)
         doc["wire_bits_per_report"] = 8 * totals.fp_wire(fp) / doc["n"]
-        doc["devices"] = len(totals.fp_devs[fp])
+        doc["devices"] = len(totals.fp_seen[fp])
         profiles.append(doc)
 
     overall = summarize([(data.profiles[fp], totals.fp[fp]) for fp in totals.fp_order], est)

@@ -19,7 +19,7 @@ import numpy as np
 from .exact import ExactGrid, max_window_variance
 from .profile import Profile
 from ..core.summary import Summary
-from ..core.tally import Tally, add_split
+from ..core.tally import Tally, TallySet
 
 
 def exact_sum(values) -> int:
@@ -114,11 +114,12 @@ class Estimator:
         j = np.asarray(offsets, dtype=np.int64).ravel()
         return t.add(j, floats_from_offsets(self.profile, j), own=True)
 
-    def add_split(self, tallies: list, labels, offsets) -> None:
-        """add_to(tallies[k], the offsets labelled k) for every label, in one pass."""
+    def add_frames(self, tallies: TallySet, frame_label, counts, offsets) -> None:
+        """Add a page of frames to the labels' tallies (TallySet.add_frames), with the
+        doubles x* for the naive sums."""
         from .reports import floats_from_offsets
         j = np.asarray(offsets, dtype=np.int64).ravel()
-        add_split(tallies, labels, j, floats_from_offsets(self.profile, j))
+        tallies.add_frames(frame_label, counts, j, floats_from_offsets(self.profile, j))
 
     def mean_of_tally(self, t: Tally) -> Fraction:
         return self.calibrated_mean(t.s1, t.n)

@@ -15,7 +15,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..core.summary import Summary
-from ..core.tally import Tally, add_split
+from ..core.tally import Tally, TallySet
 
 
 class TableEstimator:
@@ -98,12 +98,12 @@ class TableEstimator:
         self._counts(j)  # the range check
         return t.add(j)
 
-    def add_split(self, tallies: list, labels, offsets) -> None:
-        """add_to(tallies[k], the offsets labelled k) for every label, in one pass."""
+    def add_frames(self, tallies: TallySet, frame_label, counts, offsets) -> None:
+        """Add a page of frames to the labels' tallies (TallySet.add_frames)."""
         j = np.asarray(offsets, dtype=np.int64).ravel()
         if j.size and (int(j.min()) < 0 or int(j.max()) >= self.n_cells):
             raise ValueError("a report is outside the table's %d cells" % self.n_cells)
-        add_split(tallies, labels, j)
+        tallies.add_frames(frame_label, counts, j)
 
     def _tally_counts(self, t: Tally) -> np.ndarray:
         c = np.zeros(self.n_cells, dtype=np.int64)
