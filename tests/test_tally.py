@@ -101,10 +101,16 @@ def test_tally_set_equals_one_tally_per_label(top, count):
     j = rng.integers(0, top + 1, int(counts.sum()))
     floats = rng.random(j.size) * 1e6
     rep = np.repeat(labels, counts)
-    ts = TallySet()
+    ts, total = TallySet(), Tally()
     half = nframes // 2, int(counts[:nframes // 2].sum())
-    ts.add_frames(labels[:half[0]], counts[:half[0]], j[:half[1]], floats[:half[1]])
-    ts.add_frames(labels[half[0]:], counts[half[0]:], j[half[1]:], floats[half[1]:])
+    ts.add_frames(labels[:half[0]], counts[:half[0]], j[:half[1]], floats[:half[1]].copy(),
+                  total)
+    ts.add_frames(labels[half[0]:], counts[half[0]:], j[half[1]:], floats[half[1]:].copy(),
+                  total)
+    whole = Tally.of(j, floats)
+    assert (total.n, total.s1, total.s2, total.naive) == (whole.n, whole.s1, whole.s2,
+                                                          whole.naive)
+    assert (total.counts is None) == (whole.counts is None)
     for k in range(6):
         want = Tally.of(j[rep == k], floats[rep == k])
         got = ts.tally(k)

@@ -262,7 +262,6 @@ class _Totals:
         glob = np.array([self.index[d] for d in names], dtype=np.int64)
         self.frames += int(counts.size)
         whole, devs = self.fp[fp], self.fp_devs[fp]
-        e.add_to(whole, j)
         self.fp_seen[fp].update(glob.tolist())
         # frames per (device, count) and debug reports per device, from small bincounts
         width = int(counts.max()) + 1
@@ -271,18 +270,19 @@ class _Totals:
             dev, count = names[key // width], key % width
             frames = int(pairs[key])
             self.fp_sizes[fp][count] += frames
-            self.dev_sizes.setdefault(dev, Counter())[(fp, count)] += frames
+            if dev not in self.dev_sizes:
+                self.dev_sizes[dev] = Counter()
+            self.dev_sizes[dev][(fp, count)] += frames
         if debug.any():
             per = np.bincount(frame_dev, weights=counts * debug, minlength=len(names))
             for i in np.flatnonzero(per).tolist():
                 self.debug[names[i]] = self.debug.get(names[i], 0) + int(per[i])
         k = int(glob[0])
-        if len(names) == 1 and k < devs.size and int(devs.n[k]) + j.size == whole.n:
-            devs.set_from(k, whole)   # the device has every report of this profile so far,
-        elif len(names) == 1 and whole.n == j.size:     # in the same order: the same tally
-            devs.set_from(k, whole)
+        if len(names) == 1 and int(devs.n[k] if k < devs.size else 0) == whole.n:
+            e.add_to(whole, j)        # the device has had every report of this profile, in
+            devs.set_from(k, whole)   # the same order: the same tally
         else:
-            e.add_frames(devs, glob[frame_dev], counts, j)
+            e.add_frames(devs, glob[frame_dev], counts, j, total=whole)
 
     def dev_parts(self, dev) -> list:
         k = self.index[dev]

@@ -134,7 +134,9 @@ class TallySet:
             more = np.zeros((self.size, width - self.counts.shape[1]), dtype=np.int64)
             self.counts = np.hstack([self.counts, more])
 
-    def add_frames(self, frame_label, counts, j, floats=None) -> None:
+    def add_frames(self, frame_label, counts, j, floats=None, total=None) -> None:
+        """total: a Tally of all the labels' reports (in this order) to add the page to as
+        well, from the same sums (floats is then overwritten)."""
         frame_label = np.asarray(frame_label, dtype=np.int64)
         counts = np.asarray(counts, dtype=np.int64)
         j = np.asarray(j, dtype=np.int64)
@@ -146,6 +148,8 @@ class TallySet:
         top = int(j.max())
         if top >= (1 << 22) or j.size > (1 << 18):
             self._slow(frame_label, counts, j, floats)
+            if total is not None:
+                total.add(j, floats, own=True)
             return
         starts = np.cumsum(counts) - counts
         order = np.argsort(frame_label, kind="stable")       # frames, not reports
@@ -154,8 +158,11 @@ class TallySet:
         per_frame1 = np.add.reduceat(j, starts)[order]
         per_frame2 = np.add.reduceat(j * j, starts)[order]
         self.n[keys] += np.add.reduceat(counts[order], first)
-        self.s1[keys] += np.add.reduceat(per_frame1, first).astype(object)
-        self.s2[keys] += np.add.reduceat(per_frame2, first).astype(object)
+        s1 = np.add.reduceat(per_frame1, first)
+        s2 = np.add.reduceat(per_frame2, first)
+        self.s1[keys] += s1.astype(object)
+        self.s2[keys] += s2.astype(object)
+        cells = None
         if self.counts is not None:
             if top >= COUNTS_MAX:
                 self.counts = None
@@ -163,10 +170,29 @@ class TallySet:
                 self._cells(top + 1)
                 w = self.counts.shape[1]
                 cells = np.bincount(np.repeat(frame_label, counts) * w + j,
-                                    minlength=self.size * w)
-                self.counts += cells.reshape(self.size, w)
+                                    minlength=self.size * w).reshape(self.size, w)
+                self.counts += cells
         if floats is not None:
-            self._naive(frame_label, counts, order, lab, first, np.asarray(floats, np.float64))
+            floats = np.asarray(floats, np.float64)
+            self._naive(frame_label, counts, order, lab, first, floats)
+        if total is not None:   # the same page, whole: from the labels' sums
+            total.n += int(j.size)
+            total.s1 += sum(int(v) for v in s1.tolist())
+            total.s2 += sum(int(v) for v in s2.tolist())
+            if total.counts is not None:
+                if top >= COUNTS_MAX:
+                    total.counts = None
+                else:
+                    c = (cells.sum(axis=0) if cells is not None
+                         else np.bincount(j, minlength=top + 1))
+                    if total.counts.size < c.size:
+                        c = c.copy()
+                        c[:total.counts.size] += total.counts
+                        total.counts = c
+                    else:
+                        total.counts[:c.size] += c
+            if floats is not None:
+                total.naive = _seq_sum(floats, total.naive)
 
     def _naive(self, frame_label, counts, order, lab, first, floats) -> None:
         c = int(counts[0])

@@ -114,12 +114,13 @@ class Estimator:
         j = np.asarray(offsets, dtype=np.int64).ravel()
         return t.add(j, floats_from_offsets(self.profile, j), own=True)
 
-    def add_frames(self, tallies: TallySet, frame_label, counts, offsets) -> None:
+    def add_frames(self, tallies: TallySet, frame_label, counts, offsets,
+                   total: Tally = None) -> None:
         """Add a page of frames to the labels' tallies (TallySet.add_frames), with the
         doubles x* for the naive sums."""
         from .reports import floats_from_offsets
         j = np.asarray(offsets, dtype=np.int64).ravel()
-        tallies.add_frames(frame_label, counts, j, floats_from_offsets(self.profile, j))
+        tallies.add_frames(frame_label, counts, j, floats_from_offsets(self.profile, j), total)
 
     def mean_of_tally(self, t: Tally) -> Fraction:
         return self.calibrated_mean(t.s1, t.n)

@@ -98,12 +98,13 @@ class TableEstimator:
         self._counts(j)  # the range check
         return t.add(j)
 
-    def add_frames(self, tallies: TallySet, frame_label, counts, offsets) -> None:
+    def add_frames(self, tallies: TallySet, frame_label, counts, offsets,
+                   total: Tally = None) -> None:
         """Add a page of frames to the labels' tallies (TallySet.add_frames)."""
         j = np.asarray(offsets, dtype=np.int64).ravel()
         if j.size and (int(j.min()) < 0 or int(j.max()) >= self.n_cells):
             raise ValueError("a report is outside the table's %d cells" % self.n_cells)
-        tallies.add_frames(frame_label, counts, j)
+        tallies.add_frames(frame_label, counts, j, None, total)
 
     def _tally_counts(self, t: Tally) -> np.ndarray:
         c = np.zeros(self.n_cells, dtype=np.int64)
