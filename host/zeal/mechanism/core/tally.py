@@ -103,7 +103,8 @@ class TallySet:
     add_frames(frame_label, counts, j, floats): frame i has counts[i] reports, label
     frame_label[i]; j holds the reports frame after frame. Exact: n per label in int64;
     the sums of j and j^2 in Python integers (object arrays), each page's part in int64 while
-    it fits (j < 2^22, at most 2^18 reports a page; else label by label through Tally.add).
+    it fits (j^2 times the page's reports below 2^63; else label by label through
+    Tally.add).
     The naive float sums stay strictly sequential per label: frames of one count are taken
     in rounds, the r-th frame of every label at once, its first report added to the label's
     running sum and the row accumulated (np.add.accumulate along the frame, in order)."""
@@ -146,7 +147,7 @@ class TallySet:
         if int(j.min()) < 0:
             raise ValueError("an offset is negative")
         top = int(j.max())
-        if top >= (1 << 22) or j.size > (1 << 18):
+        if top >= _HALF or top * top * j.size >= (1 << 63):  # a page's int64 sums could wrap
             self._slow(frame_label, counts, j, floats)
             if total is not None:
                 total.add(j, floats, own=True)
@@ -226,8 +227,11 @@ class TallySet:
     def _slow(self, frame_label, counts, j, floats) -> None:
         """Label by label through Tally.add (wide offsets or a large page)."""
         labels = np.repeat(frame_label, counts)
-        for k in np.unique(frame_label).tolist():
-            mask = labels == k
+        order = np.argsort(labels, kind="stable")
+        keys, first = np.unique(labels[order], return_index=True)
+        bounds = np.append(first, labels.size)
+        for i, k in enumerate(keys.tolist()):
+            mask = order[bounds[i]:bounds[i + 1]]       # label k's reports, in order
             t = Tally()
             t.n, t.s1, t.s2, t.naive = int(self.n[k]), int(self.s1[k]), int(self.s2[k]), \
                 float(self.naive[k])
