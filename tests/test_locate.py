@@ -142,8 +142,20 @@ def test_reproduce_location_quick_writes_the_tables_and_figures(tmp_path):
     rep = tmp_path / "rep"
     files = sorted(p.name for p in rep.iterdir())
     assert files == ["locationDensity-cities.png", "locationDensity-earthquakes.png",
-                     "locationErrorVsK.png", "report_location.md"]
+                     "locationErrorVsK.png", "locationRangeQueries.png", "report_location.md"]
     text = (rep / "report_location.md").read_text()
     assert "| 10000 | 79 / " in text and "| earthquakes | 23412 |" in text
     assert "| cities | 100000 |" in text
+    # the range queries (Section 6.2) and the median (Section 6.3)
+    assert "## Range-count queries" in text and "## The median" in text
+    for eps in ("3", "1"):
+        assert "| earthquakes | %s | Privelet, 512 x 512 | 3 |" % eps in text
+        assert "| earthquakes | %s | noisy 41 x 41 histogram | 3 |" % eps in text
+    assert "| earthquakes | | mean true count | |" in text
+    import re
+    for name, n, runs in (("paper-129", 129, 200), ("earthquakes", 23412, 50)):
+        for eps in ("0.5", "1", "2", "3"):
+            row = (r"\| %s \| %d \| [0-9.]+ \| [0-9.e+-]+ \| %s \| \d+ \| %d \|"
+                   r"( [0-9.e+-]+ \|){5}$")
+            assert re.search(row % (name, n, re.escape(eps), runs), text, re.M), (name, eps)
     assert all((rep / f).stat().st_size > 10000 for f in files if f.endswith(".png"))
