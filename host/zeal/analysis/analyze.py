@@ -571,16 +571,24 @@ def analyze_archive(path: str, include_vector: bool = False) -> dict:
     """`analyze`'s document from an archive (`zeal compress`). From a database's archive:
     the same document, figure for figure, as `analyze` on that database. From a reports
     file's archive: the estimates (overall and the one profile); the figures only a
-    collection has are None (absent), and "source" is "reports"."""
+    collection has are None (absent), and "source" is "reports". `path` may be any volume of
+    a set (compress.archive_volumes): every volume is read in turn, one held at a time, its
+    chunks fed in order (volume 1's events), giving the document of the store."""
     from .compress import archive
 
     arc = archive.read(path)
+    if arc.volumes > 1:
+        data = archive.VolumeSet(arc, include_vector)
+        del arc                    # the volume given is let go: one volume held at a time
+        return analyze_data(data, path, include_vector, chunks=data.chunks())
     if arc.source == "database":
         if not arc.patterns_only:   # multi or shuffle streams: analyze runs on a store's view
             from .compress.replay import ArchiveStore
 
             return analyze(ArchiveStore(arc), include_vector)
-        return analyze_data(arc.loaded(include_vector), path, include_vector)
+        data = arc.loaded(include_vector)
+        del arc                    # its streams: now the data's offsets
+        return analyze_data(data, path, include_vector, chunks=data.chunks())
     prof, j = arc.reports_offsets()
     overall = summarize([(prof, j)])
     overall.update(_NO_COLLECTION)

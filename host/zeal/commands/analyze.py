@@ -10,7 +10,9 @@ def add(sub):
     p.add_argument("--db", metavar="FILE|URL", help="the collector's database: an SQLite "
                    "file or a postgresql:// URL (opened read-only)")
     p.add_argument("--archive", metavar="ARCHIVE", help="an archive made by `zeal compress`, "
-                   "instead of --db: the same figures as on its database")
+                   "instead of --db: the same figures as on its database; of a store written "
+                   "as volumes, any volume (every volume of the set is read from beside it, "
+                   "one at a time)")
     p.add_argument("--paper", action="store_true",
                    help="also print the Zeal paper's AVG* (the mean of the perturbed doubles "
                         "minus the public bias) and transmission ratio (default: off; the "

@@ -13,6 +13,10 @@ def add(sub):
         "archive tries adaptive (the smallest) and packed (the devices' own bits: its size "
         "is computed, and it is made only where it is the smaller), reading the store a page "
         "at a time and coding it a block at a time, so memory does not grow with the store. "
+        "A store of more than 2,097,152 window-grid or table reports (or 65,536 frames) is "
+        "written as volumes: --out, then NAME.v2.zeal.zip, NAME.v3.zeal.zip, ... beside it, "
+        "each an archive of a run of the store's frames (the events in volume 1), so that "
+        "`zeal analyze --archive` holds one volume at a time. "
         "--table measures every available codec.")
     p.add_argument("--db", metavar="FILE|URL", help="the collector's database, an SQLite file "
                    "or a postgresql:// URL (opened read-only)")
@@ -21,7 +25,9 @@ def add(sub):
     p.add_argument("--profile", metavar="FILE", help="the profile the --reports were made "
                    "under")
     p.add_argument("--out", metavar="ARCHIVE", help="the archive to write (default: the "
-                   "source's name with .zeal.zip)")
+                   "source's name with .zeal.zip); for a store past one volume, volume 1, "
+                   "the others beside it (NAME.v2.zeal.zip, ...: NAME is ARCHIVE without "
+                   ".zeal.zip)")
     p.add_argument("--codec", nargs="+", action="extend", metavar="NAME",
                    help="the codecs the archive may use, each stream in the smallest "
                    "(default: packed and adaptive; with --table every available codec); "
@@ -36,9 +42,10 @@ def add(sub):
                    "one decimal a line: the entropy bound is then the exact one (default: "
                    "the plug-in entropy of the observed reports)")
     p.add_argument("--json", action="store_true", help='print {"n", '
-                   '"entropy_bits_per_report", "entropy_basis", "codecs": [...], "archive"} '
-                   'as JSON ("codecs": the codecs tried, or with --table every available '
-                   "one)")
+                   '"entropy_bits_per_report", "entropy_basis", "codecs": [...], "archive", '
+                   '"volumes"} as JSON ("codecs": the codecs tried, or with --table every '
+                   'available one; "volumes": the archive\'s files, volume 1 -- "archive"\'s '
+                   'path -- first)')
     p.set_defaults(func=run)
 
 

@@ -21,8 +21,10 @@ def add(sub):
                    "generators (default: %(default)s)")
     p.add_argument("--location", action="store_true",
                    help="instead: seed 003's location publishing (Table 1, Table 2, the error "
-                        "against k, the densities) into DIR/report_location.md and PNGs; "
-                        "needs the locate extra")
+                        "against k, the densities, range-count error by square size against "
+                        "the histogram and a Haar-wavelet baseline, the median against smooth "
+                        "sensitivity) into DIR/report_location.md and PNGs; needs the locate "
+                        "extra")
     p.set_defaults(func=run)
 
 

@@ -98,7 +98,10 @@ def _reduce(hist: np.ndarray, b: int) -> np.ndarray:
 def histogram(j: np.ndarray, t: int) -> np.ndarray:
     """The counts of j's top min(t, B_MAX_BITS) bits: what a context keeps of a stream."""
     top = _top(t)
-    return np.bincount((j >> np.uint64(t - top)).astype(np.int64), minlength=1 << top)
+    v = j >> np.uint64(t - top)
+    # one temporary: the shifted values (below 2^12) read as int64, which bincount takes as is
+    return np.bincount(v.view(np.int64) if v.dtype == np.uint64 else v.astype(np.int64),
+                       minlength=1 << top)
 
 
 def choose_bits(j: np.ndarray, t: int, prior=None) -> int:
@@ -210,9 +213,12 @@ class Adaptive:
             syms.append((sym, t - b))
         out = []
         for (sym, shift), (n, t, _prior) in zip(syms, specs):
-            low = unpack_bits(view[at:], n, shift)
-            at += -(-n * shift // 8)
-            out.append((sym.astype(np.uint64) << np.uint64(shift)) | low)
+            value = sym.view(np.uint64)    # the buckets (>= 0), made the values in place
+            if shift:
+                value <<= np.uint64(shift)
+                value |= unpack_bits(view[at:], n, shift)
+                at += -(-n * shift // 8)
+            out.append(value)
         return sym_u, out, at
 
     def encode_symbols(self, j: np.ndarray, t: int, prior=None) -> bytes:

@@ -51,7 +51,10 @@ This module is the archive's one import path; the work is done, each part once, 
 - archive_manifest: the manifest checked before it is believed;
 - archive_write: `measure` (every codec timed on whole streams: `zeal compress --table`),
   `encode_each` (each codec once a stream, from a spill: the default), `choose`, `write`;
-- archive_read: `read`, `Archive`, `ArchivedData`.
+- archive_read: `read`, `Archive`, `ArchivedData`;
+- archive_volumes: a store past one volume as a set of archives (VOLUME_REPORTS reports,
+  VOLUME_FRAMES frames each; "volume", "volumes" and "set" in each manifest): their names
+  (`volume_path`), their writing (`finalize`) and `VolumeSet`, every volume read in turn.
 """
 import os
 
@@ -60,11 +63,13 @@ from .archive_format import (ABSENT, COLUMNS, DIRECTORY_ENTRY_BYTES, FORMAT, INT
                              MAX_FRAMES, MAX_LOSSES, MAX_MANIFEST_BYTES, MAX_MODELS,
                              MAX_PROFILE_BYTES, MAX_PROFILE_TOTAL, MAX_PROFILES, MAX_REPORTS,
                              MAX_STATUS_DETAIL, MAX_STATUSES, MAX_STREAMS, MAX_SYMBOLS,
-                             PROFILE_MAX_FILE, U32_MAX, VERSION, VERSIONS, ArchiveError,
-                             profile_entry, stream_bytes_cap)
+                             MAX_VOLUMES, PROFILE_MAX_FILE, SET_HEX, U32_MAX, VERSION, VERSIONS,
+                             VOLUME_FRAMES, VOLUME_REPORTS, ArchiveError, profile_entry,
+                             stream_bytes_cap)
 from .archive_frames import runs, unruns
 from .archive_read import Archive, ArchivedData, read
 from .archive_streams import Stream, database_streams, offsets_of, report_bits, stream_codec
+from .archive_volumes import VolumeSet, finalize, new_set_id, volume_path
 from .archive_write import MIN_TIME_S, Sized, choose, encode_each, measure, write
 
 
@@ -83,4 +88,7 @@ __all__ = ["ArchiveError", "Archive", "ArchivedData", "Stream", "read", "write",
            "INT64_MAX", "U32_MAX", "MAX_REPORTS", "MAX_SYMBOLS", "MAX_MODELS", "MAX_FRAMES",
            "MAX_DEVICES", "MAX_STREAMS", "MAX_PROFILES", "MAX_STATUSES", "MAX_LOSSES",
            "MAX_DEPTH", "MAX_PROFILE_BYTES", "MAX_PROFILE_TOTAL", "MAX_ENTRIES",
-           "DIRECTORY_ENTRY_BYTES", "MAX_STATUS_DETAIL", "MAX_MANIFEST_BYTES", "PROFILE_MAX_FILE"]
+           "DIRECTORY_ENTRY_BYTES", "MAX_STATUS_DETAIL", "MAX_MANIFEST_BYTES", "PROFILE_MAX_FILE",
+           # volumes (archive_volumes)
+           "VolumeSet", "finalize", "new_set_id", "volume_path", "VOLUME_REPORTS",
+           "VOLUME_FRAMES", "MAX_VOLUMES", "SET_HEX"]

@@ -7,8 +7,10 @@ Limits. An archive may come from anyone, so `read` bounds every size and count b
 allocates for it, and refuses (ArchiveError, one line) anything past them; `write` refuses to
 write past them (the same line from `zeal compress`), so every archive zeal writes is one it
 reads. The stated maximum archive, in what the format counts (the reader holds all of it in
-memory -- about 60 B a report and 300 B a frame -- so these are sized to a workstation; a
-streaming reader would lift them):
+memory -- about 20 B a report and 300 B a frame: `zeal analyze --archive` on one archive of
+10^7 reports peaks at 215 MB with 1 device, 246 MB with 1,000, against 51 and 57 MB for
+`--db`; 651 MB, 60 B a report, before the reader made its offsets in place -- so these are
+sized to a workstation; a larger store is written as volumes, below):
 - MAX_REPORTS = 2^25 (33,554,432) reports: 256 MiB of float64 patterns; MAX_SYMBOLS = 2^25
   stream symbols (a multi report is 2k of them): 256 MiB of uint64 symbols;
 - MAX_FRAMES = 2^20 (1,048,576) frames: MAX_REPORTS at a mean batch of 32 (the default is 64);
@@ -21,7 +23,8 @@ streaming reader would lift them):
   characters: the longest code name, four u32 counters, "debug" and a message of at most
   wire.MAX_MESSAGE = 200 characters, as the collector writes it; losses: 3 kinds a device.
 Measured at MAX_REPORTS, MAX_FRAMES and MAX_STATUSES (1,000 devices, interleaved at random):
-`zeal analyze --archive` peaks at 2.5 GB and takes 36 s; a hostile archive cannot cost more.
+`zeal analyze --archive` peaks at 2.5 GB and takes 36 s; a hostile archive cannot cost more
+(measured before the reader made its offsets in place, which only lowered it).
 What an archive of that size holds, and so the caps on what is decompressed:
 - a stream of n reports (n from the manifest, and first checked to equal the reports the frame
   table gives that device, profile and mode; all n sum to at most MAX_REPORTS) and s symbols
@@ -53,6 +56,24 @@ What an archive of that size holds, and so the caps on what is decompressed:
 - the zip directory lists at most MAX_ENTRIES = 1 + MAX_PROFILES + MAX_STREAMS entries in at
   most DIRECTORY_ENTRY_BYTES (128) each, checked from its end record before zipfile reads it;
   entries are stored or deflated and not encrypted, as `write` makes them.
+
+Volumes (compress.archive_volumes; issue "Scale: a billion reports in constant memory"). A
+store past one volume is written as a set of archives, each complete and within the caps
+above, so that `zeal analyze --archive` holds one volume at a time, whatever the store:
+- VOLUME_REPORTS = 2^21 (2,097,152) reports a volume: what the reader holds of one volume
+  at the 60 B a report it took before its offsets were made in place (126 MB); now about
+  20 B. Measured: `zeal analyze --archive` on a set of 10^8 reports (48 volumes) peaks at
+  89 MB with 1 device and 91 MB with 1,000 (`--db`: 49 and 57 MB), flat in the store's size
+  (10^7, 5 volumes: 89 and 91 MB);
+- VOLUME_FRAMES = 2^16 (65,536) frames a volume: VOLUME_REPORTS at a mean batch of 32, as
+  MAX_FRAMES is MAX_REPORTS's (about 300 B a frame held: 20 MB);
+- MAX_VOLUMES = 2^16 volumes a set: 2^37 (1.4 x 10^11) reports at VOLUME_REPORTS, over a
+  hundred times the issue's billion; a reader checks 1 <= volume <= volumes <= MAX_VOLUMES
+  and, over the set, at most MAX_DEVICES devices and MAX_PROFILES profiles (what analyze
+  keeps from one volume to the next);
+- "set": SET_HEX (32) lower-case hex digits, 16 random bytes.
+A volume's manifest is far below MAX_MANIFEST_BYTES (its frames are at most VOLUME_FRAMES), so
+its three keys need no room in the budget.
 """
 import json
 import math
@@ -90,6 +111,10 @@ MAX_PROFILES = MAX_STREAMS
 MAX_STATUSES = 1 << 16
 MAX_LOSSES = (MAX_DEVICES + 1) * len(LOSS_KINDS)
 MAX_DEPTH = 8
+VOLUME_REPORTS = 1 << 21     # a volume's reports (compress.archive_volumes)
+VOLUME_FRAMES = 1 << 16      # a volume's frames
+MAX_VOLUMES = 1 << 16        # the volumes of a set
+SET_HEX = 32                 # hex digits of a set's id (16 random bytes)
 # a profile entry: at most a table profile's longest file (a grid's is PROFILE_MAX_FILE, 502
 # bytes); all of them together at most what MAX_PROFILES grid files take, as before tables
 MAX_PROFILE_BYTES = max(PROFILE_MAX_FILE, MAX_TABLE_FILE)

@@ -19,6 +19,8 @@ _ENTRY = re.compile(r"streams/[0-9]{1,9}")
 _CODEC = re.compile(r"[a-z0-9_]{1,32}")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_SET = re.compile(r"[0-9a-f]{%d}" % F.SET_HEX)
+VOLUME_KEYS = ("volume", "volumes", "set")
 
 
 def _int(v, lo: int = F.INT64_MIN, hi: int = F.INT64_MAX) -> bool:
@@ -129,6 +131,7 @@ def manifest_checked(doc) -> dict:
             raise _past("symbols or more", symbols, F.MAX_SYMBOLS)
     if not streams:
         raise ArchiveError("manifest: no streams")
+    _volume_checked(doc)
     if not database:
         if len(fps) != 1 or devices:
             raise ArchiveError("manifest: a reports file's archive has one profile, no devices")
@@ -151,7 +154,27 @@ def manifest_checked(doc) -> dict:
                 and type(e[1]) is str and len(e[1]) <= F.MAX_STATUS_DETAIL):
             raise _damaged("a STATUS entry (device, detail of at most %d characters)"
                            % F.MAX_STATUS_DETAIL)
+    if doc.get("volume", 1) > 1 and (losses or statuses or doc["link_bytes"]):
+        raise ArchiveError("manifest: volume %d holds events or link bytes; a set keeps them "
+                           "in volume 1" % doc["volume"])
     return doc
+
+
+def _volume_checked(doc: dict) -> None:
+    """A volume of a set (compress.archive_volumes): "volume", "volumes" and "set" all three
+    or none; 1 <= volume <= volumes <= MAX_VOLUMES, set SET_HEX hex digits; a database's."""
+    present = [k for k in VOLUME_KEYS if k in doc]
+    if not present:
+        return
+    if len(present) != len(VOLUME_KEYS):
+        raise ArchiveError("manifest: a volume of a set has \"volume\", \"volumes\" and "
+                           "\"set\"; this one has %s only" % ", ".join(present))
+    if not (_int(doc["volumes"], 1, F.MAX_VOLUMES) and _int(doc["volume"], 1, doc["volumes"])
+            and type(doc["set"]) is str and _SET.fullmatch(doc["set"])):
+        raise ArchiveError("manifest: the volume keys are damaged (volume 1 to volumes, "
+                           "volumes 1 to %d, set %d hex digits)" % (F.MAX_VOLUMES, F.SET_HEX))
+    if doc["source"] != "database":
+        raise ArchiveError("manifest: only a database's archive comes in volumes")
 
 
 def frame_columns(m: dict) -> Dict[str, np.ndarray]:

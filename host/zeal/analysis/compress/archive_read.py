@@ -14,9 +14,11 @@ from . import archive_format as F
 from .archive_format import ArchiveError
 from .archive_manifest import (FINGERPRINT, frame_columns, manifest_checked, parse_manifest,
                                reports_match)
-from .archive_streams import offsets_of, stream_codec
+from .archive_streams import offsets_of, report_bits, stream_codec
 from .archive_zip import check_directory, read_entry
 from ..decode import ROW_FP
+
+PAGE = 4096     # frames a chunk of `ArchivedData.chunks` (the store's page, as analyze reads it)
 
 
 class Archive:
@@ -32,6 +34,21 @@ class Archive:
     @property
     def source(self) -> str:
         return self.manifest["source"]
+
+    @property
+    def volume(self) -> int:
+        """Which volume of its set this archive is (1 for an archive without volumes)."""
+        return self.manifest.get("volume", 1)
+
+    @property
+    def volumes(self) -> int:
+        """The volumes of its set (1 for an archive without volumes)."""
+        return self.manifest.get("volumes", 1)
+
+    @property
+    def set_id(self) -> Optional[str]:
+        """Its set's id (hex), or None for an archive without volumes."""
+        return self.manifest.get("set")
 
     @property
     def n(self) -> int:
@@ -78,28 +95,43 @@ class ArchivedData:
                          for d, detail in m["statuses"]]
         self.link_bytes = int(m["link_bytes"])
         # every fingerprint's offsets in row order, from the per-device streams: the reports
-        # of one (device, test mode) label, in row order, are that stream's, in order
+        # of one (device, test mode) label, in row order, are that stream's, in order. The
+        # work is per frame (each frame's reports are consecutive in both orders); a profile
+        # of one stream has that stream's offsets as they are (no copy)
         self._offsets = {}
         for fp in self.by_fp:
             p = fps.index(fp)
-            mine = (cols["profile"] == p) & keep
-            label = np.repeat(cols["device"][mine] * 2 + cols["vector"][mine],
-                              cols["count"][mine])
+            mine = np.flatnonzero((cols["profile"] == p) & keep)
+            label = cols["device"][mine] * 2 + cols["vector"][mine]     # a frame's stream
+            count = cols["count"][mine]
             order = np.argsort(label, kind="stable")
             keys, starts, sizes = np.unique(label[order], return_index=True,
                                             return_counts=True)
-            out = np.empty(label.size, dtype=np.int64)
+            end = np.cumsum(count)           # after each frame's reports, in row order
+            out = None
             filled = np.zeros(keys.size, dtype=bool)
             for s, j in zip(m["streams"], archive.stream_offsets):
                 if s["profile"] != fp or (s["vector"] and not include_vector):
                     continue
-                i = int(np.searchsorted(keys, s["device"] * 2 + int(s["vector"])))
-                if i == keys.size or keys[i] != s["device"] * 2 + int(s["vector"]) \
-                        or sizes[i] != j.size or filled[i]:
+                key = s["device"] * 2 + int(s["vector"])
+                i = int(np.searchsorted(keys, key))
+                frames = order[starts[i]:starts[i] + sizes[i]] if i < keys.size else order[:0]
+                c = count[frames]
+                if i == keys.size or keys[i] != key or int(c.sum()) != j.size or filled[i]:
                     raise ArchiveError("%s: %d reports that the frame table does not hold"
                                        % (s["entry"], j.size))
-                out[order[starts[i]:starts[i] + sizes[i]]] = j
                 filled[i] = True
+                if keys.size == 1:
+                    out = j
+                    continue
+                if out is None:
+                    out = np.empty(int(end[-1]), dtype=np.int64)
+                # report r of the stream, in its frame k: at end[k] - c[k] + r - (c[0] +
+                # ... + c[k-1]) in the profile's rows
+                pos = np.arange(j.size, dtype=np.int64)
+                pos += np.repeat(end[frames] - np.cumsum(c), c)
+                out[pos] = j
+                del pos
             if not filled.all():
                 raise ArchiveError("manifest: frames without their stream")
             self._offsets[fp] = out
@@ -107,18 +139,42 @@ class ArchivedData:
     def offsets(self, fp: str) -> np.ndarray:
         return self._offsets[fp]
 
+    def chunks(self, page: int = PAGE):
+        """What analyze_data takes as `chunks`: (fingerprint, frame_dev, names, counts, debug,
+        offsets) a profile at a time, in pages of `page` frames (as analyze pages a store, so
+        its temporaries are a page's). Uses the data up: each profile's rows and offsets are
+        let go once given, and each page's offsets are a copy (a page analyze still holds
+        keeps no more alive)."""
+        from ..decode import frame_columns
 
-def _observe(context, bits, profile) -> None:
+        self.rows = None
+        for fp in list(self.by_fp):
+            rows, j, at = self.by_fp.pop(fp), self._offsets.pop(fp), 0
+            for lo in range(0, len(rows), page):
+                cols = frame_columns(rows[lo:lo + page])
+                n = int(cols[2].sum())
+                yield (fp,) + cols + (j[at:at + n].copy(),)
+                at += n
+            del rows, j
+
+
+def _observe(context, bits, profile, offsets=None) -> None:
     """Every stream of a profile, whatever its codec, joins the adaptive codec's shared model
-    (as archive_write.shared adds it when writing)."""
+    (as archive_write.shared adds it when writing); a grid's or table's from its `offsets`
+    where they are given (checked: what the codec's observe makes of the bits)."""
     from . import get
 
     try:
         coder = stream_codec("adaptive", get("adaptive"), profile)
     except ZealError:      # its library is not installed: no adaptive stream can be read
         return
-    if coder is not None:
-        coder.observe(context, bits, profile)
+    if coder is None:
+        return
+    if offsets is not None and hasattr(coder, "observe_offsets"):
+        coder.observe_offsets(context, offsets.view(np.uint64), profile)
+    else:
+        coder.observe(context, report_bits(profile, offsets) if bits is None else bits,
+                      profile)
 
 
 def read(path: str) -> Archive:
@@ -209,8 +265,9 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
             raise ArchiveError("%s cannot be decoded by %s (%s)"
                                % (what, s["codec"], type(exc).__name__)) from None
         del blob
-        if shape is SH.Patterns:
-            j = offsets_of(prof, bits, what)
+        if shape is SH.Patterns:     # the offsets made in the decoded array's memory
+            j = offsets_of(prof, bits, what, in_place=True)
+            bits = None
         else:
             j = np.asarray(bits, dtype=np.uint64)
             try:
@@ -219,6 +276,7 @@ def _read(z: zipfile.ZipFile, path: str, get) -> Archive:
                 raise ArchiveError(str(exc)) from None
         if j.size != count:
             raise ArchiveError("%s: %d symbols, the manifest says %d" % (what, j.size, count))
-        _observe(ctx, bits, prof)
+        _observe(ctx, bits, prof, j if bits is None else None)
+        del bits
         offsets.append(j)
     return Archive(path, m, profiles, offsets, cols)

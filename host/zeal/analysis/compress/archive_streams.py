@@ -34,16 +34,24 @@ def report_bits(profile: Profile, offsets: np.ndarray) -> np.ndarray:
     return np.asarray(offsets, dtype=np.int64).astype(np.uint64) + base
 
 
-def offsets_of(profile: Profile, bits: np.ndarray, what: str) -> np.ndarray:
-    """Bit patterns -> offsets, every one checked against the profile's grid."""
+def offsets_of(profile: Profile, bits: np.ndarray, what: str,
+               in_place: bool = False) -> np.ndarray:
+    """Bit patterns -> offsets (int64), every one checked against the profile's grid;
+    in_place: made in `bits`' own memory where it is writeable (a reader's decoded stream,
+    which then holds the offsets), so that no second array of the stream is made."""
     bits = np.asarray(bits, dtype=np.uint64)
-    base = kinds.of(profile).report_pattern(profile)[0]
-    j = (bits - np.uint64(base)).view(np.int64)
-    bad = np.flatnonzero((bits < np.uint64(base)) | (j >= profile.n_cells))
+    base = int(kinds.of(profile).report_pattern(profile)[0])
+    if in_place and bits.flags.writeable:
+        bits -= np.uint64(base)
+        j = bits
+    else:
+        j = bits - np.uint64(base)
+    # one test: a pattern below the grid's first wraps past its last (base + n_cells <= 2^64)
+    bad = np.flatnonzero(j >= np.uint64(profile.n_cells))
     if bad.size:
         raise ArchiveError("%s: report %d (0x%016x) is outside the profile's grid"
-                           % (what, bad[0], int(bits[bad[0]])))
-    return j
+                           % (what, bad[0], (int(j[bad[0]]) + base) % (1 << 64)))
+    return j.view(np.int64)
 
 
 def database_streams(data, vector_flags: Sequence[int]) -> tuple:

@@ -206,12 +206,15 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
           columns: Optional[dict], streams: List[Stream], sizes: Optional[dict] = None,
           candidates: Optional[List[str]] = None, losses=None, statuses=None,
           link_bytes: Optional[int] = None, chosen: Optional[list] = None,
-          frames: Optional[dict] = None, nframes: Optional[int] = None) -> dict:
+          frames: Optional[dict] = None, nframes: Optional[int] = None,
+          volume: Optional[tuple] = None) -> dict:
     """Write the archive (atomically: a temporary file renamed over `path`); each stream in
     the smallest of the `candidates` codecs (measured in `sizes`; ties: the first named), or
     in the (codec name, blob) `chosen` for it. A blob is bytes or a compress.spill.BlobRef
     (copied into the zip a piece at a time). The frame table is `columns` (a column an
-    array), or `frames` (the columns' runs already made) of `nframes` frames.
+    array), or `frames` (the columns' runs already made) of `nframes` frames. `volume`:
+    (volume, volumes, set id) for a volume of a set (compress.archive_volumes: the keys follow
+    "version"); None, an archive without volumes (no such keys).
     Returns the manifest, with "bytes" (the archive's size) added."""
     fps = list(profiles)
     if chosen is None:
@@ -223,12 +226,14 @@ def write(path: str, *, source: str, profiles: Dict[str, Profile], devices: List
     # reads), version 2 where a stream is of pairs or messages
     plain = all(SH.shape_of(profiles[fp]) is SH.Patterns for fp in fps)
     version = 1 if plain else F.VERSION
-    manifest = {"format": F.FORMAT, "version": version, "source": source,
-                "profiles": fps, "devices": [d.hex() for d in devices], "streams": [],
-                "frames": frames,
-                "losses": losses, "statuses": statuses, "link_bytes": link_bytes,
-                "absent": F.ABSENT if source == "database" else
-                ["devices", "frames", "losses", "events", "wire bytes"]}
+    manifest = {"format": F.FORMAT, "version": version}
+    if volume is not None:
+        manifest.update(zip(("volume", "volumes", "set"), volume))
+    manifest.update({"source": source, "profiles": fps,
+                     "devices": [d.hex() for d in devices], "streams": [], "frames": frames,
+                     "losses": losses, "statuses": statuses, "link_bytes": link_bytes,
+                     "absent": F.ABSENT if source == "database" else
+                     ["devices", "frames", "losses", "events", "wire bytes"]})
     entries = []
     for i, (s, (best, blob)) in enumerate(zip(streams, chosen)):
         entry = "streams/%d" % i

@@ -429,12 +429,17 @@ class AdaptiveOffsets:
         j = self._coder.decode_symbols(blob, _bits_needed(profile.n_cells - 1), limit, prior)
         if j.shape[0] and int(j.max()) >= profile.n_cells:
             raise ZealError("adaptive: a decoded report is not on the profile's grid")
-        return j + np.uint64(kinds.of(profile).report_pattern(profile)[0])
+        j += np.uint64(kinds.of(profile).report_pattern(profile)[0])   # j is the decoder's
+        return j
 
     def observe(self, context, bits, profile) -> None:
+        self.observe_offsets(context, _offsets(self.name, bits, profile), profile)
+
+    def observe_offsets(self, context, j, profile) -> None:
+        """`observe` from the stream's offsets j = k - k_lo (uint64), already checked."""
         from .adaptive import histogram
 
-        h = histogram(_offsets(self.name, bits, profile), _bits_needed(profile.n_cells - 1))
+        h = histogram(j, _bits_needed(profile.n_cells - 1))
         context["j"] = h if "j" not in context else context["j"] + h
 
     def __repr__(self):

@@ -17,12 +17,18 @@ bits its devices sent; per profile: the count of each distinct report (the plug-
 Refused while reading, before the rest of the store is read: more reports, symbols or frames
 than an archive holds (compress.archive_format), in the line `write` gives.
 
+`read_volumes(path, spills)` reads it as volumes (compress.archive_volumes): the same
+sources, one a run of consecutive frames of at most VOLUME_REPORTS reports and VOLUME_FRAMES
+frames, each with its own spill, yielded as it fills (a page is cut at the frame where the
+volume is full); the last one carries the store's events. `read_database` is its one volume.
+
 What still grows: the counts of distinct reports (`Counts`: an array of the grid's cells up to
 2^16 of them -- 13 for the demo's 4-bit grid --, else 16 bytes a distinct report: nearly
 every report of a 52-bit grid, so 16 bytes a report there), the frame table's runs (the manifest's:
 2,245 runs for the 136,668 frames of 4 interleaved demo boards; at most about one a frame),
 the spill's index (a piece per stream each time BUFFER bytes are held) and the events analyze
-reads (STATUS details: at most MAX_STATUSES).
+reads (STATUS details: at most MAX_STATUSES). Read as volumes, the runs, streams and spill are
+a volume's (the counts of distinct reports still the store's).
 """
 import numpy as np
 
@@ -167,15 +173,15 @@ def _by_device(label: np.ndarray, values: np.ndarray):
 
 
 class _Reader:
-    def __init__(self, store, spill):
+    def __init__(self, store, spill, profiles=None, counts=None):
         self.store, self.spill = store, spill
-        self.all_profiles = store.profiles()
+        self.all_profiles = store.profiles() if profiles is None else profiles
         self.fps = {}           # fingerprint -> index, in the order of their first frame
         self.dev_ix = {}        # device id -> index, in the order of their first frame
         self.dev_col = ("frames", "device")   # the spill's key of the device column
         self.cols = {name: RunsBuilder() for name in F.COLUMNS if name != "device"}
         self.streams = {}       # (fp, device index, vector) -> SpilledStream
-        self.counts = {}
+        self.counts = {} if counts is None else counts   # fp -> Counts (a set's: shared)
         self.nframes = self.nreports = self.nsymbols = 0
 
     def page(self, rows, vector: bool) -> None:
@@ -191,7 +197,9 @@ class _Reader:
                                     % fp)
                 self.fps[fp] = len(self.fps)
                 prof = profiles[fp]
-                if SH.shape_of(prof) is SH.Patterns:
+                if fp in self.counts:            # kept from an earlier volume
+                    pass
+                elif SH.shape_of(prof) is SH.Patterns:
                     size = prof.n_cells if prof.n_cells <= DISTINCT_BINCOUNT else None
                     self.counts[fp] = Counts(size)
                 else:
@@ -288,19 +296,80 @@ class _Reader:
 
 
 def read_database(path: str, spill, tick=None) -> Source:
-    """The archive's source from the store `path` (module docstring); tick(frames) after each
-    page."""
+    """The archive's source from the store `path` (module docstring), in one volume (refused
+    past the caps of one archive); tick(frames) after each page."""
+    for src, _, _ in read_volumes(path, lambda: spill, tick, cut=False):
+        return src
+
+
+def _fits(reader, rows) -> int:
+    """How many of `rows` (frames, in order) the reader's volume takes: those within
+    VOLUME_FRAMES frames and VOLUME_REPORTS reports, and at least one frame (the first of a
+    volume always goes in it)."""
+    counts = np.fromiter((r[ROW_COUNT] for r in rows), np.int64, len(rows))
+    room = F.VOLUME_REPORTS - reader.nreports
+    take = int(np.searchsorted(np.cumsum(counts), room, side="right"))
+    take = max(0, min(take, F.VOLUME_FRAMES - reader.nframes))
+    return take if take or reader.nframes else 1
+
+
+def _cuttable(profiles, fps) -> bool:
+    """Volumes hold window-grid and table reports only (one-reading profiles, whose analysis
+    takes the frames a piece at a time): a store with frames of another kind is one archive."""
+    return all(fp not in profiles or SH.shape_of(profiles[fp]) is SH.Patterns for fp in fps)
+
+
+def read_volumes(path: str, spills, tick=None, cut: bool = True):
+    """The store `path` read page by page as volumes (compress.archive_volumes): yields
+    (Source, its spill, last) per volume, each the source of the run of consecutive frames
+    (in the frame table's order: real frames, then test-mode ones) that fill it up to
+    VOLUME_REPORTS reports and VOLUME_FRAMES frames (cut at a frame boundary); the last
+    one carries the store's losses, statuses and link bytes (which a set writes in volume
+    1). spills() gives each volume's spill (the caller closes it); tick(frames) after each
+    page. Volumes are cut where every frame is a window grid's or a table's; with
+    cut=False (or frames of another kind, seen before the first cut) the store is one
+    volume, refused past the caps of an archive."""
     from ...collect.store import open_store
 
+    counts = {}                   # fp -> Counts, over every volume (the plug-in entropy)
     with open_store(path, read_only=True) as store:
-        reader = _Reader(store, spill)
+        profiles = store.profiles()
+        cut = cut and _cuttable(profiles, store.frame_fingerprints(False)
+                                + store.frame_fingerprints(True))
+        seen = set()
+        spill = spills()
+        reader = _Reader(store, spill, profiles, counts)
+        volumes = 1
         check = True
         for vector in (False, True):
             for rows in store.iter_frames(vector=vector, chunk=PAGE, check=check):
                 check = False
-                reader.page(rows, vector)
+                size = len(rows)
+                new = {r[ROW_FP] for r in rows} - seen
+                if cut and not _cuttable(profiles, new):   # a kind that came since
+                    if volumes > 1:
+                        raise ArchiveError("frames of profile %s (not a window grid or a "
+                                           "table) came after the store was cut into "
+                                           "volumes; a store with them is one archive"
+                                           % next(fp for fp in new
+                                                  if not _cuttable(profiles, [fp]))[:16])
+                    cut = False
+                seen |= new
+                while rows:
+                    take = _fits(reader, rows) if cut else len(rows)
+                    if take == 0:         # the volume is full: out, and a new one
+                        yield reader.source(), spill, False
+                        volumes += 1
+                        if volumes > F.MAX_VOLUMES:
+                            raise ArchiveError("the store needs more than %d volumes of %d "
+                                               "reports" % (F.MAX_VOLUMES, F.VOLUME_REPORTS))
+                        spill = spills()
+                        reader = _Reader(store, spill, profiles, counts)
+                        continue
+                    reader.page(rows[:take], vector)
+                    rows = rows[take:]
                 if tick is not None:
-                    tick(len(rows))
+                    tick(size)
         if not reader.nframes:
             raise ZealError("no reports stored in %s" % path)
         events = store.event_counts()
@@ -316,7 +385,7 @@ def read_database(path: str, spill, tick=None) -> Source:
                                                       key=lambda kv: (kv[0][0] or "", kv[0][1]))]
     out.statuses = [[e["device"], e["detail"]] for e in statuses]
     out.link_bytes = int(link_bytes)
-    return out
+    yield out, spill, True
 
 
 def read_offsets(profile, j: np.ndarray, spill) -> Source:
@@ -335,4 +404,5 @@ def read_offsets(profile, j: np.ndarray, spill) -> Source:
     return out
 
 
-__all__ = ["Source", "SpilledStream", "Counts", "read_database", "read_offsets", "PAGE"]
+__all__ = ["Source", "SpilledStream", "Counts", "read_database", "read_volumes", "read_offsets",
+           "PAGE"]
