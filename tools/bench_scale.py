@@ -580,7 +580,9 @@ def run_store(backend, target, n, devices, bits, work, repeats, timeout):
                 res[step]["error"] = "no archive (compress failed)"
                 continue
             made = {"export parquet": "parquet", "compress": "archive"}.get(step)
-            if made and os.path.exists(files[made]):
+            if made == "archive":
+                _remove_archive(files["archive"])
+            elif made and os.path.exists(files[made]):
                 os.remove(files[made])
             t, rss, code, out, err = run_child(cmds[step], work, timeout)
             why = ("exit %d: %s" % (code, last_line(err))) if code else ""
@@ -602,10 +604,25 @@ def run_store(backend, target, n, devices, bits, work, repeats, timeout):
                 sizes["parquet_bytes"] = os.path.getsize(files["parquet"])
                 os.remove(files["parquet"])  # the disk it takes is said, not kept
             if step == "compress":
-                sizes["archive_bytes"] = os.path.getsize(files["archive"])
-    if os.path.exists(files["archive"]):
-        os.remove(files["archive"])
+                vols = _archive_set(files["archive"])
+                sizes["archive_bytes"] = sum(os.path.getsize(v) for v in vols)
+                sizes["archive_volumes"] = len(vols)
+    _remove_archive(files["archive"])
     return res, sizes, baseline
+
+
+def _archive_set(path):
+    """The archive and the volumes beside it (NAME.v2.zeal.zip, ...) that compress wrote."""
+    import glob
+
+    stem = path[:-len(".zeal.zip")] if path.endswith(".zeal.zip") else path
+    more = glob.glob(glob.escape(stem) + ".v*.zeal.zip")
+    return ([path] if os.path.exists(path) else []) + sorted(more)
+
+
+def _remove_archive(path):
+    for v in _archive_set(path):
+        os.remove(v)
 
 
 def parse_sizes(text, what):

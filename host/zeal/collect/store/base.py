@@ -442,10 +442,21 @@ class Store:
         return out
 
     def frame_fingerprints(self, vector: bool = False) -> List[str]:
-        """The fingerprints of the stored frames, in order of their first frame."""
-        return [fp for fp, _ in self._query(
-            "SELECT fingerprint, MIN(id) FROM frames WHERE vector = ? GROUP BY fingerprint "
-            "ORDER BY MIN(id)", (int(vector),))]
+        """The fingerprints of the stored frames (test-mode ones if vector), in order of
+        their first frame. Index seeks only (a GROUP BY would read the whole index): the
+        distinct fingerprints one after the other (a recursive query, the same SQL on SQLite
+        and PostgreSQL), then each one's first frame."""
+        fps = self._query(
+            "WITH RECURSIVE fps(fp) AS (SELECT MIN(fingerprint) FROM frames UNION ALL "
+            "SELECT (SELECT MIN(f.fingerprint) FROM frames f WHERE f.fingerprint > fps.fp) "
+            "FROM fps WHERE fps.fp IS NOT NULL) SELECT fp FROM fps WHERE fp IS NOT NULL")
+        firsts = []
+        for (fp,) in fps:
+            row = self._query("SELECT MIN(id) FROM frames WHERE fingerprint = ? AND "
+                              "vector = ?", (fp, int(vector)))
+            if row and row[0][0] is not None:
+                firsts.append((row[0][0], fp))
+        return [fp for _, fp in sorted(firsts)]
 
     def check_frames(self) -> None:
         """StoreError naming the first damaged frame row, if any (frames() runs it)."""
