@@ -37,7 +37,8 @@ PKG = os.path.join(FIRMWARE, "zealfw")
 PERTURBATION_PATH = ("mechanism.py", "mech_setup.py", "reference.py", "words.py", "seed.py", "profile.py",
                      "src_replay.py", "build.py", "pfile.py", "tprofile.py", "tsample.py",
                      "callwords.py", "mprofile.py", "msample.py", "sprofile.py", "sgamma.py",
-                     "srand.py", "mstart.py", "tcompact.py", "trows.py", "nmea.py", "hilbert.py")
+                     "srand.py", "mstart.py", "tcompact.py", "trows.py", "nmea.py", "hilbert.py",
+                     "src_gps.py")
 
 
 # ---- (a) no floats ---------------------------------------------------------------------------

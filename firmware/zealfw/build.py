@@ -67,6 +67,13 @@ def source_from_config(spec, stream=None):
 
         module = __import__(mod, None, None, [fn])
         return Source(getattr(module, fn))
+    if kind == "gps":  # its config is checked there (ValueError), only when configured
+        from .src_gps import Source
+
+        try:
+            return Source(spec, stream)
+        except OSError:
+            raise ValueError("gps file %s cannot be opened" % spec.get("file"))
     raise ValueError("unknown sensor kind %r" % (kind,))
 
 

@@ -3,6 +3,7 @@
 needs of the board's MicroPython (board_needs, which the probe looks for before a copy)."""
 import json
 import re
+from fractions import Fraction
 
 from ..errors import ZealError
 from .flash_mqtt import check_mqtt_output, mqtt_output
@@ -21,7 +22,9 @@ CONFIG_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports
 CONFIG_MAX = 1 << 16  # bytes: the device reads its config whole into RAM
 _INT_KEYS = ("period_ms", "batch", "hello_every", "status_every", "max_reports", "watchdog_ms",
              "start_delay_ms", "crash_reset_ms", "write_timeout_ms")
-SENSOR_FORMS = "adc:PIN[:ATTEN], rp2040-temp, replay, callable:MODULE.FUNCTION"
+SENSOR_FORMS = ("adc:PIN[:ATTEN], rp2040-temp, replay, callable:MODULE.FUNCTION, or a sensor "
+                "object as JSON, e.g. '{\"kind\": \"gps\", \"box\": [\"-1\", \"1\", "
+                "\"50\", \"52\"], \"order\": 12, \"uart\": {\"id\": 0}}'")
 # the RP2040's internal temperature sensor is ADC channel 4 (not a pin)
 RP2040_TEMP = {"kind": "adc", "channel": 4}
 RP2040_TEMP_EXAMPLE = "firmware/examples/rp2040_temp.json"
@@ -29,6 +32,12 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 # ESP32 machine.ADC.ATTN_* values; RP2040 has no attenuation (the firmware skips it there)
 _ATTEN_NAMES = {"0db": 0, "2.5db": 1, "2_5db": 1, "6db": 2, "11db": 3}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# The GPS sensor (firmware/zealfw/src_gps.py checks the same on the board): a box bound is an
+# exact decimal string of at most 20 characters; the Hilbert order 1..16 (4^16 - 1 < 2^32)
+_GPS_KEYS = ("kind", "box", "order", "sentence", "uart", "file")
+_GPS_UART_KEYS = ("id", "baudrate", "rx", "tx")
+_GPS_DECIMAL = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?\Z")
+GPS_ORDER_MAX = 16
 
 
 def parse_sensor(spec):
@@ -36,6 +45,13 @@ def parse_sensor(spec):
     def bad(why):
         return ZealError("bad --sensor %r: %s (accepted: %s)" % (spec, why, SENSOR_FORMS))
 
+    if (spec or "").strip().startswith("{"):  # a sensor object, checked as in a config
+        try:
+            sensor = json.loads(spec)
+        except ValueError as exc:
+            raise bad("not valid JSON: %s" % str(exc)[:80]) from None
+        _check_sensor(sensor, "--sensor")
+        return sensor
     kind, _, rest = (spec or "").strip().partition(":")
     if kind == "rp2040-temp":
         if rest:
@@ -77,10 +93,10 @@ def _check_sensor(sensor, where):
         raise ZealError("%s: sensor must be an object like {\"kind\": \"replay\"}" % where)
     kind = sensor.get("kind")
     need = {"adc": (), "rp2040_temp": (), "replay": (),
-            "callable": ("module", "function")}.get(kind)
+            "callable": ("module", "function"), "gps": ("box", "order")}.get(kind)
     if need is None:
-        raise ZealError("%s: sensor kind must be adc, rp2040_temp, replay or callable, not %r"
-                        % (where, kind))
+        raise ZealError("%s: sensor kind must be adc, rp2040_temp, replay or callable, or gps "
+                        "(a GPS module's NMEA sentences), not %r" % (where, kind))
     missing = [k for k in need if k not in sensor]
     if missing:
         raise ZealError("%s: %s sensor needs %s" % (where, kind, ", ".join(missing)))
@@ -91,15 +107,69 @@ def _check_sensor(sensor, where):
         ch = sensor["channel"]
         if not isinstance(ch, int) or isinstance(ch, bool) or not 0 <= ch <= 15:
             raise ZealError("%s: adc channel must be an integer 0..15" % where)
-    if kind == "replay" and "file" in sensor:
+    if kind in ("replay", "gps") and "file" in sensor:
         name = sensor["file"]
         if not isinstance(name, str) or not _FILE_NAME.match(name) or len(name) > 64:
-            raise ZealError("%s: replay file must be a plain file name on the board, like "
-                            "%s" % (where, BOARD_REPLAY))
+            raise ZealError("%s: %s file must be a plain file name on the board, like "
+                            "%s" % (where, kind, BOARD_REPLAY))
+    if kind == "gps":
+        check_gps_sensor(sensor, where)
+
+
+def _gps_int(obj, key, lo, hi, where, what):
+    v = obj[key]
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise ZealError("%s: %s %s must be an integer in [%d, %d]" % (where, what, key, lo, hi))
+    return v
+
+
+def check_gps_sensor(sensor, where="config"):
+    """The GPS sensor object as the board checks it (zealfw.src_gps), as ZealError:
+    {"kind": "gps", "box": [LON_LO, LON_HI, LAT_LO, LAT_HI] (exact decimal strings, lo < hi),
+    "order": 1..16, optional "sentence" ("GGA", the default, or "RMC"), and "uart": {"id",
+    optional "baudrate" (9600), "rx", "tx"} for a module on a UART, or "file": a file of
+    sentences on the board, or neither (sentences on the serial line). Returns the box as
+    Fractions (lon_lo, lon_hi, lat_lo, lat_hi)."""
+    unknown = sorted(set(sensor) - set(_GPS_KEYS))
+    if unknown:
+        raise ZealError("%s: unknown gps sensor key(s) %s (known: %s)"
+                        % (where, ", ".join(map(str, unknown)), ", ".join(_GPS_KEYS)))
+    box = sensor.get("box")
+    if not isinstance(box, list) or len(box) != 4 or not all(
+            isinstance(b, str) and len(b) <= 20 and _GPS_DECIMAL.match(b) for b in box):
+        raise ZealError("%s: gps box must be [LON_LO, LON_HI, LAT_LO, LAT_HI], each an exact "
+                        "decimal string like \"-0.5\" (at most 20 characters)" % where)
+    bounds = tuple(Fraction(b) for b in box)
+    if not (bounds[0] < bounds[1] and bounds[2] < bounds[3]):
+        raise ZealError("%s: gps box needs LON_LO < LON_HI and LAT_LO < LAT_HI" % where)
+    _gps_int(sensor, "order", 1, GPS_ORDER_MAX, where, "gps")
+    if sensor.get("sentence", "GGA") not in ("GGA", "RMC"):
+        raise ZealError("%s: gps sentence must be \"GGA\" or \"RMC\"" % where)
+    uart = sensor.get("uart")
+    if uart is not None:
+        if "file" in sensor:
+            raise ZealError("%s: gps takes a uart or a file, not both" % where)
+        if not isinstance(uart, dict) or "id" not in uart:
+            raise ZealError("%s: gps uart must be an object with an \"id\", like "
+                            "{\"id\": 0, \"rx\": 1, \"tx\": 0}" % where)
+        unknown = sorted(set(uart) - set(_GPS_UART_KEYS))
+        if unknown:
+            raise ZealError("%s: unknown gps uart key(s) %s (known: %s)"
+                            % (where, ", ".join(map(str, unknown)), ", ".join(_GPS_UART_KEYS)))
+        _gps_int(uart, "id", 0, 255, where, "gps uart")
+        if "baudrate" in uart:
+            _gps_int(uart, "baudrate", 1, 0x3FFFFFFF, where, "gps uart")
+        for pin in ("rx", "tx"):
+            v = uart.get(pin)
+            if v is not None and not ((isinstance(v, int) and not isinstance(v, bool)
+                                       and v >= 0) or (isinstance(v, str) and _NAME.match(v))):
+                raise ZealError("%s: gps uart %s must be a pin number or name" % (where, pin))
+    return bounds
 
 
 def sensor_kind(cfg):
-    """"adc", "replay", "callable" (the alias rp2040_temp is an adc) for a built config."""
+    """"adc", "replay", "callable", "gps" (the alias rp2040_temp is an adc) for a built
+    config."""
     kind = cfg.get("sensor", {}).get("kind", "replay")
     return "adc" if kind == "rp2040_temp" else kind
 
@@ -180,6 +250,12 @@ def build_config(sensor=None, config=None, *, watchdog_ms=None, replay_file=None
         doc["sensor"] = parse_sensor(sensor)
     elif "sensor" in doc:
         _check_sensor(doc["sensor"], where)
+    spec = doc.get("sensor", {})
+    gps_uart = spec.get("uart") if spec.get("kind") == "gps" else None
+    out = doc.get("output", {})  # (the firmware's output uart defaults to id 1)
+    if gps_uart is not None and out.get("kind") == "uart" and out.get("id", 1) == gps_uart["id"]:
+        raise ZealError("%s: the gps sensor and the uart output both use UART %d"
+                        % (where, gps_uart["id"]))
     if replay_file is not None:
         if doc.get("sensor", {"kind": "replay"}).get("kind") != "replay":
             raise ZealError("--replay-file needs the replay sensor, not %s (drop --sensor or "
@@ -212,6 +288,10 @@ def board_needs(cfg, watchdog_flag=False):
         need("machine.ADC", who, "flash with another --sensor")
         if isinstance(spec.get("pin"), int):  # zealfw/src_adc.py: machine.ADC(machine.Pin(n))
             need("machine.Pin", who, "flash with another --sensor")
+    if spec.get("kind") == "gps" and "uart" in spec:  # zealfw/src_gps.py: machine.UART(id, ..)
+        need("machine.UART", "the gps sensor's uart", "flash with another --sensor")
+        if "tx" in spec["uart"] or "rx" in spec["uart"]:
+            need("machine.Pin", "the gps sensor's uart", "flash with another --sensor")
     out = cfg.get("output", {"kind": "repl"})
     if out.get("kind") == "uart":
         need("machine.UART", "output uart", "use output repl")
