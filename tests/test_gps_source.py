@@ -715,3 +715,20 @@ def test_the_board_index_is_the_hosts_over_a_grid_of_points():
             x = FH.cell(lon.numerator, lon.denominator, box[0], box[1], order)
             y = FH.cell(lat.numerator, lat.denominator, box[2], box[3], order)
             assert FH.index(x, y, order) == host_index(order, lat, lon)
+
+
+def test_flash_refuses_a_profile_that_does_not_take_the_hilbert_index(tmp_path):
+    from zeal.cli import main
+
+    identity_profile(tmp_path, "grid")
+    sensor = json.dumps(spec(ORDER))
+    D.plan_flash("/dev/ttyACM0", str(tmp_path / "gps-grid.json"), sensor=sensor)  # accepted
+    top = str(4 ** ORDER - 1)
+    for i, args in enumerate((["--range", "0", top],                        # no calibration
+                              ["--range", "0", str(4 ** ORDER), "--cal-gain", "1",
+                               "--cal-offset", "0"],                       # not the range
+                              ["--range", "0", top, "--cal-gain", "2", "--cal-offset", "0"])):
+        wrong = tmp_path / ("wrong%d.json" % i)
+        assert main(["profile", *args, "--epsilon", "1", "-o", str(wrong)]) == 0
+        with pytest.raises(ZealError, match="sensor gps gives the Hilbert index"):
+            D.plan_flash("/dev/ttyACM0", str(wrong), sensor=sensor)

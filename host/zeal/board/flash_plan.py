@@ -124,6 +124,8 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
                         "(zeal profile ... --cal-gain Q --cal-offset Q -o FILE%s)"
                         % ("; the RP2040 temperature sensor's is in %s" % RP2040_TEMP_EXAMPLE
                            if is_rp2040_temp(spec) else ""))
+    if kind == "gps":
+        _check_gps_profile(prof, spec)
     if kind == "replay" and "file" not in spec:
         steps.append(Step("note", "the replay sensor reads its readings from the serial line "
                                   "(virtual boards, tests); on a real board give "
@@ -230,3 +232,21 @@ def plan_flash(port, profile_path, sensor=None, config=None, compile=True, *, st
                       % (len(files), port), argv=mpremote_argv(port, pkg_files, root_files, mip),
                       port=port, files=files, parts=(pkg_files, root_files, mip)))
     return steps
+
+
+def _check_gps_profile(prof, spec) -> None:
+    """A gps board's reading is the Hilbert index h of its fix's cell, a raw count in
+    [0, 4^L - 1]: the profile must take it as it is (the identity calibration) over exactly
+    that range, or every reading would be clamped or replaced, silently."""
+    from fractions import Fraction
+
+    order = spec.get("order")
+    top = (1 << (2 * order)) - 1 if isinstance(order, int) else None
+    cal = getattr(prof, "calibration", None)
+    ok = (cal is not None and Fraction(cal.gain) == 1 and Fraction(cal.offset) == 0
+          and top is not None and Fraction(prof.lo) == 0 and Fraction(prof.hi) == top)
+    if not ok:
+        raise ZealError("sensor gps gives the Hilbert index of its fix (0 to 4^L - 1): the "
+                        "profile needs --range 0 %s --cal-gain 1 --cal-offset 0"
+                        % (top if top is not None else "4^L-1"))
+
