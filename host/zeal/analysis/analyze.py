@@ -99,8 +99,8 @@ def summarize(parts: List[Tuple[Profile, object]], estimators: Optional[_Estimat
     "kind" says which mechanism made the reports ("grid" or "table"; a list for several).
     """
     est = estimators or _Estimators()
-    parts = [(p, t if isinstance(t, Tally) else est.get(p).add_to(Tally(), t))
-             for p, t in parts]
+    parts = [(p, t if isinstance(t, Tally) else
+              est.get(p).add_to(Tally(counts=est.get(p).needs_counts), t)) for p, t in parts]
     if len(parts) == 1:
         prof, t = parts[0]
         e = est.get(prof)
@@ -251,8 +251,8 @@ class _Totals:
         e = self.est.get(self.profiles[fp])
         if fp not in self.fp:
             self.fp_order.append(fp)
-            self.fp[fp] = Tally()
-            self.fp_devs[fp] = TallySet()
+            self.fp[fp] = Tally(counts=e.needs_counts)
+            self.fp_devs[fp] = TallySet(counts=e.needs_counts)
             self.fp_seen[fp] = set()
             self.fp_sizes[fp] = Counter()
         for d in names:

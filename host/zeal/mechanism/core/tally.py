@@ -27,11 +27,13 @@ def _exact_sum(a) -> int:
 class Tally:
     __slots__ = ("n", "s1", "s2", "counts", "naive")
 
-    def __init__(self):
+    def __init__(self, counts: bool = True):
+        """counts=False: no cell counts (an estimator that needs only the sums)."""
         self.n = 0
         self.s1 = 0
         self.s2 = 0
-        self.counts = np.zeros(0, dtype=np.int64)   # None once a label reached COUNTS_MAX
+        # None once a label reached COUNTS_MAX, or when not asked for
+        self.counts = np.zeros(0, dtype=np.int64) if counts else None
         self.naive = 0.0
 
     def add(self, j, floats=None, own: bool = False) -> "Tally":
@@ -109,13 +111,14 @@ class TallySet:
     in rounds, the r-th frame of every label at once, its first report added to the label's
     running sum and the row accumulated (np.add.accumulate along the frame, in order)."""
 
-    def __init__(self):
+    def __init__(self, counts: bool = True):
         self.size = 0
         self.n = np.zeros(0, dtype=np.int64)
         self.s1 = np.zeros(0, dtype=object)
         self.s2 = np.zeros(0, dtype=object)
         self.naive = np.zeros(0, dtype=np.float64)
-        self.counts = np.zeros((0, 0), dtype=np.int64)   # None once a label reached COUNTS_MAX
+        # None once a label reached COUNTS_MAX, or when not asked for (as Tally's)
+        self.counts = np.zeros((0, 0), dtype=np.int64) if counts else None
 
     def _grow(self, size: int) -> None:
         if size <= self.size:

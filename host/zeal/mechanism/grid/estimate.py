@@ -43,6 +43,7 @@ class Estimator:
     """Everything the host computes from a batch of offsets under one profile."""
 
     kind = "grid"
+    needs_counts = False   # its figures come from the sums of j and j^2 (core.tally)
 
     def __init__(self, profile: Profile, confidence: float = 0.99):
         if not 0 < confidence < 1:

@@ -24,6 +24,7 @@ class TableEstimator:
     var_bound, dev_bound), AVG* None."""
 
     grid = None
+    needs_counts = True    # a report's value is looked up by its cell (core.tally's counts)
 
     def __init__(self, profile, confidence: float = 0.99):
         if not 0 < confidence < 1:
