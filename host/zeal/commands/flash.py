@@ -20,8 +20,12 @@ def add(sub):
                         "rp2040-temp (the RP2040's internal temperature sensor, ADC channel "
                         "4; profile: firmware/examples/rp2040_temp.json), replay (readings "
                         "from --replay-file, or sent over the line; the firmware's default), "
-                        "or callable:MODULE.FUNCTION (a driver on the board); default: the "
-                        "config's sensor, else replay")
+                        "callable:MODULE.FUNCTION (a driver on the board), or a sensor object "
+                        "as JSON, e.g. a GPS module: '{\"kind\": \"gps\", \"box\": [LON_LO, "
+                        "LON_HI, LAT_LO, LAT_HI], \"order\": L, \"uart\": {\"id\": 1}}' "
+                        "(readings: the fix's Hilbert index; the profile over [0, 4^L - 1] with "
+                        "--cal-gain 1 --cal-offset 0); default: the config's sensor, else "
+                        "replay")
     p.add_argument("--config", metavar="FILE",
                    help="device config JSON (keys: see firmware/zealfw/main.py); --sensor "
                         "overrides its sensor (default: none; keys left out take the "
