@@ -626,6 +626,24 @@ def test_damaged_frame_rows_are_one_line_errors(db, sql, message):
             st.frames()
 
 
+@pytest.mark.parametrize("sql,message", [
+    ("UPDATE frames SET payload = 'text' WHERE seq = 1", r"frames row 2 is damaged \(payload\)"),
+    ("UPDATE frames SET count = 'three' WHERE seq = 0", r"frames row 1 is damaged \(count\)"),
+    ("UPDATE frames SET debug = 2 WHERE seq = 1", r"frames row 2 is damaged \(debug\)"),
+    ("UPDATE frames SET count = 300 WHERE seq = 2", r"seq 2\): count 300 is outside"),
+    ("UPDATE devices SET device_id = x'0102'", r"is damaged \(device id\)"),
+], ids=["payload", "count", "debug", "count-range", "device"])
+def test_analyze_names_a_damaged_row_it_reads(db, sql, message):
+    # analyze reads only the columns it needs (Store.iter_reports) and checks them itself;
+    # a bad one is named as the full damage check and the decoder name it
+    from zeal.analysis import analyze as A
+    _fill(db)
+    _raw(db, sql)
+    with open_existing(db) as st:
+        with pytest.raises(ZealError, match=message):
+            A.analyze(st)
+
+
 def test_a_null_payload_is_a_one_line_error(db):
     _fill(db)
     # NOT NULL is in the table's text only: a damaged schema lets a NULL in

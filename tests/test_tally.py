@@ -41,20 +41,25 @@ def test_tally_is_exact_whatever_the_cuts(top):
     assert float(t.variance()) == pytest.approx(want, rel=1e-12)
 
 
-def test_naive_sum_is_the_sequential_float_sum_however_cut():
+def test_naive_sum_adds_the_frames_sums_in_order_however_cut():
     prof = P.from_bits(*HUMIDITY, 1.0, 8)
     est = Estimator(prof)
     rng = np.random.default_rng(7)
-    j = rng.integers(0, prof.n_cells, 3000)
+    counts = rng.integers(1, 65, 120)
+    j = rng.integers(0, prof.n_cells, int(counts.sum()))
+    starts = np.cumsum(counts) - counts
     acc = 0.0
-    for x in floats_from_offsets(prof, j).tolist():
-        acc += x                      # the naive loop, one addition after another
-    for seed in (1, 2, 3):
-        t = Tally()
-        for part in _cut(j, np.random.default_rng(seed)):
-            est.add_to(t, part)
-        assert t.naive == acc
-    whole = est.add_to(Tally(), j)
+    for a, c in zip(starts.tolist(), counts.tolist()):   # frame by frame, each on its own
+        acc += float(np.add.reduceat(floats_from_offsets(prof, j[a:a + c]), [0])[0])
+    for seed in (1, 2, 3):   # pages cut at random frame boundaries
+        cuts = np.sort(np.random.default_rng(seed).choice(np.arange(1, counts.size), 6,
+                                                           replace=False))
+        t = Tally(counts=False)
+        for fr in np.split(np.arange(counts.size), cuts):
+            a, b = int(starts[fr[0]]), int(starts[fr[-1]] + counts[fr[-1]])
+            est.add_to(t, j[a:b], counts[fr])
+        assert t.naive == acc and t.n == j.size
+    whole = est.add_to(Tally(), j, counts)
     assert whole.naive == acc
     assert est.avg_star_naive_tally(whole) == acc / j.size - abar_float(prof)
 
@@ -99,20 +104,20 @@ def test_tally_set_equals_one_tally_per_label(top, count):
         counts = np.full(nframes, count) if count else rng.integers(1, 12, nframes)
         labels = rng.integers(0, 6, nframes)
     j = rng.integers(0, top + 1, int(counts.sum()))
-    floats = rng.random(j.size) * 1e6
+    floats = rng.random(nframes) * 1e6          # the frames' float sums, one a frame
     rep = np.repeat(labels, counts)
     ts, total = TallySet(), Tally()
     half = nframes // 2, int(counts[:nframes // 2].sum())
-    ts.add_frames(labels[:half[0]], counts[:half[0]], j[:half[1]], floats[:half[1]].copy(),
+    ts.add_frames(labels[:half[0]], counts[:half[0]], j[:half[1]], floats[:half[0]].copy(),
                   total)
-    ts.add_frames(labels[half[0]:], counts[half[0]:], j[half[1]:], floats[half[1]:].copy(),
+    ts.add_frames(labels[half[0]:], counts[half[0]:], j[half[1]:], floats[half[0]:].copy(),
                   total)
     whole = Tally.of(j, floats)
     assert (total.n, total.s1, total.s2, total.naive) == (whole.n, whole.s1, whole.s2,
                                                           whole.naive)
     assert (total.counts is None) == (whole.counts is None)
     for k in range(6):
-        want = Tally.of(j[rep == k], floats[rep == k])
+        want = Tally.of(j[rep == k], floats[labels == k])
         got = ts.tally(k)
         assert (got.n, got.s1, got.s2, got.naive) == (want.n, want.s1, want.s2, want.naive)
         assert (got.counts is None) == (want.counts is None)

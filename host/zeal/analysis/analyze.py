@@ -279,7 +279,7 @@ class _Totals:
                 self.debug[names[i]] = self.debug.get(names[i], 0) + int(per[i])
         k = int(glob[0])
         if len(names) == 1 and int(devs.n[k] if k < devs.size else 0) == whole.n:
-            e.add_to(whole, j)        # the device has had every report of this profile, in
+            e.add_to(whole, j, counts)  # the device has had every report of this profile, in
             devs.set_from(k, whole)   # the same order: the same tally
         else:
             e.add_frames(devs, glob[frame_dev], counts, j, total=whole)

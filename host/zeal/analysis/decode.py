@@ -376,10 +376,11 @@ class Paged:
     def _page(self, prof, page, vector):
         try:
             rid = np.fromiter(map(itemgetter(0), page), dtype=np.int64, count=len(page))
-            counts = np.fromiter(map(itemgetter(1), page), dtype=np.int64, count=len(page))
-            debug = np.fromiter(map(itemgetter(3), page), dtype=np.int64, count=len(page))
-            if not (1 <= int(counts.min()) and int(counts.max()) <= wire.MAX_COUNT
-                    and 0 <= int(debug.min()) and int(debug.max()) <= 1):
+            both = np.fromiter(map(itemgetter(1), page), dtype=np.int64, count=len(page))
+            if int(both.min()) < 0:               # Store.iter_reports: a bad count or flag
+                raise ValueError("out of range")
+            counts, debug = both & 255, both >> 8  # count + 256 debug
+            if not (1 <= int(counts.min()) and int(counts.max()) <= wire.MAX_COUNT):
                 raise ValueError("out of range")
             keys, frame_dev = np.unique(rid, return_inverse=True)
             names = [self.devices[int(k)] for k in keys]

@@ -414,15 +414,18 @@ class Store:
     def iter_reports(self, fingerprint: str, *, vector: bool = False,
                      chunk: Optional[int] = 0):
         """One profile's frames as analyze needs them and no more, in lists of at most
-        `chunk` (as iter_frames): rows (device row id, count, payload, debug), in arrival
-        order, from one streamed query. Fewer columns are most of the speed: each column is
-        a Python object per frame. No damage check: the reader checks what it reads (types
+        `chunk` (as iter_frames): rows (device row id, count + 256 debug, payload), in
+        arrival order, from one streamed query; the middle column is -1 for a count outside
+        1..255 or a debug flag not 0 or 1. Fewer columns are most of the speed: each column
+        is a Python object per frame (count and debug in one: a small int, cached, for a
+        frame of a private build). No damage check: the reader checks what it reads (types
         and ranges) and, on a bad row, names it with iter_frames."""
         if chunk == 0:
             chunk = self.frame_chunk
         debug = "f.debug" if self.schema >= 2 else "0"
-        sql = ("SELECT f.device, f.count, f.payload, %s FROM frames f WHERE "
-               "f.fingerprint = ? AND f.vector = ? ORDER BY f.id" % debug)
+        sql = ("SELECT f.device, CASE WHEN %s IN (0, 1) AND f.count BETWEEN 1 AND 255 THEN "
+               "f.count + 256 * %s ELSE -1 END, f.payload FROM frames f WHERE "
+               "f.fingerprint = ? AND f.vector = ? ORDER BY f.id" % (debug, debug))
         args = (fingerprint, int(vector))
         if chunk is None:
             rows = self._query(sql, args)

@@ -3,9 +3,12 @@ that an analysis reads a store page by page in memory that does not grow with n.
 
 What it keeps is what the estimators need, exactly: n, the sums of j and of j^2 (Python
 integers: no overflow at any n), the count of each label while every label is below
-COUNTS_MAX (a table's cells; a grid of up to 8 bits), and the float64 sum the estimator
-chose to add (the grid's naive AVG*: the figure that shows how a float sum fails, so it is
-a float sum on purpose). `add` takes one chunk; `merge` adds another tally."""
+COUNTS_MAX (a table's cells; kept only when asked for), and a float64 sum the estimator
+chooses: the grid's naive AVG* (the figure that shows how float64 arithmetic on the paper's
+doubles fails, so a float sum on purpose). It is made of the frames' float64 sums, each
+frame's doubles summed by numpy at once, and those sums added one after the other in arrival
+order: the same however the reports are cut into pages, since a frame is never cut. `add`
+takes one chunk of whole frames, in order; `TallySet` many labels (devices) at once."""
 import numpy as np
 
 COUNTS_MAX = 1 << 8    # labels from here on: moments only (a table has at most 64 cells; a
@@ -37,8 +40,8 @@ class Tally:
         self.naive = 0.0
 
     def add(self, j, floats=None, own: bool = False) -> "Tally":
-        """Add a chunk of offsets j (and their doubles; own: the floats array may be
-        overwritten)."""
+        """Add a chunk of whole frames' offsets j; floats: the frames' float64 sums, in order
+        (own: that array may be overwritten)."""
         j = np.asarray(j, dtype=np.int64).ravel()
         if j.size == 0:
             return self
@@ -107,9 +110,8 @@ class TallySet:
     the sums of j and j^2 in Python integers (object arrays), each page's part in int64 while
     it fits (j^2 times the page's reports below 2^63; else label by label through
     Tally.add).
-    The naive float sums stay strictly sequential per label: frames of one count are taken
-    in rounds, the r-th frame of every label at once, its first report added to the label's
-    running sum and the row accumulated (np.add.accumulate along the frame, in order)."""
+    The naive float sums add each label's frame sums (floats, one per frame) one after the
+    other, in arrival order: in rounds, the r-th frame of every label at once."""
 
     def __init__(self, counts: bool = True):
         self.size = 0
@@ -139,8 +141,9 @@ class TallySet:
             self.counts = np.hstack([self.counts, more])
 
     def add_frames(self, frame_label, counts, j, floats=None, total=None) -> None:
-        """total: a Tally of all the labels' reports (in this order) to add the page to as
-        well, from the same sums (floats is then overwritten)."""
+        """floats: the frames' float64 sums (one per frame); total: a Tally of all the
+        labels' reports (in this order) to add the page to as well, from the same sums
+        (floats is then overwritten)."""
         frame_label = np.asarray(frame_label, dtype=np.int64)
         counts = np.asarray(counts, dtype=np.int64)
         j = np.asarray(j, dtype=np.int64)
@@ -178,7 +181,7 @@ class TallySet:
                 self.counts += cells
         if floats is not None:
             floats = np.asarray(floats, np.float64)
-            self._naive(frame_label, counts, order, lab, first, floats)
+            self._naive(frame_label, order, lab, first, floats)
         if total is not None:   # the same page, whole: from the labels' sums
             total.n += int(j.size)
             total.s1 += sum(int(v) for v in s1.tolist())
@@ -198,34 +201,21 @@ class TallySet:
             if floats is not None:
                 total.naive = _seq_sum(floats, total.naive)
 
-    def _naive(self, frame_label, counts, order, lab, first, floats) -> None:
-        c = int(counts[0])
-        if int(counts.min()) != c or int(counts.max()) != c:  # several counts: label by label
-            starts = np.cumsum(counts) - counts
-            for k in np.unique(frame_label).tolist():
-                mine = np.flatnonzero(frame_label == k)
-                idx = np.concatenate([np.arange(starts[f], starts[f] + counts[f])
-                                      for f in mine.tolist()])
-                self.naive[k] = _seq_sum(floats[idx], float(self.naive[k]))
-            return
-        rows = floats.reshape(-1, c)
-        # rank of each frame among its label's frames, in arrival order
+    def _naive(self, frame_label, order, lab, first, fsum) -> None:
+        """Add each label's frame sums fsum (one per frame) to its running sum, in order."""
         sizes = np.diff(np.append(first, order.size))
-        rank = np.empty(order.size, dtype=np.int64)
+        rank = np.empty(order.size, dtype=np.int64)   # a frame's rank among its label's
         rank[order] = np.arange(order.size) - np.repeat(first, sizes)
         heavy = lab[first[sizes > ROUNDS_MAX]]
         if heavy.size:   # a label with many frames here: its own sequential pass
             for k in heavy.tolist():
-                self.naive[k] = _seq_sum(rows[frame_label == k].ravel(), float(self.naive[k]))
+                self.naive[k] = _seq_sum(fsum[frame_label == k], float(self.naive[k]))
             rank[np.isin(frame_label, heavy)] = -1
         with np.errstate(over="ignore", invalid="ignore"):
             for r in range(int(rank.max()) + 1):
                 sel = np.flatnonzero(rank == r)               # one frame per label, at most
                 labs = frame_label[sel]
-                block = rows[sel]
-                block[:, 0] += self.naive[labs]
-                np.add.accumulate(block, axis=1, out=block)
-                self.naive[labs] = block[:, -1]
+                self.naive[labs] = self.naive[labs] + fsum[sel]
 
     def _slow(self, frame_label, counts, j, floats) -> None:
         """Label by label through Tally.add (wide offsets or a large page)."""
@@ -239,7 +229,7 @@ class TallySet:
             t.n, t.s1, t.s2, t.naive = int(self.n[k]), int(self.s1[k]), int(self.s2[k]), \
                 float(self.naive[k])
             t.counts = None if self.counts is None else self.counts[k].copy()
-            t.add(j[mask], None if floats is None else floats[mask])
+            t.add(j[mask], None if floats is None else floats[frame_label == k])
             self.n[k], self.s1[k], self.s2[k], self.naive[k] = t.n, t.s1, t.s2, t.naive
             if t.counts is None:
                 self.counts = None

@@ -108,20 +108,30 @@ class Estimator:
         return z * abs(float(self.grid.gain)) * math.sqrt(max(var_j, 0.0) / n)
 
     # -- from a running tally (zeal.mechanism.core.tally): what a streamed analysis uses ------------
-    def add_to(self, t: Tally, offsets) -> Tally:
-        """Add one chunk of offsets (in the reports' order) to t, with their doubles x* for
-        the naive AVG*'s float sum."""
+    def _frame_sums(self, j, counts) -> np.ndarray:
+        """The float64 sums of the doubles x* of each frame (counts: reports a frame; None:
+        one frame), each frame summed by numpy at once (the naive AVG*'s parts)."""
         from .reports import floats_from_offsets
+        floats = floats_from_offsets(self.profile, j)
+        if floats.size == 0:
+            return floats
+        with np.errstate(over="ignore", invalid="ignore"):
+            if counts is None:
+                return np.add.reduceat(floats, [0])
+            return np.add.reduceat(floats, np.cumsum(counts) - counts)
+
+    def add_to(self, t: Tally, offsets, counts=None) -> Tally:
+        """Add whole frames' offsets (in the reports' order; counts: reports a frame, None
+        for one batch) to t, with their frames' float sums for the naive AVG*."""
         j = np.asarray(offsets, dtype=np.int64).ravel()
-        return t.add(j, floats_from_offsets(self.profile, j), own=True)
+        return t.add(j, self._frame_sums(j, counts), own=True)
 
     def add_frames(self, tallies: TallySet, frame_label, counts, offsets,
                    total: Tally = None) -> None:
         """Add a page of frames to the labels' tallies (TallySet.add_frames), with the
-        doubles x* for the naive sums."""
-        from .reports import floats_from_offsets
+        frames' float sums for the naive sums."""
         j = np.asarray(offsets, dtype=np.int64).ravel()
-        tallies.add_frames(frame_label, counts, j, floats_from_offsets(self.profile, j), total)
+        tallies.add_frames(frame_label, counts, j, self._frame_sums(j, counts), total)
 
     def mean_of_tally(self, t: Tally) -> Fraction:
         return self.calibrated_mean(t.s1, t.n)
@@ -130,9 +140,9 @@ class Estimator:
         return self.avg_star(t.s1, t.n)
 
     def avg_star_naive_tally(self, t: Tally) -> float:
-        """The naive AVG*: the float64 sum of the x*, added one by one in order, over n, minus
-        the float64 Abar (a float figure on purpose: it shows how the naive estimator
-        fails)."""
+        """The naive AVG*: the float64 sum of the x* (each frame's by numpy, the frames' one
+        after the other in arrival order), over n, minus the float64 Abar (a float figure on
+        purpose: it shows how the naive estimator fails)."""
         with np.errstate(over="ignore", invalid="ignore"):
             return float(np.float64(t.naive) / t.n) - abar_float(self.profile)
 

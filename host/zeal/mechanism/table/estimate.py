@@ -93,7 +93,7 @@ class TableEstimator:
         return self._clt_counts(self._counts(j), int(j.size))
 
     # -- from a running tally (zeal.mechanism.core.tally): what a streamed analysis uses ------------
-    def add_to(self, t: Tally, offsets) -> Tally:
+    def add_to(self, t: Tally, offsets, counts=None) -> Tally:
         """Add one chunk of offsets to t (ValueError if a report is outside the cells)."""
         j = np.asarray(offsets, dtype=np.int64).ravel()
         self._counts(j)  # the range check
