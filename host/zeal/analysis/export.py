@@ -438,6 +438,8 @@ def _strings(pa, texts: list, index: np.ndarray):
 
 def _distinct(values: np.ndarray) -> tuple:
     """(distinct values in order of appearance, each entry's index among them)."""
+    if values.size and bool((values == values[0]).all()):  # one value (every scalar report)
+        return [values[0]], np.zeros(values.size, dtype=np.int64)
     seen = {}
     index = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()),
                         dtype=np.int64, count=len(values))
