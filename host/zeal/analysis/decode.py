@@ -7,7 +7,7 @@
   the profile's grid is a `DecodeError` naming the frame, never a silently wrong sample.
 - Table profiles (zeal-table/1): a report is a cell j in 0..N-1 sent as its m bits (k_lo =
   wire_base = 0), so decode_frames gives the cells; decode_values refuses them (no double).
-- `Loaded(store, include_vector)`: everything export and plots read from a store, read once;
+- `Loaded(store, include_vector)`: everything the plots read from a store, read once;
   `Paged(store, include_vector)`: the same for analyze, its frames page by page (memory that
   does not grow with the store).
 - `frame_counts(rows)`: every frame's report count, each an integer in 1..wire.MAX_COUNT
