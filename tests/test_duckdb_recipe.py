@@ -19,7 +19,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from zeal.collect.store import FrameRecord, Store
+from test_export import merge_stores
 
 from conftest import HOST, ROOT
 
@@ -46,24 +46,6 @@ def zeal(*args) -> str:
     return done.stdout
 
 
-def _merge(sources, path) -> str:
-    """A store holding every profile and frame of the stores `sources` (as the collector
-    writes them)."""
-    profiles, frames = {}, []
-    for db in sources:
-        with Store(db, readonly=True) as src:
-            profiles.update(src.profiles())
-            frames += [FrameRecord(device_id=bytes(r[0]), boot=r[1], nonce=bytes(r[7]),
-                                   seq=r[2], crc=0, fingerprint=r[3], count=r[4],
-                                   payload=bytes(r[5]), arrival=r[6], debug=bool(r[8]))
-                       for r in src.frames()]
-    with Store(path) as st:
-        for prof in profiles.values():
-            st.add_profile(prof)
-        assert st.write(frames=frames) == len(frames)
-    return path
-
-
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     where = tmp_path_factory.mktemp("recipe")
@@ -72,7 +54,7 @@ def stores(tmp_path_factory):
     other = str(where / "other.db")
     zeal("demo", "--db", other, "--count", "2000", "--devices", "2", "--epsilon", "2",
          "--json")
-    return {"one profile": one, "two profiles": _merge([one, other], str(where / "two.db"))}
+    return {"one profile": one, "two profiles": merge_stores([one, other], str(where / "two.db"))}
 
 
 def _lake(db, where):

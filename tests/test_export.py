@@ -495,6 +495,16 @@ def mixed_db(tmp_path_factory):
                _demo(where, "table.db", "--mechanism", "duchi", "--count", "300"),
                _demo(where, "multi.db", "--attributes", "--count", "300"),
                _demo(where, "shuffle.db", "--shuffle", "--count", "2500")]
+    path = merge_stores(sources, str(where / "mixed.db"), np.random.default_rng(5))
+    with Store(path) as st:
+        p4 = P.from_bits(*HUMIDITY, 1.0, 4)
+        fill(st, p4, DEV_C, offsets(p4, 16, 6, 7), vector=True)
+    return path
+
+
+def merge_stores(sources, path, rng=None) -> str:
+    """A store holding every profile and frame of the stores `sources`, as the collector
+    writes them; the frames in a random order by `rng` (a numpy Generator), else in theirs."""
     profiles, frames = {}, []
     for db in sources:
         with Store(db, readonly=True) as src:
@@ -503,14 +513,11 @@ def mixed_db(tmp_path_factory):
                                    seq=r[2], crc=0, fingerprint=r[3], count=r[4],
                                    payload=bytes(r[5]), arrival=r[6], debug=bool(r[8]))
                        for r in src.frames()]
-    order = np.random.default_rng(5).permutation(len(frames))
-    path = str(where / "mixed.db")
+    order = range(len(frames)) if rng is None else rng.permutation(len(frames))
     with Store(path) as st:
         for prof in profiles.values():
             st.add_profile(prof)
         assert st.write(frames=[frames[i] for i in order]) == len(frames)
-        p4 = P.from_bits(*HUMIDITY, 1.0, 4)
-        fill(st, p4, DEV_C, offsets(p4, 16, 6, 7), vector=True)
     return path
 
 
